@@ -1,0 +1,112 @@
+//! CreateTopics (key 19). Any broker may create: the shared folder makes
+//! creation atomic, so there is no controller to forward to.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+use tracing::info;
+
+use super::{Err, RequestContext};
+use crate::storage::TopicError;
+
+pub fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {
+    let broker = &ctx.broker;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for t in &req.topics {
+        *seen.entry(t.name.0.to_string()).or_default() += 1;
+    }
+    let mut resp = CreateTopicsResponse::default();
+    for t in req.topics {
+        let name = t.name.0.to_string();
+        let mut result = CreatableTopicResult::default().with_name(t.name.clone());
+        let fail = |mut r: CreatableTopicResult, code: i16, msg: String| {
+            r.error_code = code;
+            r.error_message = Some(StrBytes::from_string(msg));
+            r.num_partitions = -1;
+            r.replication_factor = -1;
+            r
+        };
+        if seen[&name] > 1 {
+            resp.topics.push(fail(
+                result,
+                Err::InvalidRequest.code(),
+                format!("topic '{name}' appears more than once in the request"),
+            ));
+            continue;
+        }
+        if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
+            resp.topics.push(fail(
+                result,
+                Err::InvalidRequest.code(),
+                "both manual assignments and a partition count or replication factor were given"
+                    .into(),
+            ));
+            continue;
+        }
+        if t.replication_factor == 0 || t.replication_factor < -1 {
+            resp.topics.push(fail(
+                result,
+                Err::InvalidReplicationFactor.code(),
+                format!(
+                    "replication factor must be -1 or at least 1, not {}",
+                    t.replication_factor
+                ),
+            ));
+            continue;
+        }
+        let partitions = if !t.assignments.is_empty() {
+            t.assignments.len() as i32
+        } else if t.num_partitions == -1 {
+            broker.config.default_partitions
+        } else {
+            t.num_partitions
+        };
+        let configs: BTreeMap<String, String> = t
+            .configs
+            .iter()
+            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .collect();
+        match broker
+            .storage
+            .topics
+            .create(&name, partitions, configs.clone(), req.validate_only)
+        {
+            Ok(meta) => {
+                if !req.validate_only {
+                    info!(topic = %name, partitions, id = %meta.id, "created topic");
+                }
+                result.topic_id = meta.id;
+                result.num_partitions = meta.partitions;
+                // Replicas are the shared volume's business: one log, one leader.
+                result.replication_factor = 1;
+                result.configs = (ctx.api_version >= 5).then(|| {
+                    configs
+                        .into_iter()
+                        .map(|(k, v)| {
+                            CreatableTopicConfigs::default()
+                                .with_name(StrBytes::from_string(k))
+                                .with_value(Some(StrBytes::from_string(v)))
+                                .with_config_source(1)
+                        })
+                        .collect()
+                });
+                resp.topics.push(result);
+            }
+            Err(e) => {
+                let code = match &e {
+                    TopicError::AlreadyExists(_) => Err::TopicAlreadyExists.code(),
+                    TopicError::InvalidName(_) => Err::InvalidTopicException.code(),
+                    TopicError::InvalidPartitions(_) => Err::InvalidPartitions.code(),
+                    TopicError::Unknown(_) => Err::UnknownTopicOrPartition.code(),
+                    TopicError::Io(_) => Err::KafkaStorageError.code(),
+                };
+                resp.topics.push(fail(result, code, e.to_string()));
+            }
+        }
+    }
+    resp
+}

@@ -1,0 +1,57 @@
+//! DeleteTopics (key 20): by name, or by topic id from v6.
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tracing::info;
+
+use super::{Err, RequestContext};
+use crate::storage::TopicError;
+
+pub fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let topics = &ctx.broker.storage.topics;
+    // Up to v5 topics come by name only; v6 names or ids.
+    let targets: Vec<(Option<String>, uuid::Uuid)> = if ctx.api_version >= 6 {
+        req.topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id))
+            .collect()
+    } else {
+        req.topic_names
+            .iter()
+            .map(|n| (Some(n.0.to_string()), uuid::Uuid::nil()))
+            .collect()
+    };
+    let mut resp = DeleteTopicsResponse::default();
+    for (name, id) in targets {
+        let mut result = DeletableTopicResult::default().with_topic_id(id);
+        let resolved = match &name {
+            Some(n) => Some(n.clone()),
+            None => topics.get_by_id(id).map(|t| t.name.clone()),
+        };
+        result.name = resolved
+            .clone()
+            .map(|n| TopicName(StrBytes::from_string(n)));
+        let Some(topic) = resolved else {
+            result.error_code = Err::UnknownTopicId.code();
+            resp.responses.push(result);
+            continue;
+        };
+        match topics.delete(&topic) {
+            Ok(meta) => {
+                ctx.broker.storage.close_topic(&topic);
+                info!(topic = %topic, id = %meta.id, "deleted topic");
+                result.topic_id = meta.id;
+            }
+            Err(e) => {
+                result.error_code = match e {
+                    TopicError::Unknown(_) => Err::UnknownTopicOrPartition.code(),
+                    _ => Err::KafkaStorageError.code(),
+                };
+                result.error_message = Some(StrBytes::from_string(e.to_string()));
+            }
+        }
+        resp.responses.push(result);
+    }
+    resp
+}

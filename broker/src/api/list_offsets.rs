@@ -1,0 +1,119 @@
+//! ListOffsets (key 2): earliest, latest, max timestamp, or by timestamp.
+
+use bytes::Bytes;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::records::RecordBatchDecoder;
+
+use super::{open_error_code, Err, RequestContext};
+use crate::storage::batch;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+
+pub fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    let broker = &ctx.broker;
+    let routing = broker.routing();
+    let mut resp = ListOffsetsResponse::default();
+    for topic in req.topics {
+        let meta = broker.storage.topics.get(topic.name.0.as_str());
+        let mut out = ListOffsetsTopicResponse::default().with_name(topic.name.clone());
+        for p in topic.partitions {
+            let mut r = ListOffsetsPartitionResponse::default()
+                .with_partition_index(p.partition_index)
+                .with_timestamp(-1)
+                .with_offset(-1)
+                .with_leader_epoch(-1);
+            let Some(meta) = meta
+                .as_ref()
+                .filter(|m| (0..m.partitions).contains(&p.partition_index))
+            else {
+                r.error_code = Err::UnknownTopicOrPartition.code();
+                out.partitions.push(r);
+                continue;
+            };
+            let leader = routing
+                .as_ref()
+                .and_then(|rt| rt.owner_of_partition(&meta.name, p.partition_index));
+            if leader != Some(broker.id()) {
+                r.error_code = Err::NotLeaderOrFollower.code();
+                out.partitions.push(r);
+                continue;
+            }
+            let partition = match broker.storage.partition(meta, p.partition_index) {
+                Ok(partition) => partition,
+                Err(e) => {
+                    r.error_code = open_error_code(&e);
+                    out.partitions.push(r);
+                    continue;
+                }
+            };
+            let found: std::io::Result<Option<(i64, i64)>> = match p.timestamp {
+                LATEST => Ok(Some((partition.high_watermark(), -1))),
+                EARLIEST | EARLIEST_LOCAL => Ok(Some((partition.log_start_offset(), -1))),
+                // No tiered storage: nothing is tiered.
+                LATEST_TIERED => Ok(None),
+                MAX_TIMESTAMP => partition
+                    .batch_with_max_timestamp()
+                    .map(|b| b.and_then(|b| record_at_timestamp(&b, None))),
+                ts if ts >= 0 => partition
+                    .batch_for_timestamp(ts)
+                    .map(|b| b.and_then(|b| record_at_timestamp(&b, Some(ts)))),
+                _ => {
+                    r.error_code = Err::InvalidRequest.code();
+                    out.partitions.push(r);
+                    continue;
+                }
+            };
+            match found {
+                Ok(Some((offset, timestamp))) => {
+                    r.offset = offset;
+                    r.timestamp = timestamp;
+                    if ctx.api_version >= 4 {
+                        r.leader_epoch = 0;
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => r.error_code = Err::KafkaStorageError.code(),
+            }
+            out.partitions.push(r);
+        }
+        resp.topics.push(out);
+    }
+    resp
+}
+
+/// The (offset, timestamp) of the first record in `batch_bytes` at or after
+/// `ts`, or of the record with the largest timestamp when `ts` is None.
+/// Compressed batches are not opened: their base offset and max timestamp
+/// answer, which never skips a record the client asked for.
+fn record_at_timestamp(batch_bytes: &Bytes, ts: Option<i64>) -> Option<(i64, i64)> {
+    let header = batch::parse_header(batch_bytes).ok()?;
+    let fallback = Some((header.base_offset, header.max_timestamp));
+    if batch::is_compressed(batch_bytes) {
+        return fallback;
+    }
+    let mut buf = batch_bytes.clone();
+    let Ok(set) = RecordBatchDecoder::decode(&mut buf) else {
+        return fallback;
+    };
+    match ts {
+        Some(ts) => set
+            .records
+            .iter()
+            .find(|r| r.timestamp >= ts)
+            .map(|r| (r.offset, r.timestamp))
+            .or(fallback),
+        None => set
+            .records
+            .iter()
+            .max_by_key(|r| (r.timestamp, std::cmp::Reverse(r.offset)))
+            .map(|r| (r.offset, r.timestamp))
+            .or(fallback),
+    }
+}

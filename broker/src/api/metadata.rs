@@ -1,0 +1,135 @@
+//! Metadata (key 3): brokers from the assignment, topics from the shared
+//! folder, partition leaders from the same two-tier routing as groups.
+
+use kaas_shared::{BrokerState, Routing};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tracing::info;
+
+use super::{Err, RequestContext};
+use crate::storage::{TopicError, TopicMeta};
+
+pub fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
+    let broker = &ctx.broker;
+    let routing = broker.routing();
+    let mut resp = MetadataResponse::default()
+        .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())));
+    match &routing {
+        Some(r) => {
+            for b in r
+                .assignment()
+                .brokers
+                .iter()
+                .filter(|b| b.state == BrokerState::Alive)
+            {
+                resp.brokers.push(
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(b.id))
+                        .with_host(StrBytes::from_string(b.host.clone()))
+                        .with_port(i32::from(b.port)),
+                );
+            }
+            resp.controller_id = BrokerId(resp.brokers.first().map_or(-1, |b| b.node_id.0));
+        }
+        None => {
+            // Before the first assignment, a broker only knows itself.
+            resp.brokers.push(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(broker.id()))
+                    .with_host(StrBytes::from_string(broker.config.advertised_host.clone()))
+                    .with_port(i32::from(broker.config.advertised_port)),
+            );
+            resp.controller_id = BrokerId(broker.id());
+        }
+    }
+
+    let topics: Vec<Result<std::sync::Arc<TopicMeta>, MetadataResponseTopic>> = match req.topics {
+        None => broker.storage.topics.all().into_iter().map(Ok).collect(),
+        Some(requested) => requested
+            .into_iter()
+            .map(|t| match t.name {
+                Some(name) => lookup_or_create(ctx, name.0.as_str(), req.allow_auto_topic_creation),
+                None => broker.storage.topics.get_by_id(t.topic_id).ok_or_else(|| {
+                    MetadataResponseTopic::default()
+                        .with_name(None)
+                        .with_topic_id(t.topic_id)
+                        .with_error_code(Err::UnknownTopicId.code())
+                }),
+            })
+            .collect(),
+    };
+    for t in topics {
+        resp.topics.push(match t {
+            Ok(meta) => describe_topic(&meta, routing.as_deref()),
+            Err(error_topic) => error_topic,
+        });
+    }
+    resp
+}
+
+fn lookup_or_create(
+    ctx: &RequestContext,
+    name: &str,
+    allow_auto_create: bool,
+) -> Result<std::sync::Arc<TopicMeta>, MetadataResponseTopic> {
+    let broker = &ctx.broker;
+    let error = |code: i16| {
+        MetadataResponseTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
+            .with_error_code(code)
+    };
+    if let Some(meta) = broker.storage.topics.get(name) {
+        return Ok(meta);
+    }
+    if !(allow_auto_create && broker.config.auto_create_topics) {
+        return Err(error(Err::UnknownTopicOrPartition.code()));
+    }
+    let partitions = broker.config.default_partitions;
+    match broker
+        .storage
+        .topics
+        .create(name, partitions, Default::default(), false)
+    {
+        Ok(meta) => {
+            info!(topic = name, partitions, "auto-created topic");
+            Ok(meta)
+        }
+        Err(TopicError::AlreadyExists(_)) => broker
+            .storage
+            .topics
+            .get(name)
+            .ok_or_else(|| error(Err::UnknownTopicOrPartition.code())),
+        Err(TopicError::InvalidName(_)) => Err(error(Err::InvalidTopicException.code())),
+        Err(_) => Err(error(Err::KafkaStorageError.code())),
+    }
+}
+
+pub fn describe_topic(meta: &TopicMeta, routing: Option<&Routing>) -> MetadataResponseTopic {
+    let partitions = (0..meta.partitions)
+        .map(|p| {
+            let leader = routing.and_then(|r| r.owner_of_partition(&meta.name, p));
+            let mut part = MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_leader_epoch(0);
+            match leader {
+                Some(id) => {
+                    part.leader_id = BrokerId(id);
+                    part.replica_nodes = vec![BrokerId(id)];
+                    part.isr_nodes = vec![BrokerId(id)];
+                }
+                None => {
+                    part.leader_id = BrokerId(-1);
+                    part.error_code = Err::LeaderNotAvailable.code();
+                }
+            }
+            part
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(meta.name.clone()))))
+        .with_topic_id(meta.id)
+        .with_partitions(partitions)
+}

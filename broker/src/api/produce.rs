@@ -1,0 +1,192 @@
+//! Produce (key 0): validate, append, fsync, then acknowledge.
+//!
+//! Every acknowledgement (acks=1 and acks=all alike) means the batch is
+//! fsynced: with one copy of the data on the shared volume, durability is
+//! the fsync. acks=0 gets no response, as in Kafka.
+
+use futures::future::join_all;
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use tracing::{debug, warn};
+
+use super::{broker_endpoint, open_error_code, Err, RequestContext};
+use crate::storage::batch::{self, BatchError};
+
+struct PartitionOutcome {
+    response: PartitionProduceResponse,
+    /// The leader to tell the client about on NOT_LEADER_OR_FOLLOWER.
+    leader_hint: Option<i32>,
+}
+
+pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<ProduceResponse> {
+    let acks = req.acks;
+    let by_id = ctx.api_version >= 13;
+    let mut topic_futures = Vec::with_capacity(req.topic_data.len());
+    for topic in req.topic_data {
+        let ctx = ctx.clone();
+        topic_futures.push(async move {
+            let meta = if by_id {
+                ctx.broker.storage.topics.get_by_id(topic.topic_id)
+            } else {
+                ctx.broker.storage.topics.get(topic.name.0.as_str())
+            };
+            let unknown = if by_id {
+                Err::UnknownTopicId.code()
+            } else {
+                Err::UnknownTopicOrPartition.code()
+            };
+            let parts = join_all(topic.partition_data.into_iter().map(|p| {
+                let meta = meta.clone();
+                let ctx = ctx.clone();
+                async move {
+                    let mut response = PartitionProduceResponse::default().with_index(p.index);
+                    let Some(meta) = meta else {
+                        response.error_code = unknown;
+                        return PartitionOutcome {
+                            response,
+                            leader_hint: None,
+                        };
+                    };
+                    if !(-1..=1).contains(&acks) {
+                        response.error_code = Err::InvalidRequiredAcks.code();
+                        return PartitionOutcome {
+                            response,
+                            leader_hint: None,
+                        };
+                    }
+                    produce_partition(&ctx, &meta, p.index, p.records).await
+                }
+            }))
+            .await;
+            (topic.name, topic.topic_id, parts)
+        });
+    }
+    let results = join_all(topic_futures).await;
+    if acks == 0 {
+        return None;
+    }
+    let mut resp = ProduceResponse::default();
+    let mut hinted = Vec::new();
+    for (name, topic_id, parts) in results {
+        let mut topic = TopicProduceResponse::default()
+            .with_name(name)
+            .with_topic_id(topic_id);
+        for outcome in parts {
+            if let Some(id) = outcome.leader_hint {
+                hinted.push(id);
+            }
+            topic.partition_responses.push(outcome.response);
+        }
+        resp.responses.push(topic);
+    }
+    if ctx.api_version >= 10 {
+        hinted.sort_unstable();
+        hinted.dedup();
+        for id in hinted {
+            if let Some((host, port)) = broker_endpoint(ctx, id) {
+                resp.node_endpoints.push(
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(id))
+                        .with_host(StrBytes::from_string(host))
+                        .with_port(port),
+                );
+            }
+        }
+    }
+    Some(resp)
+}
+
+async fn produce_partition(
+    ctx: &RequestContext,
+    meta: &crate::storage::TopicMeta,
+    index: i32,
+    records: Option<bytes::Bytes>,
+) -> PartitionOutcome {
+    let mut response = PartitionProduceResponse::default().with_index(index);
+    let fail = |mut response: PartitionProduceResponse, code: i16, message: String| {
+        response.error_code = code;
+        response.error_message = Some(StrBytes::from_string(message));
+        PartitionOutcome {
+            response,
+            leader_hint: None,
+        }
+    };
+    if index < 0 || index >= meta.partitions {
+        response.error_code = Err::UnknownTopicOrPartition.code();
+        return PartitionOutcome {
+            response,
+            leader_hint: None,
+        };
+    }
+    let broker = &ctx.broker;
+    let routing = broker.routing();
+    let leader = routing
+        .as_ref()
+        .and_then(|r| r.owner_of_partition(&meta.name, index));
+    if leader != Some(broker.id()) {
+        response.error_code = Err::NotLeaderOrFollower.code();
+        if ctx.api_version >= 10 {
+            response.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(leader.unwrap_or(-1)))
+                .with_leader_epoch(if leader.is_some() { 0 } else { -1 });
+        }
+        return PartitionOutcome {
+            response,
+            leader_hint: leader,
+        };
+    }
+    let records = records.unwrap_or_default();
+    match batch::split_batches(&records) {
+        Ok(parts) if !parts.is_empty() => {}
+        Ok(_) => {
+            return fail(
+                response,
+                Err::CorruptMessage.code(),
+                "the request carries no record batch".into(),
+            )
+        }
+        Err(BatchError::UnsupportedMagic(m)) => {
+            return fail(
+                response,
+                Err::UnsupportedForMessageFormat.code(),
+                format!("record batch magic v{m} is not supported; only v2"),
+            )
+        }
+        Err(e) => {
+            warn!(topic = %meta.name, partition = index, error = %e, client = %ctx.client_id,
+                  "refusing a corrupt record batch");
+            return fail(response, Err::CorruptMessage.code(), e.to_string());
+        }
+    }
+    let partition = match broker.storage.partition(meta, index) {
+        Ok(p) => p,
+        Err(e) => {
+            warn!(topic = %meta.name, partition = index, error = %e, "cannot open partition");
+            return fail(response, open_error_code(&e), e.to_string());
+        }
+    };
+    match partition.append(records.to_vec()).await {
+        Ok(appended) => {
+            debug!(topic = %meta.name, partition = index, base = appended.base_offset,
+                   last = appended.last_offset, "appended");
+            response.base_offset = appended.base_offset;
+            response.log_append_time_ms = -1;
+            response.log_start_offset = partition.log_start_offset();
+            PartitionOutcome {
+                response,
+                leader_hint: None,
+            }
+        }
+        Err(e) => {
+            warn!(topic = %meta.name, partition = index, error = %e, "append failed");
+            fail(
+                response,
+                Err::KafkaStorageError.code(),
+                format!("write failed: {e}"),
+            )
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The state one broker serves from: its config, the shared volume, and the
+//! assignment it follows.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kaas_shared::{BrokerState, Routing};
+use tracing::info;
+
+use crate::cluster::ClusterView;
+use crate::storage::{LogConfig, Storage};
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub id: i32,
+    pub data_dir: PathBuf,
+    /// Host and port clients reach this broker at, used before the first
+    /// assignment names it.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// Largest request frame accepted (Kafka's `socket.request.max.bytes`).
+    pub max_frame_bytes: usize,
+    /// Kafka's `auto.create.topics.enable`.
+    pub auto_create_topics: bool,
+    /// Kafka's `num.partitions`, for auto-created topics.
+    pub default_partitions: i32,
+    pub log: LogConfig,
+}
+
+impl BrokerConfig {
+    pub fn new(id: i32, data_dir: PathBuf, host: &str, port: u16) -> Self {
+        Self {
+            id,
+            data_dir,
+            advertised_host: host.to_string(),
+            advertised_port: port,
+            max_frame_bytes: 100 * 1024 * 1024,
+            auto_create_topics: true,
+            default_partitions: 1,
+            log: LogConfig::default(),
+        }
+    }
+}
+
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub storage: Storage,
+    pub cluster: ClusterView,
+    pub cluster_id: String,
+}
+
+impl Broker {
+    pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
+        let storage = Storage::new(&config.data_dir, config.log)?;
+        let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
+        Ok(Arc::new(Broker {
+            config,
+            storage,
+            cluster: ClusterView::default(),
+            cluster_id,
+        }))
+    }
+
+    pub fn id(&self) -> i32 {
+        self.config.id
+    }
+
+    pub fn routing(&self) -> Option<Arc<Routing>> {
+        self.cluster.current()
+    }
+
+    /// Whether this broker leads `topic/partition` under the current
+    /// assignment (explicit entry, else the hash).
+    pub fn leads(&self, routing: &Routing, topic: &str, partition: i32) -> bool {
+        routing.owner_of_partition(topic, partition) == Some(self.id())
+    }
+
+    /// Whether the assignment counts this broker as alive.
+    pub fn is_alive_in(&self, routing: &Routing) -> bool {
+        routing
+            .broker(self.id())
+            .is_some_and(|b| b.state == BrokerState::Alive)
+    }
+
+    /// Applies a newer assignment: installs it and releases what this
+    /// broker no longer leads.
+    pub fn apply_assignment(&self, assignment: kaas_shared::Assignment) {
+        let version = assignment.version;
+        if let Some(previous) = self.cluster.offer(assignment) {
+            let routing = self.routing().expect("just installed");
+            info!(
+                broker = self.id(),
+                version,
+                previous = previous.map(|p| p.version()),
+                "following a new assignment"
+            );
+            self.storage
+                .retain_partitions(|topic, p| self.leads(&routing, topic, p));
+        }
+    }
+}
+
+fn load_or_create_cluster_id(dir: &std::path::Path) -> std::io::Result<String> {
+    let path = dir.join("cluster_id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        return Ok(id.trim().to_string());
+    }
+    // Two brokers starting at once may race: the id is written whole to a
+    // temporary file and linked into place, which fails if another won.
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let tmp = dir.join(format!(".cluster_id.tmp-{}", uuid::Uuid::new_v4().simple()));
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(id.as_bytes())?;
+        f.sync_all()?;
+    }
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            crate::storage::log::sync_dir(dir)?;
+            Ok(id)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(std::fs::read_to_string(&path)?.trim().to_string())
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,51 @@
+//! What the controller asks each broker: are you alive, which groups do you
+//! coordinate.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ListGroupsRequest};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::client::KafkaClient;
+
+/// What one probe learned about a broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeResult {
+    /// Group ids the broker coordinates (empty if it serves no ListGroups).
+    pub groups: Vec<String>,
+}
+
+/// Connects, asks ApiVersions and, where served, ListGroups.
+pub async fn probe(addr: &str, timeout: Duration) -> anyhow::Result<ProbeResult> {
+    tokio::time::timeout(timeout, async {
+        let mut client = KafkaClient::connect(addr, timeout)
+            .await?
+            .with_client_id("kaas-controller");
+        let req = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("kaas-controller"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let versions = client.send(&req, 3).await?;
+        anyhow::ensure!(
+            versions.error_code == 0,
+            "ApiVersions error {}",
+            versions.error_code
+        );
+        let list_groups = versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::ListGroups as i16);
+        let mut groups = Vec::new();
+        if let Some(range) = list_groups {
+            let version = range.max_version.min(4);
+            let resp = client.send(&ListGroupsRequest::default(), version).await?;
+            anyhow::ensure!(resp.error_code == 0, "ListGroups error {}", resp.error_code);
+            groups = resp
+                .groups
+                .into_iter()
+                .map(|g| g.group_id.0.to_string())
+                .collect();
+        }
+        Ok(ProbeResult { groups })
+    })
+    .await?
+}

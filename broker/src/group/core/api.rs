@@ -1,0 +1,446 @@
+//! Plain request/response structs mirroring the wire fields, the effects the
+//! shell executes, and the persisted group metadata record.
+
+use bytes::Bytes;
+
+use super::member::Protocol;
+use super::time::TimerKey;
+
+/// Opaque id the shell gives each request so deferred answers find their way
+/// back. Must be unique among requests still awaiting an answer.
+pub type RequestToken = u64;
+
+/// Id of a group-metadata write whose outcome changes what the core answers
+/// (leader SyncGroup, static member replacement).
+pub type PersistToken = u64;
+
+// ---------------------------------------------------------------- JoinGroup
+
+#[derive(Clone, Debug)]
+pub struct JoinGroupRequest {
+    pub group_id: String,
+    pub session_timeout_ms: i32,
+    /// v0 had none: the shell passes the session timeout, as Apache does.
+    pub rebalance_timeout_ms: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub protocol_type: String,
+    pub protocols: Vec<Protocol>,
+    pub reason: Option<String>,
+    pub api_version: i16,
+    pub client_id: String,
+    pub client_host: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinGroupResponseMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub metadata: Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinGroupResponse {
+    pub error_code: i16,
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub skip_assignment: bool,
+    pub member_id: String,
+    pub members: Vec<JoinGroupResponseMember>,
+}
+
+impl JoinGroupResponse {
+    /// Apache's error response: generation -1, no protocol, no leader.
+    pub fn error(member_id: impl Into<String>, error_code: i16) -> Self {
+        JoinGroupResponse {
+            error_code,
+            generation_id: -1,
+            protocol_type: None,
+            protocol_name: None,
+            leader: String::new(),
+            skip_assignment: false,
+            member_id: member_id.into(),
+            members: Vec::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- SyncGroup
+
+#[derive(Clone, Debug)]
+pub struct SyncGroupRequest {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    /// v5+; None on older versions.
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignments: Vec<(String, Bytes)>,
+    pub api_version: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncGroupResponse {
+    pub error_code: i16,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+impl SyncGroupResponse {
+    pub fn error(error_code: i16) -> Self {
+        SyncGroupResponse {
+            error_code,
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- Heartbeat
+
+#[derive(Clone, Debug)]
+pub struct HeartbeatRequest {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatResponse {
+    pub error_code: i16,
+}
+
+// ---------------------------------------------------------------- LeaveGroup
+
+#[derive(Clone, Debug)]
+pub struct LeaveMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// v0–v2 carry a single `member_id`: the shell passes it as one `LeaveMember`
+/// with no instance id. v3+ pass `members[]` as is.
+#[derive(Clone, Debug)]
+pub struct LeaveGroupRequest {
+    pub group_id: String,
+    pub members: Vec<LeaveMember>,
+    pub api_version: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaveMemberResponse {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub error_code: i16,
+}
+
+/// For v0–v2 the core already folded per-member errors into `error_code`
+/// (Apache `LeaveGroupResponse` does the same) and `members` is empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaveGroupResponse {
+    pub error_code: i16,
+    pub members: Vec<LeaveMemberResponse>,
+}
+
+// ---------------------------------------------------------------- Offsets
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetAndMetadata {
+    pub offset: i64,
+    pub leader_epoch: Option<i32>,
+    pub metadata: String,
+    pub commit_timestamp_ms: u64,
+    /// Explicit expiry from a v2–v4 `retention_time_ms`; None uses the broker
+    /// retention.
+    pub expire_timestamp_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffsetCommitPartition {
+    pub partition: i32,
+    pub offset: i64,
+    /// -1 when absent.
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffsetCommitTopic {
+    pub name: String,
+    pub partitions: Vec<OffsetCommitPartition>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffsetCommitRequest {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    /// -1 (default) unless a v2–v4 client set it.
+    pub retention_time_ms: i64,
+    pub topics: Vec<OffsetCommitTopic>,
+    pub api_version: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionResult {
+    pub partition: i32,
+    pub error_code: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicResult {
+    pub name: String,
+    pub partitions: Vec<PartitionResult>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetCommitResponse {
+    pub topics: Vec<TopicResult>,
+}
+
+impl OffsetCommitResponse {
+    pub(crate) fn all(request_topics: &[OffsetCommitTopic], error_code: i16) -> Self {
+        OffsetCommitResponse {
+            topics: request_topics
+                .iter()
+                .map(|t| TopicResult {
+                    name: t.name.clone(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| PartitionResult {
+                            partition: p.partition,
+                            error_code,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Validated offsets the shell must make durable before the commit is
+/// acknowledged; then `complete_offset_commit` or `fail_offset_commit`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetCommitPlan {
+    pub token: RequestToken,
+    pub group_id: String,
+    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffsetFetchRequest {
+    pub group_id: String,
+    /// None asks for every committed offset of the group.
+    pub topics: Option<Vec<(String, Vec<i32>)>>,
+    pub require_stable: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetFetchPartition {
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub error_code: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetFetchTopic {
+    pub name: String,
+    pub partitions: Vec<OffsetFetchPartition>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetFetchResponse {
+    pub error_code: i16,
+    pub topics: Vec<OffsetFetchTopic>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OffsetDeleteRequest {
+    pub group_id: String,
+    pub topics: Vec<(String, Vec<i32>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetDeleteResponse {
+    pub error_code: i16,
+    pub topics: Vec<TopicResult>,
+}
+
+/// Offsets the shell must remove durably; then `complete_offset_delete` /
+/// `fail_offset_delete`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffsetDeletePlan {
+    pub token: RequestToken,
+    pub group_id: String,
+    pub partitions: Vec<(String, i32)>,
+}
+
+// ---------------------------------------------------------------- Admin
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteGroupResult {
+    pub group_id: String,
+    pub error_code: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteGroupsResponse {
+    pub results: Vec<DeleteGroupResult>,
+}
+
+/// Groups (metadata and every committed offset) the shell must delete
+/// durably; then `complete_delete_groups` / `fail_delete_groups`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteGroupsPlan {
+    pub token: RequestToken,
+    pub group_ids: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribedMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub member_metadata: Bytes,
+    pub member_assignment: Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribedGroup {
+    pub error_code: i16,
+    pub group_id: String,
+    pub group_state: String,
+    pub protocol_type: String,
+    pub protocol_data: String,
+    pub members: Vec<DescribedMember>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    pub group_state: String,
+    pub group_type: String,
+}
+
+/// What the retention sweep removed. The shell deletes these durably; a failed
+/// delete is harmless (the next load expires them again).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExpiredOffsets {
+    pub offsets: Vec<(String, String, i32)>,
+    /// Empty groups without offsets that were dropped (state Dead): their
+    /// metadata record should be deleted too.
+    pub removed_groups: Vec<String>,
+}
+
+// ---------------------------------------------------------------- Record
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberMetadataRecord {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub rebalance_timeout_ms: i32,
+    pub session_timeout_ms: i32,
+    /// Metadata of the selected protocol only (Apache `GroupMetadataValue`).
+    pub subscription: Bytes,
+    pub assignment: Bytes,
+}
+
+/// Apache's `GroupMetadataValue`: enough to resume a group on another
+/// coordinator without a rebalance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupMetadataRecord {
+    pub group_id: String,
+    pub protocol_type: Option<String>,
+    pub generation: i32,
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    pub current_state_timestamp_ms: Option<u64>,
+    pub members: Vec<MemberMetadataRecord>,
+}
+
+// ---------------------------------------------------------------- Effects
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Join(JoinGroupResponse),
+    Sync(SyncGroupResponse),
+    Heartbeat(HeartbeatResponse),
+    Leave(LeaveGroupResponse),
+    OffsetCommit(OffsetCommitResponse),
+    OffsetDelete(OffsetDeleteResponse),
+    DeleteGroups(DeleteGroupsResponse),
+}
+
+/// What the shell must do, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Answer the request identified by the token.
+    Respond(RequestToken, Response),
+    /// Arm (or re-arm, replacing the old deadline) a timer; call `on_timer`
+    /// once `now >= deadline_ms`.
+    ScheduleTimer {
+        key: TimerKey,
+        deadline_ms: u64,
+    },
+    CancelTimer(TimerKey),
+    /// Write the group's metadata record (replacing the previous one). With
+    /// `ack`, call `complete_group_persist(ack, result)` after the write.
+    PersistGroupMetadata {
+        group_id: String,
+        record: GroupMetadataRecord,
+        ack: Option<PersistToken>,
+    },
+    /// Make the offsets durable, then `complete_offset_commit` / `fail_offset_commit`.
+    PersistOffsets(OffsetCommitPlan),
+    /// Remove offsets durably, then `complete_offset_delete` / `fail_offset_delete`.
+    DeleteOffsets(OffsetDeletePlan),
+    /// Delete groups durably, then `complete_delete_groups` / `fail_delete_groups`.
+    DeleteGroups(DeleteGroupsPlan),
+    /// The periodic retention sweep removed these (delete them durably).
+    OffsetsExpired(ExpiredOffsets),
+}
+
+pub(crate) fn join_error(token: RequestToken, member_id: &str, error: i16) -> Effect {
+    Effect::Respond(
+        token,
+        Response::Join(JoinGroupResponse::error(member_id, error)),
+    )
+}
+
+pub(crate) fn sync_error(token: RequestToken, error: i16) -> Effect {
+    Effect::Respond(token, Response::Sync(SyncGroupResponse::error(error)))
+}
+
+pub(crate) fn heartbeat(token: RequestToken, error: i16) -> Effect {
+    Effect::Respond(
+        token,
+        Response::Heartbeat(HeartbeatResponse { error_code: error }),
+    )
+}
+
+/// Apache's group id check for join/sync/heartbeat/leave/offset-delete
+/// (`isGroupIdNotEmpty`), plus kaas' 255-byte cap: group ids become file names.
+pub(crate) fn invalid_group_id(group_id: &str) -> bool {
+    group_id.is_empty() || group_id.len() > 255
+}
+
+/// Offset commit/fetch and DeleteGroups accept the empty group id for
+/// backward compatibility (Apache only rejects null); only the cap applies.
+pub(crate) fn group_id_too_long(group_id: &str) -> bool {
+    group_id.len() > 255
+}

@@ -1,0 +1,585 @@
+//! OffsetCommit / OffsetFetch / OffsetDelete and the retention sweep (Apache
+//! `OffsetMetadataManager` + `ClassicGroup.validateOffsetCommit`).
+
+use std::collections::BTreeMap;
+
+use super::api::{group_id_too_long, invalid_group_id};
+use super::errors::{append_error_to_response_error, code};
+use super::join::{reschedule_member_heartbeat, validate_member};
+use super::{
+    ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupState, OffsetAndMetadata,
+    OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse, OffsetDeletePlan,
+    OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchPartition, OffsetFetchRequest,
+    OffsetFetchResponse, OffsetFetchTopic, PartitionResult, RequestToken, Response, TopicResult,
+};
+
+#[derive(Debug)]
+pub(crate) struct PendingCommit {
+    group_id: String,
+    response: OffsetCommitResponse,
+    offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    /// The group was unloaded meanwhile: answer, but do not touch memory.
+    orphaned: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct PendingOffsetDelete {
+    group_id: String,
+    response: OffsetDeleteResponse,
+    partitions: Vec<(String, i32)>,
+    orphaned: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct PendingGroupDelete {
+    pub(crate) results: Vec<super::DeleteGroupResult>,
+    pub(crate) group_ids: Vec<String>,
+}
+
+/// Apache `ClassicGroup.validateOffsetCommit` (non-transactional).
+pub(crate) fn validate_offset_commit(
+    g: &ClassicGroup,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation_id: i32,
+) -> Result<(), i16> {
+    if g.is(GroupState::Dead) {
+        return Err(code::COORDINATOR_NOT_AVAILABLE);
+    }
+    if generation_id < 0 && g.is(GroupState::Empty) {
+        // Admin client or a consumer without group management: allowed while
+        // the group has no members.
+        return Ok(());
+    }
+    if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+        validate_member(g, member_id, instance_id, "offset-commit")?;
+        if generation_id != g.generation_id {
+            return Err(code::ILLEGAL_GENERATION);
+        }
+    } else if !g.is(GroupState::Empty) {
+        // No member id and no generation: only an empty group accepts it.
+        return Err(code::UNKNOWN_MEMBER_ID);
+    }
+    if g.is(GroupState::CompletingRebalance) {
+        // Valid member of the new generation that has not synced yet.
+        return Err(code::REBALANCE_IN_PROGRESS);
+    }
+    Ok(())
+}
+
+/// Java `String.length()` counts UTF-16 units; Apache compares that.
+fn metadata_too_large(metadata: Option<&str>, max: usize) -> bool {
+    metadata.is_some_and(|m| m.encode_utf16().count() > max)
+}
+
+/// Base timestamp rule of Apache `offsetExpirationCondition`.
+#[derive(Clone, Copy)]
+enum Expiry {
+    /// Empty group: retention counts from when it became empty.
+    StateTimestampOrCommit(Option<u64>),
+    /// Retention counts from the commit.
+    Commit,
+}
+
+fn expiration_condition(g: &ClassicGroup) -> Option<Expiry> {
+    if g.protocol_type.is_some() {
+        if g.is(GroupState::Empty) {
+            Some(Expiry::StateTimestampOrCommit(g.current_state_timestamp))
+        } else if g.uses_consumer_protocol()
+            && g.subscribed_topics.is_some()
+            && g.is(GroupState::Stable)
+        {
+            Some(Expiry::Commit)
+        } else {
+            None
+        }
+    } else {
+        // Simple (standalone) consumer group.
+        Some(Expiry::Commit)
+    }
+}
+
+/// Apache `OffsetExpirationConditionImpl.isOffsetExpired`.
+fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u64) -> bool {
+    if let Some(exp) = o.expire_timestamp_ms {
+        return now_ms >= exp;
+    }
+    let base = match cond {
+        Expiry::StateTimestampOrCommit(ts) => ts.unwrap_or(o.commit_timestamp_ms),
+        Expiry::Commit => o.commit_timestamp_ms,
+    };
+    now_ms >= base && now_ms - base >= retention_ms
+}
+
+impl GroupCoordinator {
+    fn inflight_add(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
+        for (t, p, _) in offsets {
+            *self
+                .inflight
+                .entry((group_id.to_string(), t.clone(), *p))
+                .or_insert(0) += 1;
+        }
+    }
+
+    fn inflight_remove(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
+        for (t, p, _) in offsets {
+            let key = (group_id.to_string(), t.clone(), *p);
+            if let Some(n) = self.inflight.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.inflight.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        self.inflight
+            .contains_key(&(group_id.to_string(), topic.to_string(), partition))
+    }
+
+    /// OffsetCommit. Errors are answered at once; otherwise the validated
+    /// offsets come back as `PersistOffsets` and the answer waits for
+    /// `complete_offset_commit` / `fail_offset_commit`.
+    pub fn offset_commit(
+        &mut self,
+        token: RequestToken,
+        req: OffsetCommitRequest,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let respond_all = |fx: &mut Vec<Effect>, e: i16| {
+            fx.push(Effect::Respond(
+                token,
+                Response::OffsetCommit(OffsetCommitResponse::all(&req.topics, e)),
+            ));
+        };
+        if group_id_too_long(&req.group_id) {
+            respond_all(&mut fx, code::INVALID_GROUP_ID);
+            return fx;
+        }
+        let validation = match self.groups.get(&req.group_id) {
+            Some(g) => validate_offset_commit(
+                g,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                req.generation_id,
+            ),
+            // No group: a generation-less commit creates a simple group; a
+            // member commit to a missing group is stale.
+            None if req.generation_id < 0 => Ok(()),
+            None if req.api_version >= 9 => Err(code::GROUP_ID_NOT_FOUND),
+            None => Err(code::ILLEGAL_GENERATION),
+        };
+        if let Err(e) = validation {
+            respond_all(&mut fx, e);
+            return fx;
+        }
+        // Classic members keep their session alive by committing.
+        let member_id = req.member_id.clone();
+        self.with_group(&req.group_id, now_ms, &mut fx, |g, cx| {
+            if g.is(GroupState::Stable) || g.is(GroupState::PreparingRebalance) {
+                reschedule_member_heartbeat(g, &member_id, cx);
+            }
+        });
+
+        let expire = if req.retention_time_ms == -1 {
+            None
+        } else {
+            Some(now_ms.saturating_add(req.retention_time_ms.max(0) as u64))
+        };
+        let max = self.config.offset_metadata_max_bytes;
+        let mut offsets = Vec::new();
+        let mut response = OffsetCommitResponse { topics: Vec::new() };
+        for t in &req.topics {
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                if metadata_too_large(p.metadata.as_deref(), max) {
+                    partitions.push(PartitionResult {
+                        partition: p.partition,
+                        error_code: code::OFFSET_METADATA_TOO_LARGE,
+                    });
+                    continue;
+                }
+                partitions.push(PartitionResult {
+                    partition: p.partition,
+                    error_code: code::NONE,
+                });
+                offsets.push((
+                    t.name.clone(),
+                    p.partition,
+                    OffsetAndMetadata {
+                        offset: p.offset,
+                        leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
+                        metadata: p.metadata.clone().unwrap_or_default(),
+                        commit_timestamp_ms: now_ms,
+                        expire_timestamp_ms: expire,
+                    },
+                ));
+            }
+            response.topics.push(TopicResult {
+                name: t.name.clone(),
+                partitions,
+            });
+        }
+        if offsets.is_empty() {
+            fx.push(Effect::Respond(token, Response::OffsetCommit(response)));
+            return fx;
+        }
+        self.inflight_add(&req.group_id, &offsets);
+        let plan = OffsetCommitPlan {
+            token,
+            group_id: req.group_id.clone(),
+            offsets: offsets.clone(),
+        };
+        self.pending_commits.insert(
+            token,
+            PendingCommit {
+                group_id: req.group_id,
+                response,
+                offsets,
+                orphaned: false,
+            },
+        );
+        fx.push(Effect::PersistOffsets(plan));
+        fx
+    }
+
+    /// The offsets of `token`'s plan are durable: apply and acknowledge.
+    pub fn complete_offset_commit(&mut self, token: RequestToken, _now_ms: u64) -> Vec<Effect> {
+        let Some(p) = self.pending_commits.remove(&token) else {
+            tracing::warn!(token, "completion for an unknown offset commit");
+            return Vec::new();
+        };
+        self.inflight_remove(&p.group_id, &p.offsets);
+        if !p.orphaned {
+            // Offsets without a group live in a "simple" classic group.
+            if !self.groups.contains_key(&p.group_id) {
+                self.groups
+                    .insert(p.group_id.clone(), ClassicGroup::new(&p.group_id, _now_ms));
+            }
+            let table = self.offsets.entry(p.group_id.clone()).or_default();
+            for (t, part, o) in p.offsets {
+                table.entry(t).or_default().insert(part, o);
+            }
+        }
+        vec![Effect::Respond(token, Response::OffsetCommit(p.response))]
+    }
+
+    /// The write of `token`'s plan failed: every partition gets the error
+    /// (mapped like Apache maps append errors, e.g. KAFKA_STORAGE_ERROR ->
+    /// NOT_COORDINATOR so the client retries elsewhere).
+    pub fn fail_offset_commit(
+        &mut self,
+        token: RequestToken,
+        error_code: i16,
+        _now_ms: u64,
+    ) -> Vec<Effect> {
+        let Some(p) = self.pending_commits.remove(&token) else {
+            tracing::warn!(token, "failure for an unknown offset commit");
+            return Vec::new();
+        };
+        self.inflight_remove(&p.group_id, &p.offsets);
+        let e = append_error_to_response_error(error_code);
+        let mut resp = p.response;
+        for t in &mut resp.topics {
+            for part in &mut t.partitions {
+                part.error_code = e;
+            }
+        }
+        vec![Effect::Respond(token, Response::OffsetCommit(resp))]
+    }
+
+    /// OffsetFetch (one group). `require_stable` answers UNSTABLE_OFFSET_COMMIT
+    /// for partitions with a commit between plan and outcome.
+    pub fn offset_fetch(&self, req: &OffsetFetchRequest) -> OffsetFetchResponse {
+        if group_id_too_long(&req.group_id) {
+            return OffsetFetchResponse {
+                error_code: code::INVALID_GROUP_ID,
+                topics: Vec::new(),
+            };
+        }
+        let gid = req.group_id.as_str();
+        let live = self
+            .groups
+            .get(gid)
+            .is_some_and(|g| !g.is(GroupState::Dead));
+        let empty = BTreeMap::new();
+        let table = if live {
+            self.offsets.get(gid).unwrap_or(&empty)
+        } else {
+            &empty
+        };
+        let unstable = |t: &str, p: i32| req.require_stable && live && self.is_inflight(gid, t, p);
+        let part = |t: &str, p: i32, o: Option<&OffsetAndMetadata>| {
+            if unstable(t, p) {
+                OffsetFetchPartition {
+                    partition: p,
+                    offset: -1,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    error_code: code::UNSTABLE_OFFSET_COMMIT,
+                }
+            } else {
+                OffsetFetchPartition {
+                    partition: p,
+                    offset: o.map_or(-1, |o| o.offset),
+                    leader_epoch: o.and_then(|o| o.leader_epoch).unwrap_or(-1),
+                    metadata: o.map(|o| o.metadata.clone()).unwrap_or_default(),
+                    error_code: code::NONE,
+                }
+            }
+        };
+        let topics = match &req.topics {
+            Some(topics) => topics
+                .iter()
+                .map(|(t, parts)| OffsetFetchTopic {
+                    name: t.clone(),
+                    partitions: parts
+                        .iter()
+                        .map(|p| part(t, *p, table.get(t).and_then(|m| m.get(p))))
+                        .collect(),
+                })
+                .collect(),
+            None => {
+                // Every committed partition, plus (when asked to be stable)
+                // partitions whose first commit is still in flight.
+                let mut all: BTreeMap<String, BTreeMap<i32, Option<&OffsetAndMetadata>>> =
+                    BTreeMap::new();
+                for (t, parts) in table {
+                    for (p, o) in parts {
+                        all.entry(t.clone()).or_default().insert(*p, Some(o));
+                    }
+                }
+                if req.require_stable && live {
+                    for (g, t, p) in self.inflight.keys() {
+                        if g == gid {
+                            all.entry(t.clone()).or_default().entry(*p).or_insert(None);
+                        }
+                    }
+                }
+                all.into_iter()
+                    .map(|(t, parts)| OffsetFetchTopic {
+                        partitions: parts.into_iter().map(|(p, o)| part(&t, p, o)).collect(),
+                        name: t,
+                    })
+                    .collect()
+            }
+        };
+        OffsetFetchResponse {
+            error_code: code::NONE,
+            topics,
+        }
+    }
+
+    /// OffsetDelete. Errors are answered at once; partitions to remove come
+    /// back as `DeleteOffsets`.
+    pub fn offset_delete(
+        &mut self,
+        token: RequestToken,
+        req: OffsetDeleteRequest,
+        _now_ms: u64,
+    ) -> Vec<Effect> {
+        let error = |e: i16| {
+            vec![Effect::Respond(
+                token,
+                Response::OffsetDelete(OffsetDeleteResponse {
+                    error_code: e,
+                    topics: Vec::new(),
+                }),
+            )]
+        };
+        if invalid_group_id(&req.group_id) {
+            return error(code::INVALID_GROUP_ID);
+        }
+        let Some(g) = self.groups.get(&req.group_id) else {
+            return error(code::GROUP_ID_NOT_FOUND);
+        };
+        match g.state {
+            GroupState::Dead => return error(code::GROUP_ID_NOT_FOUND),
+            GroupState::Stable
+            | GroupState::PreparingRebalance
+            | GroupState::CompletingRebalance
+                if !g.uses_consumer_protocol() =>
+            {
+                return error(code::NON_EMPTY_GROUP)
+            }
+            _ => {}
+        }
+        let mut topics = Vec::new();
+        let mut partitions = Vec::new();
+        for (t, parts) in &req.topics {
+            let subscribed = g.is_subscribed_to_topic(t);
+            let results = parts
+                .iter()
+                .map(|p| {
+                    if !subscribed && self.committed_offset(&req.group_id, t, *p).is_some() {
+                        partitions.push((t.clone(), *p));
+                    }
+                    PartitionResult {
+                        partition: *p,
+                        error_code: if subscribed {
+                            code::GROUP_SUBSCRIBED_TO_TOPIC
+                        } else {
+                            code::NONE
+                        },
+                    }
+                })
+                .collect();
+            topics.push(TopicResult {
+                name: t.clone(),
+                partitions: results,
+            });
+        }
+        let response = OffsetDeleteResponse {
+            error_code: code::NONE,
+            topics,
+        };
+        if partitions.is_empty() {
+            return vec![Effect::Respond(token, Response::OffsetDelete(response))];
+        }
+        self.pending_offset_deletes.insert(
+            token,
+            PendingOffsetDelete {
+                group_id: req.group_id.clone(),
+                response,
+                partitions: partitions.clone(),
+                orphaned: false,
+            },
+        );
+        vec![Effect::DeleteOffsets(OffsetDeletePlan {
+            token,
+            group_id: req.group_id,
+            partitions,
+        })]
+    }
+
+    pub fn complete_offset_delete(&mut self, token: RequestToken, _now_ms: u64) -> Vec<Effect> {
+        let Some(p) = self.pending_offset_deletes.remove(&token) else {
+            tracing::warn!(token, "completion for an unknown offset delete");
+            return Vec::new();
+        };
+        if !p.orphaned {
+            self.remove_offsets(&p.group_id, &p.partitions);
+        }
+        vec![Effect::Respond(token, Response::OffsetDelete(p.response))]
+    }
+
+    pub fn fail_offset_delete(
+        &mut self,
+        token: RequestToken,
+        error_code: i16,
+        _now_ms: u64,
+    ) -> Vec<Effect> {
+        let Some(_p) = self.pending_offset_deletes.remove(&token) else {
+            tracing::warn!(token, "failure for an unknown offset delete");
+            return Vec::new();
+        };
+        vec![Effect::Respond(
+            token,
+            Response::OffsetDelete(OffsetDeleteResponse {
+                error_code: append_error_to_response_error(error_code),
+                topics: Vec::new(),
+            }),
+        )]
+    }
+
+    fn remove_offsets(&mut self, group_id: &str, partitions: &[(String, i32)]) {
+        let Some(table) = self.offsets.get_mut(group_id) else {
+            return;
+        };
+        for (t, p) in partitions {
+            if let Some(parts) = table.get_mut(t) {
+                parts.remove(p);
+                if parts.is_empty() {
+                    table.remove(t);
+                }
+            }
+        }
+        if table.is_empty() {
+            self.offsets.remove(group_id);
+        }
+    }
+
+    /// Retention sweep (Apache `cleanupGroupMetadata` / `cleanupExpiredOffsets`):
+    /// removes expired offsets of topics the group is not subscribed to, then
+    /// drops Empty groups left without offsets. Applied in memory at once; the
+    /// shell deletes what is returned.
+    pub fn expire_offsets(&mut self, now_ms: u64) -> (ExpiredOffsets, Vec<Effect>) {
+        let mut fx = Vec::new();
+        let expired = self.expire_offsets_into(now_ms, &mut fx);
+        (expired, fx)
+    }
+
+    pub(crate) fn expire_offsets_into(
+        &mut self,
+        now_ms: u64,
+        fx: &mut Vec<Effect>,
+    ) -> ExpiredOffsets {
+        let mut out = ExpiredOffsets::default();
+        let retention = self.config.offsets_retention_ms;
+        for gid in self.resident_groups() {
+            let Some(g) = self.groups.get(&gid) else {
+                continue;
+            };
+            let mut all_expired = true;
+            let mut expired_here = Vec::new();
+            if let Some(table) = self.offsets.get(&gid) {
+                match expiration_condition(g) {
+                    None => all_expired = table.is_empty(),
+                    Some(cond) => {
+                        for (t, parts) in table {
+                            if g.is_subscribed_to_topic(t) {
+                                all_expired = false;
+                                continue;
+                            }
+                            for (p, o) in parts {
+                                // An in-flight commit will replace it: keep.
+                                if !self.is_inflight(&gid, t, *p)
+                                    && is_expired(o, cond, now_ms, retention)
+                                {
+                                    expired_here.push((t.clone(), *p));
+                                } else {
+                                    all_expired = false;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let group_empty = g.is(GroupState::Empty);
+            if !expired_here.is_empty() {
+                tracing::debug!(group = %gid, count = expired_here.len(), "expired offsets");
+                self.remove_offsets(&gid, &expired_here);
+                out.offsets
+                    .extend(expired_here.into_iter().map(|(t, p)| (gid.clone(), t, p)));
+            }
+            let has_inflight = self.inflight.keys().any(|(g, _, _)| *g == gid);
+            if all_expired && group_empty && !has_inflight {
+                tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
+                if let Some(mut g) = self.groups.remove(&gid) {
+                    g.transition_to(GroupState::Dead, now_ms);
+                }
+                self.offsets.remove(&gid);
+                self.timers.cancel_group(&gid, fx);
+                out.removed_groups.push(gid);
+            }
+        }
+        out
+    }
+
+    /// Marks pending offset writes of an unloaded group so their completion
+    /// answers the client without resurrecting the group here.
+    pub(crate) fn orphan_pending_offsets(&mut self, group_id: &str) {
+        for p in self.pending_commits.values_mut() {
+            if p.group_id == group_id {
+                p.orphaned = true;
+            }
+        }
+        for p in self.pending_offset_deletes.values_mut() {
+            if p.group_id == group_id {
+                p.orphaned = true;
+            }
+        }
+    }
+}

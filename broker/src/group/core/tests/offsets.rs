@@ -1,0 +1,421 @@
+//! OffsetCommit / OffsetFetch / OffsetDelete / retention
+//! (Apache OffsetMetadataManagerTest).
+
+use super::*;
+
+fn commit_req(
+    group: &str,
+    member: &str,
+    generation: i32,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> OffsetCommitRequest {
+    OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id: generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![OffsetCommitTopic {
+            name: topic.into(),
+            partitions: vec![OffsetCommitPartition {
+                partition,
+                offset,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+        }],
+        api_version: 8,
+    }
+}
+
+impl Shell {
+    fn commit(&mut self, req: OffsetCommitRequest) -> RequestToken {
+        let t = self.token();
+        let fx = self.c.offset_commit(t, req, self.now);
+        self.apply(fx);
+        t
+    }
+
+    /// Commits and makes the write durable.
+    fn commit_durable(&mut self, req: OffsetCommitRequest) -> OffsetCommitResponse {
+        let t = self.commit(req);
+        if let Some(p) = self.commit_plans.iter().position(|p| p.token == t) {
+            self.commit_plans.remove(p);
+            let fx = self.c.complete_offset_commit(t, self.now);
+            self.apply(fx);
+        }
+        self.commit_resp(t).expect("commit answered")
+    }
+
+    fn commit_error(&mut self, req: OffsetCommitRequest) -> i16 {
+        let t = self.commit(req);
+        let r = self.commit_resp(t).expect("answered at once");
+        r.topics[0].partitions[0].error_code
+    }
+
+    fn fetch(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        require_stable: bool,
+    ) -> OffsetFetchPartition {
+        let r = self.c.offset_fetch(&OffsetFetchRequest {
+            group_id: group.into(),
+            topics: Some(vec![(topic.into(), vec![partition])]),
+            require_stable,
+        });
+        r.topics[0].partitions[0].clone()
+    }
+
+    fn delete_offsets(&mut self, group: &str, topic: &str, partition: i32) -> OffsetDeleteResponse {
+        let t = self.token();
+        let fx = self.c.offset_delete(
+            t,
+            OffsetDeleteRequest {
+                group_id: group.into(),
+                topics: vec![(topic.into(), vec![partition])],
+            },
+            self.now,
+        );
+        self.apply(fx);
+        if let Some(p) = self.offset_delete_plans.iter().position(|p| p.token == t) {
+            self.offset_delete_plans.remove(p);
+            let fx = self.c.complete_offset_delete(t, self.now);
+            self.apply(fx);
+        }
+        match self.responses.remove(&t) {
+            Some(Response::OffsetDelete(r)) => r,
+            other => panic!("no delete answer: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn test_generic_group_offset_commit_with_illegal_generation() {
+    let mut s = Shell::new();
+    let (ids, generation) = s.stable_group("foo", 1, protocols(&["range"]));
+    assert_eq!(generation, 1);
+    assert_eq!(
+        s.commit_error(commit_req("foo", &ids[0], 10, "bar", 0, 100)),
+        code::ILLEGAL_GENERATION
+    );
+}
+
+#[test]
+fn test_generic_group_offset_commit_member_checks() {
+    let mut s = Shell::new();
+    let (_, _, leader_generation) =
+        s.static_members_join_and_rebalance("foo", "new-instance-id", "other", 10_000, 30_000);
+    let leader = s
+        .group("foo")
+        .static_member_id("new-instance-id")
+        .unwrap()
+        .to_string();
+    // Unknown member, then an instance id mapped to another member id.
+    assert_eq!(
+        s.commit_error(commit_req("foo", "member", 10, "bar", 0, 100)),
+        code::UNKNOWN_MEMBER_ID
+    );
+    let fenced = OffsetCommitRequest {
+        group_instance_id: Some("new-instance-id".into()),
+        ..commit_req("foo", "member", 10, "bar", 0, 100)
+    };
+    assert_eq!(s.commit_error(fenced), code::FENCED_INSTANCE_ID);
+    // No member id and no generation on a non-empty group.
+    assert_eq!(
+        s.commit_error(commit_req("foo", "", -1, "bar", 0, 100)),
+        code::UNKNOWN_MEMBER_ID
+    );
+    // Valid member of a generation that has not synced yet.
+    s.join(JoinGroupRequest {
+        group_instance_id: Some("new-instance-id".into()),
+        ..join_req("foo", &leader, protocol_superset())
+    });
+    s.join(JoinGroupRequest {
+        group_instance_id: Some("other".into()),
+        ..join_req(
+            "foo",
+            s.group("foo").static_member_id("other").unwrap(),
+            protocol_superset(),
+        )
+    });
+    assert!(s.group("foo").is(GroupState::CompletingRebalance));
+    let r = s.commit_error(commit_req(
+        "foo",
+        &leader,
+        leader_generation + 1,
+        "bar",
+        0,
+        100,
+    ));
+    assert_eq!(r, code::REBALANCE_IN_PROGRESS);
+}
+
+#[test]
+fn test_simple_group_offset_commit() {
+    let mut s = Shell::new();
+    let t = s.commit(OffsetCommitRequest {
+        group_instance_id: Some("instance-id".into()), // ignored for simple commits
+        ..commit_req("foo", "", -1, "bar", 0, 100)
+    });
+    assert!(
+        s.commit_resp(t).is_none(),
+        "not acknowledged before it is durable"
+    );
+    let plan = s.commit_plans.pop().unwrap();
+    assert_eq!(plan.offsets.len(), 1);
+    let (topic, partition, o) = &plan.offsets[0];
+    assert_eq!((topic.as_str(), *partition, o.offset), ("bar", 0, 100));
+    assert_eq!(o.leader_epoch, None);
+    assert_eq!(o.metadata, "");
+    assert_eq!(o.commit_timestamp_ms, s.now);
+    assert_eq!(o.expire_timestamp_ms, None);
+    let fx = s.c.complete_offset_commit(t, s.now);
+    s.apply(fx);
+    assert_eq!(
+        s.commit_resp(t).unwrap().topics[0].partitions[0].error_code,
+        code::NONE
+    );
+    // A simple (Empty, protocol-less) group now exists.
+    let g = s.group("foo");
+    assert!(g.is(GroupState::Empty));
+    assert_eq!(g.protocol_type(), None);
+    assert_eq!(s.fetch("foo", "bar", 0, false).offset, 100);
+}
+
+#[test]
+fn test_offset_commit_to_missing_group_with_generation() {
+    let mut s = Shell::new();
+    assert_eq!(
+        s.commit_error(commit_req("foo", "m", 1, "bar", 0, 1)),
+        code::ILLEGAL_GENERATION
+    );
+    let v9 = OffsetCommitRequest {
+        api_version: 9,
+        ..commit_req("foo", "m", 1, "bar", 0, 1)
+    };
+    assert_eq!(s.commit_error(v9), code::GROUP_ID_NOT_FOUND);
+    assert!(!s.c.is_resident("foo"));
+}
+
+#[test]
+fn test_offset_commit_keeps_leader_epoch_metadata_and_retention() {
+    let mut s = Shell::new();
+    let mut req = commit_req("foo", "", -1, "bar", 0, 7);
+    req.retention_time_ms = 1234;
+    req.topics[0].partitions[0].leader_epoch = 3;
+    req.topics[0].partitions[0].metadata = Some("meta".into());
+    req.topics[0].partitions.push(OffsetCommitPartition {
+        partition: 1,
+        offset: 8,
+        leader_epoch: -1,
+        metadata: Some("x".repeat(4097)),
+    });
+    let r = s.commit_durable(req);
+    let codes: Vec<i16> = r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![code::NONE, code::OFFSET_METADATA_TOO_LARGE]);
+    let stored = s.c.committed_offset("foo", "bar", 0).unwrap();
+    assert_eq!(stored.expire_timestamp_ms, Some(s.now + 1234));
+    let f = s.fetch("foo", "bar", 0, false);
+    assert_eq!(
+        (f.offset, f.leader_epoch, f.metadata.as_str()),
+        (7, 3, "meta")
+    );
+    assert!(s.c.committed_offset("foo", "bar", 1).is_none());
+}
+
+#[test]
+fn test_offset_commit_failed_write_is_reported_as_error() {
+    let mut s = Shell::new();
+    let t = s.commit(commit_req("foo", "", -1, "bar", 0, 100));
+    let fx = s.c.fail_offset_commit(t, code::KAFKA_STORAGE_ERROR, s.now);
+    s.apply(fx);
+    let r = s.commit_resp(t).unwrap();
+    assert_eq!(r.topics[0].partitions[0].error_code, code::NOT_COORDINATOR);
+    assert!(s.c.committed_offset("foo", "bar", 0).is_none());
+    let t = s.commit(commit_req("foo", "", -1, "bar", 0, 100));
+    let fx = s.c.fail_offset_commit(t, code::UNKNOWN_SERVER_ERROR, s.now);
+    s.apply(fx);
+    assert_eq!(
+        s.commit_resp(t).unwrap().topics[0].partitions[0].error_code,
+        code::UNKNOWN_SERVER_ERROR
+    );
+}
+
+#[test]
+fn test_offset_commit_maintains_session() {
+    let mut s = Shell::new();
+    let (ids, generation) = s.stable_group("foo", 1, protocols(&["range"]));
+    s.sleep(2500);
+    s.commit_durable(commit_req("foo", &ids[0], generation, "bar", 0, 1));
+    s.sleep(2500);
+    assert!(s.group("foo").has_member(&ids[0]));
+    s.sleep(2500);
+    assert!(!s.group("foo").has_member(&ids[0]));
+}
+
+#[test]
+fn test_offset_fetch_require_stable() {
+    let mut s = Shell::new();
+    s.commit_durable(commit_req("foo", "", -1, "bar", 0, 100));
+    let t = s.commit(commit_req("foo", "", -1, "bar", 0, 200));
+    // In flight: a stable read must wait; a plain read sees the durable value.
+    assert_eq!(
+        s.fetch("foo", "bar", 0, true).error_code,
+        code::UNSTABLE_OFFSET_COMMIT
+    );
+    assert_eq!(s.fetch("foo", "bar", 0, false).offset, 100);
+    let fx = s.c.complete_offset_commit(t, s.now);
+    s.apply(fx);
+    let f = s.fetch("foo", "bar", 0, true);
+    assert_eq!((f.error_code, f.offset), (code::NONE, 200));
+    // Unknown partitions and groups: -1, "", -1.
+    let f = s.fetch("foo", "bar", 9, true);
+    assert_eq!(
+        (f.offset, f.leader_epoch, f.metadata.as_str()),
+        (-1, -1, "")
+    );
+    assert_eq!(s.fetch("nope", "bar", 0, false).offset, -1);
+    // Fetch-all lists every committed partition.
+    let all = s.c.offset_fetch(&OffsetFetchRequest {
+        group_id: "foo".into(),
+        topics: None,
+        require_stable: false,
+    });
+    assert_eq!(all.topics.len(), 1);
+    assert_eq!(all.topics[0].partitions.len(), 1);
+}
+
+#[test]
+fn test_generic_group_offset_delete_with_errors() {
+    let mut s = Shell::new();
+    // Consumer group subscribed to "foo" (test subscription), Stable.
+    let (ids, generation) = s.stable_group("g", 1, protocols(&["range"]));
+    s.commit_durable(commit_req("g", &ids[0], generation, "foo", 0, 100));
+    s.commit_durable(commit_req("g", &ids[0], generation, "bar1", 0, 100));
+    // Topic the group does not subscribe to: deleted.
+    let r = s.delete_offsets("g", "bar1", 0);
+    assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, 0));
+    assert!(s.c.committed_offset("g", "bar1", 0).is_none());
+    // Subscribed topic: refused per partition.
+    let r = s.delete_offsets("g", "foo", 0);
+    assert_eq!(
+        r.topics[0].partitions[0].error_code,
+        code::GROUP_SUBSCRIBED_TO_TOPIC
+    );
+    assert!(s.c.committed_offset("g", "foo", 0).is_some());
+    // Missing partition: no error.
+    assert_eq!(
+        s.delete_offsets("g", "bar2", 0).topics[0].partitions[0].error_code,
+        0
+    );
+    // Unknown group.
+    assert_eq!(
+        s.delete_offsets("nope", "foo", 0).error_code,
+        code::GROUP_ID_NOT_FOUND
+    );
+}
+
+#[test]
+fn test_offset_delete_non_consumer_group_with_members_is_non_empty() {
+    let mut s = Shell::new();
+    let req = JoinGroupRequest {
+        protocol_type: "connect".into(),
+        api_version: 3,
+        ..consumer_join("c", "")
+    };
+    s.join(req);
+    s.sleep(DELAY);
+    assert_eq!(
+        s.delete_offsets("c", "foo", 0).error_code,
+        code::NON_EMPTY_GROUP
+    );
+}
+
+#[test]
+fn test_cleanup_expired_offsets() {
+    let mut s = Shell::with_config(GroupCoordinatorConfig {
+        offsets_retention_ms: 60_000,
+        ..test_config()
+    });
+    // A Stable consumer group subscribed to firstTopic, loaded from storage.
+    let member = MemberMetadataRecord {
+        member_id: "m".into(),
+        group_instance_id: None,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        rebalance_timeout_ms: 300_000,
+        session_timeout_ms: 1_800_000,
+        subscription: super::super::protocol::encode_subscription(&["firstTopic"]),
+        assignment: Bytes::new(),
+    };
+    let record = GroupMetadataRecord {
+        group_id: "group-id".into(),
+        protocol_type: Some("consumer".into()),
+        generation: 1,
+        protocol: Some("range".into()),
+        leader: Some("m".into()),
+        current_state_timestamp_ms: Some(s.now),
+        members: vec![member],
+    };
+    let fx = s.c.load_group("group-id", Some(record), vec![], s.now);
+    s.apply(fx);
+    s.commit_durable(commit_req("group-id", "m", 1, "firstTopic", 0, 100));
+    s.commit_durable(commit_req("group-id", "m", 1, "secondTopic", 0, 100));
+    s.sleep(500);
+    s.commit_durable(commit_req("group-id", "m", 1, "secondTopic", 1, 100));
+    s.sleep(60_000 - 500);
+
+    // firstTopic-0 is subscribed; secondTopic-0 expired; secondTopic-1 not yet.
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(
+        e.offsets,
+        vec![("group-id".into(), "secondTopic".into(), 0)]
+    );
+    assert!(e.removed_groups.is_empty());
+    s.sleep(500);
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(
+        e.offsets,
+        vec![("group-id".into(), "secondTopic".into(), 1)]
+    );
+
+    // The member leaves: Empty groups expire retention after becoming empty,
+    // then the group itself is dropped.
+    s.leave("group-id", vec![leave_member("m", None)], 3);
+    assert!(s.group("group-id").is(GroupState::Empty));
+    s.sleep(59_999);
+    assert!(s.c.expire_offsets(s.now).0.offsets.is_empty());
+    s.sleep(1);
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(e.offsets, vec![("group-id".into(), "firstTopic".into(), 0)]);
+    assert_eq!(e.removed_groups, vec!["group-id".to_string()]);
+    assert!(!s.c.is_resident("group-id"));
+}
+
+#[test]
+fn test_cleanup_expired_offsets_simple_group_and_explicit_expiry_via_timer() {
+    let mut s = Shell::with_config(GroupCoordinatorConfig {
+        offsets_retention_ms: 60_000,
+        offsets_retention_check_interval_ms: 1_000,
+        ..test_config()
+    });
+    let fx = s.c.start(s.now);
+    s.apply(fx);
+    let mut req = commit_req("simple", "", -1, "t", 0, 1);
+    req.retention_time_ms = 5_000; // v2-v4 explicit retention wins
+    s.commit_durable(req);
+    s.sleep(4_000);
+    assert!(s.expired.is_empty());
+    s.sleep(1_000);
+    assert_eq!(s.expired.len(), 1);
+    assert_eq!(s.expired[0].offsets, vec![("simple".into(), "t".into(), 0)]);
+    assert_eq!(s.expired[0].removed_groups, vec!["simple".to_string()]);
+}

@@ -1,0 +1,108 @@
+//! Keyed timers. The core never reads a clock: every entry point gets `now_ms`
+//! and arming/cancelling a timer is reported to the shell as an effect. The
+//! core also keeps its own table of armed deadlines so a late or duplicate
+//! `on_timer` call from the shell is ignored instead of acting twice.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::Effect;
+
+/// Timer identity, mirroring Apache's coordinator timer keys. Scheduling a key
+/// again replaces its deadline.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TimerKey {
+    /// `join-<group>`: the join phase (initial delay or rebalance timeout).
+    Join(String),
+    /// `sync-<group>`: members must send SyncGroup within the rebalance timeout.
+    Sync(String),
+    /// `heartbeat-<group>-<member>`: session timeout of a member or pending member.
+    Heartbeat(String, String),
+    /// Periodic offsets retention sweep (`offsets.retention.check.interval.ms`).
+    OffsetsRetention,
+}
+
+impl TimerKey {
+    /// The group this timer belongs to, if any.
+    pub fn group_id(&self) -> Option<&str> {
+        match self {
+            TimerKey::Join(g) | TimerKey::Sync(g) | TimerKey::Heartbeat(g, _) => Some(g),
+            TimerKey::OffsetsRetention => None,
+        }
+    }
+}
+
+impl fmt::Display for TimerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimerKey::Join(g) => write!(f, "join-{g}"),
+            TimerKey::Sync(g) => write!(f, "sync-{g}"),
+            TimerKey::Heartbeat(g, m) => write!(f, "heartbeat-{g}-{m}"),
+            TimerKey::OffsetsRetention => write!(f, "offsets-retention"),
+        }
+    }
+}
+
+/// The armed timers: key -> (deadline, arming sequence). The sequence orders
+/// timers that share a deadline by the order they were armed.
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    armed: HashMap<TimerKey, (u64, u64)>,
+    seq: u64,
+}
+
+impl Timers {
+    pub(crate) fn schedule(&mut self, key: TimerKey, deadline_ms: u64, fx: &mut Vec<Effect>) {
+        self.seq += 1;
+        self.armed.insert(key.clone(), (deadline_ms, self.seq));
+        fx.push(Effect::ScheduleTimer { key, deadline_ms });
+    }
+
+    pub(crate) fn cancel(&mut self, key: &TimerKey, fx: &mut Vec<Effect>) {
+        if self.armed.remove(key).is_some() {
+            fx.push(Effect::CancelTimer(key.clone()));
+        }
+    }
+
+    /// Cancels every timer of a group (unload, delete, expiry).
+    pub(crate) fn cancel_group(&mut self, group_id: &str, fx: &mut Vec<Effect>) {
+        let mut keys: Vec<TimerKey> = self
+            .armed
+            .keys()
+            .filter(|k| k.group_id() == Some(group_id))
+            .cloned()
+            .collect();
+        keys.sort();
+        for k in keys {
+            self.cancel(&k, fx);
+        }
+    }
+
+    /// Disarms `key` if it is armed and due; false means the firing is stale.
+    pub(crate) fn take_due(&mut self, key: &TimerKey, now_ms: u64) -> bool {
+        match self.armed.get(key) {
+            Some((deadline, _)) if *deadline <= now_ms => {
+                self.armed.remove(key);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn deadline(&self, key: &TimerKey) -> Option<u64> {
+        self.armed.get(key).map(|(d, _)| *d)
+    }
+
+    /// The earliest armed timer due at `now_ms` (ties by arming order).
+    pub(crate) fn next_due(&self, now_ms: u64) -> Option<TimerKey> {
+        self.armed
+            .iter()
+            .filter(|(_, (d, _))| *d <= now_ms)
+            .min_by_key(|(_, (d, s))| (*d, *s))
+            .map(|(k, _)| k.clone())
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
+        self.armed.values().map(|(d, _)| *d).min()
+    }
+}

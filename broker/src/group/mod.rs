@@ -1,0 +1,4 @@
+//! The consumer-group coordinator: a sans-IO core (`core`) driven by an
+//! injected clock, and the shell that feeds it requests, timers and storage.
+
+pub mod core;

@@ -1,0 +1,13 @@
+//! kaas-broker: a Kafka-protocol broker whose state lives on a shared
+//! volume. See DESIGN.md for the architecture.
+
+pub mod api;
+pub mod broker;
+pub mod client;
+pub mod cluster;
+pub mod group;
+pub mod local;
+pub mod net;
+pub mod storage;
+
+pub use broker::{Broker, BrokerConfig};

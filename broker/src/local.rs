@@ -1,0 +1,176 @@
+//! Running brokers and the controller in one process: the embedded
+//! default (`kaas-broker local`) and the harness tests use.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{Broker, BrokerConfig};
+use crate::cluster::controller::{self, BrokerAddress, ControllerConfig};
+use crate::cluster::{assignment_file, file_source};
+use crate::net::server;
+
+/// How often brokers re-read the assignment file.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Starts one broker on a bound listener: the server and the task that
+/// follows the assignment file. Tasks end when `shutdown` fires.
+pub fn spawn_broker(
+    tasks: &mut JoinSet<()>,
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    shutdown: CancellationToken,
+) {
+    let path = assignment_file::assignment_path(&broker.config.data_dir);
+    let follower = broker.clone();
+    let stop = shutdown.clone();
+    tasks.spawn(async move {
+        file_source::follow(path, FOLLOW_INTERVAL, stop, |a| {
+            follower.apply_assignment(a)
+        })
+        .await;
+    });
+    tasks.spawn(server::run(listener, broker, shutdown));
+}
+
+#[derive(Debug, Clone)]
+pub struct LocalClusterConfig {
+    pub brokers: usize,
+    pub data_dir: PathBuf,
+    pub host: String,
+    /// First port; broker N listens on `base_port + N`. 0 = any free port.
+    pub base_port: u16,
+    pub probe_interval: Duration,
+    pub failures_before_dead: u32,
+    /// Applied to every broker's config before it opens.
+    pub tune: fn(&mut BrokerConfig),
+}
+
+impl LocalClusterConfig {
+    pub fn new(brokers: usize, data_dir: PathBuf) -> Self {
+        Self {
+            brokers,
+            data_dir,
+            host: "127.0.0.1".into(),
+            base_port: 9092,
+            probe_interval: Duration::from_millis(500),
+            failures_before_dead: 3,
+            tune: |_| {},
+        }
+    }
+}
+
+pub struct LocalCluster {
+    pub addrs: Vec<SocketAddr>,
+    pub brokers: Vec<Arc<Broker>>,
+    shutdown: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl LocalCluster {
+    /// Binds every listener, starts brokers and the controller, and returns
+    /// once every broker follows an assignment that has them all alive.
+    pub async fn start(config: LocalClusterConfig) -> anyhow::Result<LocalCluster> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("cannot create {}", config.data_dir.display()))?;
+        let shutdown = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        let mut addrs = Vec::new();
+        let mut brokers = Vec::new();
+        for id in 0..config.brokers {
+            let port = if config.base_port == 0 {
+                0
+            } else {
+                config.base_port + id as u16
+            };
+            let listener = TcpListener::bind((config.host.as_str(), port))
+                .await
+                .with_context(|| format!("cannot listen on {}:{port}", config.host))?;
+            let addr = listener.local_addr()?;
+            let mut broker_config = BrokerConfig::new(
+                id as i32,
+                config.data_dir.clone(),
+                &config.host,
+                addr.port(),
+            );
+            (config.tune)(&mut broker_config);
+            let broker = Broker::open(broker_config)?;
+            spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
+            addrs.push(addr);
+            brokers.push(broker);
+        }
+        let controller_config = ControllerConfig {
+            assignment_path: assignment_file::assignment_path(&config.data_dir),
+            brokers: addrs
+                .iter()
+                .enumerate()
+                .map(|(id, a)| BrokerAddress {
+                    id: id as i32,
+                    host: config.host.clone(),
+                    port: a.port(),
+                })
+                .collect(),
+            probe_interval: config.probe_interval,
+            failures_before_dead: config.failures_before_dead,
+        };
+        tasks.spawn(controller::run(controller_config, shutdown.clone()));
+        let cluster = LocalCluster {
+            addrs,
+            brokers,
+            shutdown,
+            tasks,
+        };
+        cluster
+            .wait_until_all_alive(Duration::from_secs(30))
+            .await?;
+        Ok(cluster)
+    }
+
+    async fn wait_until_all_alive(&self, within: Duration) -> anyhow::Result<()> {
+        let ids: Vec<i32> = self.brokers.iter().map(|b| b.id()).collect();
+        let all_alive = || {
+            self.brokers.iter().all(|b| {
+                b.routing().is_some_and(|r| {
+                    ids.iter().all(|id| {
+                        r.broker(*id)
+                            .is_some_and(|x| x.state == kaas_shared::BrokerState::Alive)
+                    })
+                })
+            })
+        };
+        tokio::time::timeout(within, async {
+            while !all_alive() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .context("brokers did not all come up in time")
+    }
+
+    /// `host:port,host:port,...` for client bootstrap.
+    pub fn bootstrap(&self) -> String {
+        self.addrs
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Stops everything and waits for in-flight requests to finish.
+    pub async fn shutdown(mut self) {
+        self.shutdown.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Runs until `stop` fires, then shuts down.
+    pub async fn run_until(self, stop: impl std::future::Future<Output = ()>) {
+        stop.await;
+        self.shutdown().await;
+    }
+}

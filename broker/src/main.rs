@@ -1,0 +1,215 @@
+//! The `kaas-broker` command: `local`, `serve`, `controller`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kaas_broker::cluster::assignment_file;
+use kaas_broker::cluster::controller::{self, BrokerAddress, ControllerConfig};
+use kaas_broker::local::{self, LocalCluster, LocalClusterConfig};
+use kaas_broker::{Broker, BrokerConfig};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+#[derive(Parser)]
+#[command(
+    name = "kaas-broker",
+    version,
+    about = "Kafka-protocol brokers on a shared volume"
+)]
+struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, env = "KAAS_LOG_FORMAT")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run N brokers and the controller in one process on loopback.
+    Local {
+        /// Number of brokers.
+        #[arg(long, default_value_t = 3)]
+        brokers: usize,
+        /// The shared folder.
+        #[arg(long, default_value = "./data")]
+        data: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Broker N listens on base-port + N.
+        #[arg(long, default_value_t = 9092)]
+        base_port: u16,
+        #[command(flatten)]
+        tuning: Tuning,
+    },
+    /// Run one broker.
+    Serve {
+        /// Broker id (the StatefulSet ordinal on Kubernetes).
+        #[arg(long)]
+        id: i32,
+        /// The shared folder.
+        #[arg(long)]
+        data: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        listen: SocketAddr,
+        /// HOST:PORT clients reach this broker at (default: --listen).
+        #[arg(long)]
+        advertise: Option<String>,
+        #[command(flatten)]
+        tuning: Tuning,
+    },
+    /// Probe brokers and publish the assignment file.
+    Controller {
+        /// The shared folder.
+        #[arg(long)]
+        data: PathBuf,
+        /// Every broker as ID=HOST:PORT, comma separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        brokers: Vec<BrokerAddress>,
+        /// Time between probe rounds.
+        #[arg(long, default_value_t = 500)]
+        probe_interval_ms: u64,
+        /// Failed probes in a row before a broker is declared dead.
+        #[arg(long, default_value_t = 3)]
+        failures_before_dead: u32,
+    },
+}
+
+#[derive(Args, Clone)]
+struct Tuning {
+    /// Largest request accepted, in bytes (socket.request.max.bytes).
+    #[arg(long, default_value_t = 100 * 1024 * 1024)]
+    max_frame_bytes: usize,
+    /// Do not create topics on first use (auto.create.topics.enable=false).
+    #[arg(long)]
+    no_auto_create_topics: bool,
+    /// Partitions of auto-created topics (num.partitions).
+    #[arg(long, default_value_t = 1)]
+    default_partitions: i32,
+    /// Segment size in bytes (log.segment.bytes).
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    segment_bytes: u64,
+}
+
+impl Tuning {
+    fn apply(&self, c: &mut BrokerConfig) {
+        c.max_frame_bytes = self.max_frame_bytes;
+        c.auto_create_topics = !self.no_auto_create_topics;
+        c.default_partitions = self.default_partitions;
+        c.log.segment_bytes = self.segment_bytes;
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn termination() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => info!("interrupt: shutting down"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    match cli.command {
+        Command::Local {
+            brokers,
+            data,
+            host,
+            base_port,
+            tuning,
+        } => {
+            anyhow::ensure!(brokers >= 1, "--brokers must be at least 1");
+            // Tuning is per process here: every broker gets the same.
+            static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+            let _ = TUNING.set(tuning);
+            let mut config = LocalClusterConfig::new(brokers, data.clone());
+            config.host = host;
+            config.base_port = base_port;
+            config.tune = |c| TUNING.get().expect("set above").apply(c);
+            let cluster = LocalCluster::start(config).await?;
+            info!(bootstrap = %cluster.bootstrap(), data = %data.display(), "local cluster ready");
+            println!(
+                "kaas local cluster ready: bootstrap.servers={}",
+                cluster.bootstrap()
+            );
+            cluster.run_until(termination()).await;
+        }
+        Command::Serve {
+            id,
+            data,
+            listen,
+            advertise,
+            tuning,
+        } => {
+            let listener = TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let bound = listener.local_addr()?;
+            let (host, port) = match advertise {
+                Some(a) => {
+                    let (h, p) = a
+                        .rsplit_once(':')
+                        .context("--advertise must be HOST:PORT")?;
+                    (h.to_string(), p.parse().context("--advertise port")?)
+                }
+                None => (bound.ip().to_string(), bound.port()),
+            };
+            let mut config = BrokerConfig::new(id, data, &host, port);
+            tuning.apply(&mut config);
+            let broker = Broker::open(config)?;
+            let shutdown = CancellationToken::new();
+            let mut tasks = JoinSet::new();
+            local::spawn_broker(&mut tasks, listener, broker, shutdown.clone());
+            info!(id, %bound, "broker serving");
+            termination().await;
+            shutdown.cancel();
+            while tasks.join_next().await.is_some() {}
+        }
+        Command::Controller {
+            data,
+            brokers,
+            probe_interval_ms,
+            failures_before_dead,
+        } => {
+            let config = ControllerConfig {
+                assignment_path: assignment_file::assignment_path(&data),
+                brokers,
+                probe_interval: Duration::from_millis(probe_interval_ms),
+                failures_before_dead,
+            };
+            let shutdown = CancellationToken::new();
+            let task = tokio::spawn(controller::run(config, shutdown.clone()));
+            termination().await;
+            shutdown.cancel();
+            let _ = task.await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! One client connection: read frames, run handlers concurrently, write
+//! responses strictly in request order (Kafka clients rely on it).
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::{FuturesOrdered, StreamExt};
+use futures::Future;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, warn};
+
+use super::frame::read_frame;
+use crate::api::{self, Incoming, RequestContext};
+use crate::broker::Broker;
+
+/// Requests one connection may have in flight before we stop reading.
+const MAX_IN_FLIGHT: usize = 128;
+
+type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
+
+pub async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    shutdown: CancellationToken,
+) {
+    let local = match stream.local_addr() {
+        Ok(a) => a,
+        Err(_) => return,
+    };
+    let (mut reader, mut writer) = stream.into_split();
+    let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
+    let max_frame = broker.config.max_frame_bytes;
+    let mut reading = true;
+    loop {
+        tokio::select! {
+            // Finish responses first: they free room for more requests.
+            biased;
+            Some(response) = pending.next(), if !pending.is_empty() => {
+                if let Some(frame) = response {
+                    if let Err(e) = writer.write_all(&frame).await {
+                        debug!(%peer, error = %e, "client went away while we wrote");
+                        return;
+                    }
+                }
+            }
+            frame = read_frame(&mut reader, max_frame), if reading && pending.len() < MAX_IN_FLIGHT => {
+                match frame {
+                    Ok(Some(frame)) => match prepare(frame.freeze(), &broker, peer, local) {
+                        Ok(Some(fut)) => pending.push_back(fut),
+                        Ok(None) => {}
+                        Err(e) => {
+                            warn!(%peer, error = %e, "closing the connection after a bad request");
+                            reading = false;
+                        }
+                    },
+                    Ok(None) => reading = false,
+                    Err(e) => {
+                        warn!(%peer, error = %e, "closing the connection after a bad frame");
+                        reading = false;
+                    }
+                }
+            }
+            _ = shutdown.cancelled(), if reading => {
+                // Stop taking requests; answer the ones already read.
+                reading = false;
+            }
+            else => break,
+        }
+        if !reading && pending.is_empty() {
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Decodes a request and returns the future that answers it.
+fn prepare(
+    frame: Bytes,
+    broker: &Arc<Broker>,
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Result<Option<Pending>, api::RequestError> {
+    match api::decode(frame)? {
+        Incoming::UnsupportedApiVersions { correlation_id } => {
+            let resp = ResponseKind::ApiVersions(api::api_versions::unsupported_version());
+            let frame = api::encode_response(ApiKey::ApiVersions, 0, correlation_id, &resp);
+            Ok(Some(Box::pin(async move { frame.ok() })))
+        }
+        Incoming::Request {
+            header,
+            api_key,
+            request,
+        } => {
+            let version = header.request_api_version;
+            let ctx = RequestContext {
+                broker: broker.clone(),
+                api_version: version,
+                client_id: header
+                    .client_id
+                    .as_ref()
+                    .map(|c| c.to_string())
+                    .unwrap_or_default(),
+                client_addr: peer,
+                local_addr: local,
+            };
+            let correlation_id = header.correlation_id;
+            Ok(Some(Box::pin(async move {
+                let response = api::handle(ctx, *request).await?;
+                match api::encode_response(api_key, version, correlation_id, &response) {
+                    Ok(frame) => Some(frame),
+                    Err(e) => {
+                        error!(?api_key, version, error = %e, "cannot encode a response");
+                        None
+                    }
+                }
+            })))
+        }
+    }
+}

@@ -1,0 +1,633 @@
+//! A partition log: segment files of record batches plus a sparse offset
+//! index, on the shared volume.
+//!
+//! Layout of a partition folder:
+//! `<base offset, 20 digits>.log` holds batches back to back, exactly as
+//! Kafka lays them out; `<base offset>.index` holds fixed 20-byte entries
+//! (offset i64, position u32, max timestamp before position i64) written
+//! every `index_interval_bytes`. The index of the active segment is rebuilt
+//! on open, so it is never trusted past a crash.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tracing::warn;
+
+use super::batch::{self, BatchHeader, HEADER_LEN};
+
+const INDEX_ENTRY_LEN: usize = 20;
+
+#[derive(Debug, Clone, Copy)]
+pub struct LogConfig {
+    /// A new segment starts once the active one reaches this size.
+    pub segment_bytes: u64,
+    /// Bytes of log between two index entries.
+    pub index_interval_bytes: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            segment_bytes: 256 * 1024 * 1024,
+            index_interval_bytes: 4096,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IndexEntry {
+    offset: i64,
+    position: u32,
+    /// Largest batch timestamp in the segment before `position`.
+    max_ts_before: i64,
+}
+
+impl IndexEntry {
+    fn encode(&self) -> [u8; INDEX_ENTRY_LEN] {
+        let mut out = [0u8; INDEX_ENTRY_LEN];
+        out[0..8].copy_from_slice(&self.offset.to_be_bytes());
+        out[8..12].copy_from_slice(&self.position.to_be_bytes());
+        out[12..20].copy_from_slice(&self.max_ts_before.to_be_bytes());
+        out
+    }
+    fn decode(b: &[u8]) -> Self {
+        Self {
+            offset: i64::from_be_bytes(b[0..8].try_into().expect("8")),
+            position: u32::from_be_bytes(b[8..12].try_into().expect("4")),
+            max_ts_before: i64::from_be_bytes(b[12..20].try_into().expect("8")),
+        }
+    }
+}
+
+struct Segment {
+    base_offset: i64,
+    file: Arc<File>,
+    index_file: File,
+    size: u64,
+    next_offset: i64,
+    index: Vec<IndexEntry>,
+    bytes_since_index: u64,
+    max_ts: i64,
+}
+
+/// What recovery found when a log was opened.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Bytes cut from the tail of the active segment (torn or corrupt).
+    pub truncated_bytes: u64,
+    /// Why the tail was cut, if it was.
+    pub reason: Option<String>,
+}
+
+/// The result of an append: offsets assigned to the first and last record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+pub struct Log {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: Vec<Segment>,
+}
+
+fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
+    dir.join(format!("{base:020}.{ext}"))
+}
+
+fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {
+    if pos + HEADER_LEN as u64 > file_len {
+        return None;
+    }
+    let mut buf = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut buf, pos).ok()?;
+    let h = batch::parse_header(&buf).ok()?;
+    (pos + h.size as u64 <= file_len).then_some(h)
+}
+
+/// Fsyncs a directory so that created or renamed entries in it are durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Segment {
+    fn create(dir: &Path, base_offset: i64) -> io::Result<Segment> {
+        let file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
+            .open(segment_path(dir, base_offset, "log"))?;
+        let index_file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .write(true)
+            .truncate(true)
+            .open(segment_path(dir, base_offset, "index"))?;
+        Ok(Segment {
+            base_offset,
+            file: Arc::new(file),
+            index_file,
+            size: 0,
+            next_offset: base_offset,
+            index: Vec::new(),
+            bytes_since_index: 0,
+            max_ts: -1,
+        })
+    }
+
+    /// Opens a sealed segment, trusting its index when it is consistent.
+    fn open_sealed(dir: &Path, base_offset: i64, config: &LogConfig) -> io::Result<Segment> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(segment_path(dir, base_offset, "log"))?;
+        let size = file.metadata()?.len();
+        let index_path = segment_path(dir, base_offset, "index");
+        let raw = fs::read(&index_path).unwrap_or_default();
+        let mut index: Vec<IndexEntry> = raw
+            .chunks_exact(INDEX_ENTRY_LEN)
+            .map(IndexEntry::decode)
+            .collect();
+        let consistent = raw.len().is_multiple_of(INDEX_ENTRY_LEN)
+            && index
+                .windows(2)
+                .all(|w| w[0].offset < w[1].offset && w[0].position < w[1].position)
+            && index
+                .iter()
+                .all(|e| e.offset >= base_offset && u64::from(e.position) < size);
+        if !consistent {
+            index.clear();
+        }
+        let index_file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .write(true)
+            .truncate(false)
+            .open(&index_path)?;
+        let mut seg = Segment {
+            base_offset,
+            file: Arc::new(file),
+            index_file,
+            size,
+            next_offset: base_offset,
+            index,
+            bytes_since_index: 0,
+            max_ts: -1,
+        };
+        if consistent && !seg.index.is_empty() {
+            // Walk only from the last indexed batch to find the end.
+            let last = *seg.index.last().expect("non-empty");
+            seg.max_ts = last.max_ts_before;
+            seg.scan_from(u64::from(last.position), last.offset, config, false);
+        } else {
+            seg.rebuild(config, false)?;
+        }
+        Ok(seg)
+    }
+
+    /// Scans batch headers from `pos`, updating end, timestamps and (when
+    /// `write_index`) the index. Returns where the valid data ends and why
+    /// it stopped early, if it did.
+    fn scan_from(
+        &mut self,
+        mut pos: u64,
+        expected: i64,
+        config: &LogConfig,
+        verify_crc: bool,
+    ) -> (u64, Option<String>) {
+        let mut expected = expected;
+        let file_len = self.size;
+        let mut since_index = 0u64;
+        while pos < file_len {
+            let Some(h) = read_header_at(&self.file, pos, file_len) else {
+                return (pos, Some(format!("incomplete batch at byte {pos}")));
+            };
+            if verify_crc {
+                let mut buf = vec![0u8; h.size];
+                if let Err(e) = self.file.read_exact_at(&mut buf, pos) {
+                    return (pos, Some(format!("unreadable batch at byte {pos}: {e}")));
+                }
+                if let Err(e) = batch::validate(&buf) {
+                    return (pos, Some(format!("corrupt batch at byte {pos}: {e}")));
+                }
+            }
+            if h.base_offset != expected {
+                return (
+                    pos,
+                    Some(format!(
+                        "batch at byte {pos} has offset {} where {expected} was expected",
+                        h.base_offset
+                    )),
+                );
+            }
+            if verify_crc && (pos == 0 || since_index >= config.index_interval_bytes) {
+                self.index.push(IndexEntry {
+                    offset: h.base_offset,
+                    position: pos as u32,
+                    max_ts_before: self.max_ts,
+                });
+                since_index = 0;
+            }
+            since_index += h.size as u64;
+            self.max_ts = self.max_ts.max(h.max_timestamp);
+            expected = h.next_offset();
+            self.next_offset = expected;
+            pos += h.size as u64;
+        }
+        self.bytes_since_index = since_index;
+        (pos, None)
+    }
+
+    /// Rebuilds index and end from the data; with `verify` every CRC is
+    /// checked. Returns what was cut.
+    fn rebuild(&mut self, config: &LogConfig, verify: bool) -> io::Result<RecoveryReport> {
+        self.index.clear();
+        self.max_ts = -1;
+        self.next_offset = self.base_offset;
+        let (valid_end, reason) = self.scan_from(0, self.base_offset, config, true);
+        let mut report = RecoveryReport::default();
+        if valid_end < self.size {
+            report.truncated_bytes = self.size - valid_end;
+            report.reason = reason;
+            if verify {
+                self.file.set_len(valid_end)?;
+                self.file.sync_all()?;
+            }
+            self.size = valid_end;
+        }
+        let mut raw = Vec::with_capacity(self.index.len() * INDEX_ENTRY_LEN);
+        for e in &self.index {
+            raw.extend_from_slice(&e.encode());
+        }
+        self.index_file.set_len(0)?;
+        self.index_file.write_all_at(&raw, 0)?;
+        Ok(report)
+    }
+
+    fn append(
+        &mut self,
+        data: &[u8],
+        headers: &[BatchHeader],
+        config: &LogConfig,
+    ) -> io::Result<()> {
+        if let Err(e) = self.file.write_all_at(data, self.size) {
+            // Leave no partial batch behind for readers or recovery.
+            let _ = self.file.set_len(self.size);
+            return Err(e);
+        }
+        let mut pos = self.size;
+        for h in headers {
+            if self.size == 0 && pos == 0 || self.bytes_since_index >= config.index_interval_bytes {
+                let entry = IndexEntry {
+                    offset: h.base_offset,
+                    position: pos as u32,
+                    max_ts_before: self.max_ts,
+                };
+                // The index is advisory until the segment is sealed: a lost
+                // entry only costs a longer scan, so a failed write is not
+                // an error for the producer.
+                let at = (self.index.len() * INDEX_ENTRY_LEN) as u64;
+                if self.index_file.write_all_at(&entry.encode(), at).is_ok() {
+                    self.index.push(entry);
+                }
+                self.bytes_since_index = 0;
+            }
+            self.bytes_since_index += h.size as u64;
+            self.max_ts = self.max_ts.max(h.max_timestamp);
+            pos += h.size as u64;
+        }
+        self.size = pos;
+        self.next_offset = headers.last().map_or(self.next_offset, |h| h.next_offset());
+        Ok(())
+    }
+
+    /// Byte position of the batch containing `offset` or the first after it.
+    fn find_position(&self, offset: i64) -> Option<(u64, BatchHeader)> {
+        let i = self.index.partition_point(|e| e.offset <= offset);
+        let mut pos = if i == 0 {
+            0
+        } else {
+            u64::from(self.index[i - 1].position)
+        };
+        while let Some(h) = read_header_at(&self.file, pos, self.size) {
+            if h.next_offset() > offset {
+                return Some((pos, h));
+            }
+            pos += h.size as u64;
+        }
+        None
+    }
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`, recovering the active segment:
+    /// a torn or corrupt tail is cut off so no corrupt batch is ever served.
+    pub fn open(dir: &Path, config: LogConfig) -> io::Result<(Log, RecoveryReport)> {
+        fs::create_dir_all(dir)?;
+        let mut bases: Vec<i64> = fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".log")?.parse::<i64>().ok()
+            })
+            .collect();
+        bases.sort_unstable();
+        let mut segments = Vec::with_capacity(bases.len().max(1));
+        let mut report = RecoveryReport::default();
+        if bases.is_empty() {
+            segments.push(Segment::create(dir, 0)?);
+            sync_dir(dir)?;
+        } else {
+            let last = bases.len() - 1;
+            for (i, base) in bases.iter().enumerate() {
+                let mut seg = Segment::open_sealed(dir, *base, &config)?;
+                if i == last {
+                    report = seg.rebuild(&config, true)?;
+                    if report.truncated_bytes > 0 {
+                        warn!(
+                            dir = %dir.display(),
+                            truncated_bytes = report.truncated_bytes,
+                            reason = report.reason.as_deref().unwrap_or(""),
+                            "recovered partition log: cut a damaged tail"
+                        );
+                    }
+                }
+                segments.push(seg);
+            }
+        }
+        Ok((
+            Log {
+                dir: dir.to_path_buf(),
+                config,
+                segments,
+            },
+            report,
+        ))
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments[0].base_offset
+    }
+
+    pub fn next_offset(&self) -> i64 {
+        self.segments
+            .last()
+            .expect("a log has a segment")
+            .next_offset
+    }
+
+    /// The file an fsync must reach to make everything appended durable.
+    pub fn active_file(&self) -> Arc<File> {
+        self.segments
+            .last()
+            .expect("a log has a segment")
+            .file
+            .clone()
+    }
+
+    /// Appends already validated batches, assigning offsets in place.
+    pub fn append(&mut self, data: &mut [u8], leader_epoch: i32) -> io::Result<Appended> {
+        let parts = batch::split_batches(data)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        if parts.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no record batch",
+            ));
+        }
+        self.maybe_roll(data.len() as u64)?;
+        let base_offset = self.next_offset();
+        let mut next = base_offset;
+        let mut headers = Vec::with_capacity(parts.len());
+        for (range, h) in &parts {
+            batch::assign_offset(&mut data[range.clone()], next, leader_epoch);
+            let mut h = *h;
+            h.base_offset = next;
+            next = h.next_offset();
+            headers.push(h);
+        }
+        let active = self.segments.last_mut().expect("a log has a segment");
+        active.append(data, &headers, &self.config)?;
+        Ok(Appended {
+            base_offset,
+            last_offset: next - 1,
+        })
+    }
+
+    fn maybe_roll(&mut self, incoming: u64) -> io::Result<()> {
+        let active = self.segments.last().expect("a log has a segment");
+        if active.size == 0 || active.size + incoming <= self.config.segment_bytes {
+            return Ok(());
+        }
+        // Seal the old segment durably before anything lands in the new one.
+        active.file.sync_data()?;
+        active.index_file.sync_data()?;
+        let seg = Segment::create(&self.dir, active.next_offset)?;
+        sync_dir(&self.dir)?;
+        self.segments.push(seg);
+        Ok(())
+    }
+
+    /// Whole batches starting at the one holding `offset`, below `limit`
+    /// (the high watermark), up to `max_bytes` but always at least one batch.
+    pub fn read(&self, offset: i64, limit: i64, max_bytes: usize) -> io::Result<Bytes> {
+        if offset >= limit {
+            return Ok(Bytes::new());
+        }
+        let i = self
+            .segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        for seg in &self.segments[i..] {
+            let Some((start, first)) = seg.find_position(offset) else {
+                continue;
+            };
+            if first.base_offset >= limit {
+                return Ok(Bytes::new());
+            }
+            let mut end = start + first.size as u64;
+            while let Some(h) = read_header_at(&seg.file, end, seg.size) {
+                if h.base_offset >= limit || (end - start) as usize + h.size > max_bytes {
+                    break;
+                }
+                end += h.size as u64;
+            }
+            let mut buf = vec![0u8; (end - start) as usize];
+            seg.file.read_exact_at(&mut buf, start)?;
+            return Ok(Bytes::from(buf));
+        }
+        Ok(Bytes::new())
+    }
+
+    /// The first batch, below `limit`, whose max timestamp is at least `ts`:
+    /// its bytes, so the caller can find the exact record.
+    pub fn batch_for_timestamp(&self, ts: i64, limit: i64) -> io::Result<Option<Bytes>> {
+        for seg in &self.segments {
+            if seg.max_ts < ts {
+                continue;
+            }
+            let i = seg.index.partition_point(|e| e.max_ts_before < ts);
+            let mut pos = if i == 0 {
+                0
+            } else {
+                u64::from(seg.index[i - 1].position)
+            };
+            while let Some(h) = read_header_at(&seg.file, pos, seg.size) {
+                if h.base_offset >= limit {
+                    return Ok(None);
+                }
+                if h.max_timestamp >= ts {
+                    let mut buf = vec![0u8; h.size];
+                    seg.file.read_exact_at(&mut buf, pos)?;
+                    return Ok(Some(Bytes::from(buf)));
+                }
+                pos += h.size as u64;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The batch holding the largest timestamp below `limit`.
+    pub fn batch_with_max_timestamp(&self, limit: i64) -> io::Result<Option<Bytes>> {
+        let mut best: Option<(i64, &Segment, u64, usize)> = None;
+        for seg in &self.segments {
+            if best.is_some_and(|(ts, ..)| seg.max_ts <= ts) {
+                continue;
+            }
+            let mut pos = 0;
+            while let Some(h) = read_header_at(&seg.file, pos, seg.size) {
+                if h.base_offset >= limit {
+                    break;
+                }
+                if best.is_none_or(|(ts, ..)| h.max_timestamp > ts) {
+                    best = Some((h.max_timestamp, seg, pos, h.size));
+                }
+                pos += h.size as u64;
+            }
+        }
+        match best {
+            None => Ok(None),
+            Some((_, seg, pos, size)) => {
+                let mut buf = vec![0u8; size];
+                seg.file.read_exact_at(&mut buf, pos)?;
+                Ok(Some(Bytes::from(buf)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::batch::tests::encode_batch;
+    use super::*;
+
+    fn small() -> LogConfig {
+        LogConfig {
+            segment_bytes: 1024,
+            index_interval_bytes: 100,
+        }
+    }
+
+    #[test]
+    fn append_assigns_offsets_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), small()).unwrap();
+        for i in 0..50 {
+            let mut b = encode_batch(3, i * 10);
+            let a = log.append(&mut b, 0).unwrap();
+            assert_eq!(a.base_offset, i * 3);
+            assert_eq!(a.last_offset, i * 3 + 2);
+        }
+        assert_eq!(log.next_offset(), 150);
+        assert!(log.segments.len() > 1, "small segments roll");
+        // Every offset is readable, from the batch that holds it.
+        for off in 0..150 {
+            let data = log.read(off, 150, 1).unwrap();
+            let h = batch::validate(&data).unwrap();
+            assert!(h.base_offset <= off && off <= h.last_offset());
+        }
+        assert!(log.read(150, 150, 1000).unwrap().is_empty());
+        // The limit (high watermark) hides what lies at or beyond it.
+        let data = log.read(0, 6, 1 << 20).unwrap();
+        let parts = batch::split_batches(&data).unwrap();
+        assert_eq!(parts.last().unwrap().1.next_offset(), 6);
+    }
+
+    #[test]
+    fn reopen_recovers_every_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = Log::open(dir.path(), small()).unwrap();
+            for _ in 0..40 {
+                log.append(&mut encode_batch(2, 0), 0).unwrap();
+            }
+        }
+        let (log, report) = Log::open(dir.path(), small()).unwrap();
+        assert_eq!(report.truncated_bytes, 0);
+        assert_eq!(log.next_offset(), 80);
+        assert_eq!(
+            batch::validate(&log.read(41, 80, 1).unwrap())
+                .unwrap()
+                .base_offset,
+            40
+        );
+    }
+
+    #[test]
+    fn torn_tail_is_cut_and_never_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let path;
+        {
+            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
+            for _ in 0..5 {
+                log.append(&mut encode_batch(2, 0), 0).unwrap();
+            }
+            path = segment_path(dir.path(), 0, "log");
+        }
+        let len = fs::metadata(&path).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len - 7).unwrap();
+        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
+        assert!(report.truncated_bytes > 0);
+        assert_eq!(log.next_offset(), 8);
+    }
+
+    #[test]
+    fn bit_flip_in_the_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = segment_path(dir.path(), 0, "log");
+        {
+            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
+            for _ in 0..5 {
+                log.append(&mut encode_batch(2, 0), 0).unwrap();
+            }
+        }
+        let mut raw = fs::read(&path).unwrap();
+        let one = raw.len() / 5;
+        raw[one * 3 + 40] ^= 0x55;
+        fs::write(&path, &raw).unwrap();
+        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
+        assert!(report.reason.unwrap().contains("corrupt"));
+        assert_eq!(log.next_offset(), 6, "batches before the damage stay");
+    }
+
+    #[test]
+    fn timestamp_lookup_finds_the_first_batch_at_or_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), small()).unwrap();
+        for i in 0..30 {
+            log.append(&mut encode_batch(1, 1000 + i * 10), 0).unwrap();
+        }
+        let b = log.batch_for_timestamp(1095, 30).unwrap().unwrap();
+        assert_eq!(batch::validate(&b).unwrap().base_offset, 10);
+        assert!(log.batch_for_timestamp(5000, 30).unwrap().is_none());
+        let b = log.batch_with_max_timestamp(30).unwrap().unwrap();
+        assert_eq!(batch::validate(&b).unwrap().base_offset, 29);
+    }
+}

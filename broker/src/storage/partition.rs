@@ -1,0 +1,163 @@
+//! One partition led by this broker: its log, its high watermark and the
+//! group-commit fsync that makes acknowledgements durable.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tracing::{error, info};
+
+use super::log::{Appended, Log, LogConfig};
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    dir: PathBuf,
+    config: LogConfig,
+    log: Mutex<Log>,
+    /// Durable end of the log (the high watermark): every offset below it
+    /// has been fsynced. Readers wait on it for long polls.
+    high_watermark: watch::Sender<i64>,
+    /// One fsync at a time; concurrent appends ride the same fsync.
+    sync_lock: tokio::sync::Mutex<()>,
+    /// Exclusive lock on `leader.lock` while this broker has the log open:
+    /// a broker gaining leadership cannot open the log until the previous
+    /// leader closed it (or died, which releases the lock).
+    _leader_lock: std::fs::File,
+    /// Set when an fsync failed: the page cache can no longer be trusted,
+    /// so the log is reopened from disk before the next append.
+    failed: AtomicBool,
+}
+
+impl Partition {
+    /// Opens the log for this broker. Fails with `WouldBlock` while another
+    /// broker (or an earlier handle) still has it open.
+    pub fn open(topic: &str, index: i32, dir: PathBuf, config: LogConfig) -> io::Result<Partition> {
+        std::fs::create_dir_all(&dir)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("leader.lock"))?;
+        lock.try_lock().map_err(|e| match e {
+            std::fs::TryLockError::WouldBlock => io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the previous leader still has the partition open",
+            ),
+            std::fs::TryLockError::Error(e) => e,
+        })?;
+        let (log, report) = Log::open(&dir, config)?;
+        let end = log.next_offset();
+        if report.truncated_bytes > 0 {
+            info!(topic, partition = index, end, "partition log recovered");
+        }
+        Ok(Partition {
+            topic: topic.to_string(),
+            index,
+            dir,
+            config,
+            log: Mutex::new(log),
+            high_watermark: watch::channel(end).0,
+            _leader_lock: lock,
+            sync_lock: tokio::sync::Mutex::new(()),
+            failed: AtomicBool::new(false),
+        })
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        // A panic while holding the lock cannot leave the log half-written
+        // (appends write then publish), so a poisoned lock is still usable.
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        *self.high_watermark.borrow()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log().log_start_offset()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.high_watermark.subscribe()
+    }
+
+    /// Appends validated batches and returns once they are fsynced.
+    pub async fn append(&self, mut data: Vec<u8>) -> io::Result<Appended> {
+        let (appended, end) = {
+            let mut log = self.log();
+            if self.failed.load(Ordering::Acquire) {
+                let (reopened, _) = Log::open(&self.dir, self.config)?;
+                *log = reopened;
+                self.failed.store(false, Ordering::Release);
+                let end = log.next_offset();
+                self.high_watermark.send_if_modified(|hw| {
+                    let changed = *hw != end;
+                    *hw = end;
+                    changed
+                });
+            }
+            let appended = log.append(&mut data, 0)?;
+            (appended, log.next_offset())
+        };
+        self.sync_until(end).await?;
+        Ok(appended)
+    }
+
+    /// Makes every offset below `end` durable, sharing one fsync among all
+    /// callers that wait at the same time (group commit).
+    async fn sync_until(&self, end: i64) -> io::Result<()> {
+        if self.high_watermark() >= end {
+            return Ok(());
+        }
+        let _guard = self.sync_lock.lock().await;
+        if self.high_watermark() >= end {
+            return Ok(());
+        }
+        let (target, file) = {
+            let log = self.log();
+            (log.next_offset(), log.active_file())
+        };
+        let result = tokio::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(io::Error::other)
+            .and_then(|r| r);
+        match result {
+            Ok(()) => {
+                self.high_watermark.send_if_modified(|hw| {
+                    let changed = *hw < target;
+                    *hw = (*hw).max(target);
+                    changed
+                });
+                Ok(())
+            }
+            Err(e) => {
+                error!(topic = %self.topic, partition = self.index, error = %e,
+                       "fsync of partition log failed; the log will be reopened");
+                self.failed.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whole batches from `offset` below the high watermark.
+    pub fn read(&self, offset: i64, max_bytes: usize) -> io::Result<Bytes> {
+        let hw = self.high_watermark();
+        self.log().read(offset, hw, max_bytes)
+    }
+
+    pub fn batch_for_timestamp(&self, ts: i64) -> io::Result<Option<Bytes>> {
+        let hw = self.high_watermark();
+        self.log().batch_for_timestamp(ts, hw)
+    }
+
+    pub fn batch_with_max_timestamp(&self) -> io::Result<Option<Bytes>> {
+        let hw = self.high_watermark();
+        self.log().batch_with_max_timestamp(hw)
+    }
+}
+
+pub type PartitionRef = Arc<Partition>;

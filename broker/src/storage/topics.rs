@@ -1,0 +1,271 @@
+//! Topic metadata on the shared volume: `<data>/<safe name>/topic.json`.
+//!
+//! Every broker reads the same folder, so a topic created through one broker
+//! is visible to all. Creation is atomic (a fully written temporary folder is
+//! renamed into place), so two brokers racing to create a topic cannot both
+//! win, and a crash never leaves a half-made topic.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::log::sync_dir;
+use super::names::safe_file_name;
+
+pub const TOPIC_FILE: &str = "topic.json";
+/// Kafka's limit on topic name length.
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    pub name: String,
+    pub id: Uuid,
+    pub partitions: i32,
+    #[serde(default)]
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error("topic '{0}' already exists")]
+    AlreadyExists(String),
+    #[error("invalid topic name: {0}")]
+    InvalidName(String),
+    #[error("invalid partition count {0}")]
+    InvalidPartitions(i32),
+    #[error("topic '{0}' does not exist")]
+    Unknown(String),
+    #[error("storage error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.`/`..`.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    if name.is_empty() {
+        return Err(TopicError::InvalidName(
+            "the empty string is not allowed".into(),
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(TopicError::InvalidName(format!("'{name}' is not allowed")));
+    }
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(TopicError::InvalidName(format!(
+            "'{}...' is longer than {MAX_TOPIC_NAME_LEN} characters",
+            &name[..32]
+        )));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(TopicError::InvalidName(format!(
+            "'{}' contains '{}'; only ASCII alphanumerics, '.', '_' and '-' are allowed",
+            name.escape_debug(),
+            c.escape_debug()
+        )));
+    }
+    Ok(())
+}
+
+/// The set of topics in the data folder, cached and refreshed when the
+/// folder changes.
+pub struct TopicRegistry {
+    data_dir: PathBuf,
+    cache: RwLock<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    stamp: Option<SystemTime>,
+    by_name: HashMap<String, Arc<TopicMeta>>,
+}
+
+fn write_json_durably(path: &Path, value: &impl Serialize) -> io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(&serde_json::to_vec_pretty(value).map_err(io::Error::other)?)?;
+    f.sync_all()
+}
+
+impl TopicRegistry {
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            data_dir,
+            cache: RwLock::new(Cache::default()),
+        }
+    }
+
+    pub fn topic_dir(&self, name: &str) -> PathBuf {
+        self.data_dir.join(safe_file_name(name.as_bytes()))
+    }
+
+    fn stamp(&self) -> Option<SystemTime> {
+        fs::metadata(&self.data_dir).and_then(|m| m.modified()).ok()
+    }
+
+    /// Rescans the data folder if any topic was created or deleted since
+    /// the last look (the folder's mtime changes on rename in or out).
+    fn refresh(&self) {
+        let stamp = self.stamp();
+        if stamp.is_some() && self.cache.read().expect("cache lock").stamp == stamp {
+            return;
+        }
+        let mut by_name = HashMap::new();
+        if let Ok(entries) = fs::read_dir(&self.data_dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || name.starts_with('_') {
+                    continue;
+                }
+                if let Some(meta) = read_meta(&entry.path()) {
+                    by_name.insert(meta.name.clone(), Arc::new(meta));
+                }
+            }
+        }
+        *self.cache.write().expect("cache lock") = Cache { stamp, by_name };
+    }
+
+    pub fn all(&self) -> Vec<Arc<TopicMeta>> {
+        self.refresh();
+        let mut all: Vec<_> = self
+            .cache
+            .read()
+            .expect("cache lock")
+            .by_name
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<TopicMeta>> {
+        self.refresh();
+        self.cache
+            .read()
+            .expect("cache lock")
+            .by_name
+            .get(name)
+            .cloned()
+    }
+
+    pub fn get_by_id(&self, id: Uuid) -> Option<Arc<TopicMeta>> {
+        self.refresh();
+        self.cache
+            .read()
+            .expect("cache lock")
+            .by_name
+            .values()
+            .find(|t| t.id == id)
+            .cloned()
+    }
+
+    /// Creates a topic atomically; fails if it exists.
+    pub fn create(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, TopicError> {
+        validate_topic_name(name)?;
+        if !(1..=100_000).contains(&partitions) {
+            return Err(TopicError::InvalidPartitions(partitions));
+        }
+        let dir = self.topic_dir(name);
+        if dir.exists() {
+            return Err(TopicError::AlreadyExists(name.to_string()));
+        }
+        let meta = TopicMeta {
+            name: name.to_string(),
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+        };
+        if validate_only {
+            return Ok(Arc::new(meta));
+        }
+        fs::create_dir_all(&self.data_dir)?;
+        let tmp = self.data_dir.join(format!(".tmp-topic-{}", Uuid::new_v4()));
+        fs::create_dir(&tmp)?;
+        let result = write_json_durably(&tmp.join(TOPIC_FILE), &meta)
+            .and_then(|_| sync_dir(&tmp))
+            .and_then(|_| fs::rename(&tmp, &dir));
+        if let Err(e) = result {
+            let _ = fs::remove_dir_all(&tmp);
+            // Renaming onto an existing, non-empty topic folder fails: the
+            // other broker won the race.
+            if dir.join(TOPIC_FILE).exists() {
+                return Err(TopicError::AlreadyExists(name.to_string()));
+            }
+            return Err(e.into());
+        }
+        sync_dir(&self.data_dir)?;
+        self.refresh();
+        Ok(Arc::new(meta))
+    }
+
+    /// Deletes a topic: renamed out of sight first (atomic), then removed.
+    pub fn delete(&self, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
+        let meta = self
+            .get(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
+        let dir = self.topic_dir(name);
+        let trash = self.data_dir.join(format!(".deleted-{}", meta.id));
+        fs::rename(&dir, &trash).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => TopicError::Unknown(name.to_string()),
+            _ => e.into(),
+        })?;
+        sync_dir(&self.data_dir)?;
+        let _ = fs::remove_dir_all(&trash);
+        self.refresh();
+        Ok(meta)
+    }
+}
+
+fn read_meta(dir: &Path) -> Option<TopicMeta> {
+    let raw = fs::read(dir.join(TOPIC_FILE)).ok()?;
+    serde_json::from_slice(&raw).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_list_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = TopicRegistry::new(dir.path().to_path_buf());
+        let t = reg.create("orders", 6, BTreeMap::new(), false).unwrap();
+        assert_eq!(reg.get("orders").unwrap().id, t.id);
+        assert_eq!(reg.get_by_id(t.id).unwrap().name, "orders");
+        assert!(matches!(
+            reg.create("orders", 1, BTreeMap::new(), false),
+            Err(TopicError::AlreadyExists(_))
+        ));
+        // A second registry (another broker) sees the same topic.
+        let other = TopicRegistry::new(dir.path().to_path_buf());
+        assert_eq!(other.all().len(), 1);
+        reg.delete("orders").unwrap();
+        assert!(reg.get("orders").is_none());
+        assert!(matches!(reg.delete("orders"), Err(TopicError::Unknown(_))));
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        for bad in ["", ".", "..", "a/b", "a\0b", "ü", &"x".repeat(250)] {
+            assert!(
+                matches!(validate_topic_name(bad), Err(TopicError::InvalidName(_))),
+                "{bad:?}"
+            );
+        }
+        validate_topic_name("__consumer_offsets").unwrap();
+    }
+}

@@ -1,0 +1,491 @@
+//! The assignment document and the two-tier ownership lookup over it.
+//!
+//! The controller publishes one versioned JSON document; every broker holds
+//! the latest as an `Arc<Routing>` and asks it, on every request, who owns a
+//! group or partition. Ownership is two-tier: an explicit entry naming an
+//! alive broker wins, otherwise the hash tier ([`crate::route()`]) over the
+//! full broker set answers.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::fnv::{fnv1a32, Fnv1a32};
+use crate::route::{BrokerId, RouteTable};
+
+/// The controller's assignment document.
+///
+/// `version` strictly increases with content changes; brokers ignore a
+/// document whose version is not higher than the one they hold. Documents
+/// produced by [`crate::recompute()`] are canonical: `brokers` sorted by id,
+/// entries sorted by key, no duplicates.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Assignment {
+    /// Monotonic document version.
+    pub version: u64,
+    /// The full broker set the controller knows, including draining and dead
+    /// brokers: it is the hash divisor, so it must not shrink when a broker
+    /// is merely down.
+    pub brokers: Vec<BrokerInfo>,
+    /// Explicit group coordinators; they win over the hash tier.
+    #[serde(default)]
+    pub consumer_groups: Vec<GroupEntry>,
+    /// Explicit partition leaders; they win over the hash tier.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<PartitionEntry>,
+}
+
+/// One broker as the controller sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerInfo {
+    /// Broker id (StatefulSet ordinal).
+    pub id: BrokerId,
+    /// Host clients connect to.
+    pub host: String,
+    /// Port clients connect to.
+    pub port: u16,
+    /// Liveness as the controller observed it.
+    pub state: BrokerState,
+}
+
+/// Broker liveness. Only [`BrokerState::Alive`] brokers are routed to;
+/// draining and dead brokers stay in the set only to keep the divisor stable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BrokerState {
+    /// Serving; eligible to own groups and partitions.
+    Alive,
+    /// Shutting down gracefully; its groups move away.
+    Draining,
+    /// Not reachable.
+    Dead,
+}
+
+impl BrokerState {
+    /// Whether routing may send work to a broker in this state.
+    #[must_use]
+    pub const fn is_alive(self) -> bool {
+        matches!(self, Self::Alive)
+    }
+}
+
+/// An explicit group coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupEntry {
+    /// Consumer group id.
+    pub group_id: String,
+    /// Coordinating broker.
+    pub broker: BrokerId,
+}
+
+/// An explicit partition leader.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PartitionEntry {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Leading broker.
+    pub broker: BrokerId,
+}
+
+/// Hash-tier key of a partition: `"{topic}/{partition}"`.
+///
+/// [`Routing`] hashes this text without building it; this function is the
+/// reference for what gets hashed.
+#[must_use]
+pub fn partition_key(topic: &str, partition: i32) -> String {
+    format!("{topic}/{partition}")
+}
+
+/// FNV-1a 32 of [`partition_key`], without allocating.
+pub(crate) fn partition_key_hash(topic: &str, partition: i32) -> u32 {
+    use core::fmt::Write as _;
+    let mut h = Fnv1a32::new();
+    // Writing into the hasher cannot fail.
+    let _ = write!(h, "{topic}/{partition}");
+    h.finish()
+}
+
+/// An [`Assignment`] indexed for O(1)-ish ownership queries.
+///
+/// Built once per published document and shared (`Arc<Routing>`) by every
+/// request handler. Tolerates malformed documents without panicking: for a
+/// duplicated broker id, group or partition, the first occurrence in the
+/// document wins.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    assignment: Arc<Assignment>,
+    table: RouteTable,
+    /// (id, index into `assignment.brokers`), ascending by id, one per id.
+    by_id: Vec<(BrokerId, usize)>,
+    groups: HashMap<String, BrokerId>,
+    partitions: HashMap<String, HashMap<i32, BrokerId>>,
+}
+
+impl Routing {
+    /// Indexes `assignment` (an `Assignment` or an `Arc<Assignment>`).
+    #[must_use]
+    pub fn new(assignment: impl Into<Arc<Assignment>>) -> Self {
+        let assignment: Arc<Assignment> = assignment.into();
+
+        let mut by_id: Vec<(BrokerId, usize)> = assignment
+            .brokers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.id, i))
+            .collect();
+        // Stable sort + dedup keeps the first occurrence of each id.
+        by_id.sort_by_key(|&(id, _)| id);
+        by_id.dedup_by_key(|&mut (id, _)| id);
+
+        let table = {
+            let alive: HashSet<BrokerId> = by_id
+                .iter()
+                .filter(|&&(_, i)| {
+                    assignment
+                        .brokers
+                        .get(i)
+                        .is_some_and(|b| b.state.is_alive())
+                })
+                .map(|&(id, _)| id)
+                .collect();
+            RouteTable::new(by_id.iter().map(|&(id, _)| id), |id| alive.contains(&id))
+        };
+
+        let mut groups = HashMap::with_capacity(assignment.consumer_groups.len());
+        for e in &assignment.consumer_groups {
+            groups.entry(e.group_id.clone()).or_insert(e.broker);
+        }
+
+        let mut partitions: HashMap<String, HashMap<i32, BrokerId>> = HashMap::new();
+        for e in &assignment.partitions {
+            partitions
+                .entry(e.topic.clone())
+                .or_default()
+                .entry(e.partition)
+                .or_insert(e.broker);
+        }
+
+        Self {
+            assignment,
+            table,
+            by_id,
+            groups,
+            partitions,
+        }
+    }
+
+    /// The document this routing was built from.
+    #[must_use]
+    pub fn assignment(&self) -> &Arc<Assignment> {
+        &self.assignment
+    }
+
+    /// The document's version.
+    #[must_use]
+    pub fn version(&self) -> u64 {
+        self.assignment.version
+    }
+
+    /// The prepared hash-tier table (full set and alive set).
+    #[must_use]
+    pub fn table(&self) -> &RouteTable {
+        &self.table
+    }
+
+    /// A broker's entry in the document.
+    #[must_use]
+    pub fn broker(&self, id: BrokerId) -> Option<&BrokerInfo> {
+        let pos = self.by_id.binary_search_by_key(&id, |&(b, _)| b).ok()?;
+        let &(_, index) = self.by_id.get(pos)?;
+        self.assignment.brokers.get(index)
+    }
+
+    /// Whether `id` is in the set and alive.
+    #[must_use]
+    pub fn is_alive(&self, id: BrokerId) -> bool {
+        self.table.is_alive(id)
+    }
+
+    /// The alive brokers, ascending by id.
+    pub fn alive_brokers(&self) -> impl Iterator<Item = &BrokerInfo> + '_ {
+        self.table
+            .alive_ids()
+            .iter()
+            .filter_map(move |&id| self.broker(id))
+    }
+
+    /// Coordinator of `group_id`: its explicit entry if that names an alive
+    /// broker, else the hash tier. `None` only when no broker is alive.
+    ///
+    /// An entry naming a broker that is not alive is ignored rather than
+    /// obeyed: sending clients to a dead broker helps no one, and the
+    /// controller rewrites such entries on its next recompute anyway.
+    #[must_use]
+    pub fn owner_of_group(&self, group_id: &str) -> Option<BrokerId> {
+        match self.groups.get(group_id) {
+            Some(&b) if self.table.is_alive(b) => Some(b),
+            _ => self.hash_owner_of_group(group_id),
+        }
+    }
+
+    /// The hash tier's answer for `group_id`, ignoring explicit entries.
+    #[must_use]
+    pub fn hash_owner_of_group(&self, group_id: &str) -> Option<BrokerId> {
+        self.table.route_hash(fnv1a32(group_id.as_bytes()))
+    }
+
+    /// The raw explicit entry for `group_id`, alive or not.
+    #[must_use]
+    pub fn group_entry(&self, group_id: &str) -> Option<BrokerId> {
+        self.groups.get(group_id).copied()
+    }
+
+    /// Leader of `topic`/`partition`: its explicit entry if that names an
+    /// alive broker, else the hash tier over `"{topic}/{partition}"`.
+    #[must_use]
+    pub fn owner_of_partition(&self, topic: &str, partition: i32) -> Option<BrokerId> {
+        match self.partition_entry(topic, partition) {
+            Some(b) if self.table.is_alive(b) => Some(b),
+            _ => self.hash_owner_of_partition(topic, partition),
+        }
+    }
+
+    /// The hash tier's answer for a partition, ignoring explicit entries.
+    #[must_use]
+    pub fn hash_owner_of_partition(&self, topic: &str, partition: i32) -> Option<BrokerId> {
+        self.table.route_hash(partition_key_hash(topic, partition))
+    }
+
+    /// The raw explicit entry for a partition, alive or not.
+    #[must_use]
+    pub fn partition_entry(&self, topic: &str, partition: i32) -> Option<BrokerId> {
+        self.partitions.get(topic)?.get(&partition).copied()
+    }
+}
+
+impl From<Assignment> for Routing {
+    fn from(assignment: Assignment) -> Self {
+        Self::new(assignment)
+    }
+}
+
+impl From<Arc<Assignment>> for Routing {
+    fn from(assignment: Arc<Assignment>) -> Self {
+        Self::new(assignment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::route;
+
+    const EXAMPLE: &str = r#"{"version": 42,
+        "brokers": [{"id": 0, "host": "demo-0.demo-brokers.ns.svc", "port": 9092, "state": "alive"},
+                    {"id": 1, "host": "demo-1.demo-brokers.ns.svc", "port": 9092, "state": "dead"}],
+        "consumerGroups": [{"groupId": "orders", "broker": 0}],
+        "partitions": [{"topic": "t", "partition": 3, "broker": 1}]}"#;
+
+    fn broker(id: BrokerId, state: BrokerState) -> BrokerInfo {
+        BrokerInfo {
+            id,
+            host: format!("b{id}"),
+            port: 9092,
+            state,
+        }
+    }
+
+    #[test]
+    fn parses_the_documented_example() {
+        let a: Assignment = serde_json::from_str(EXAMPLE).expect("valid example");
+        assert_eq!(a.version, 42);
+        assert_eq!(a.brokers.len(), 2);
+        assert_eq!(a.brokers[1].state, BrokerState::Dead);
+        assert_eq!(
+            a.consumer_groups,
+            vec![GroupEntry {
+                group_id: "orders".into(),
+                broker: 0
+            }]
+        );
+        assert_eq!(a.partitions[0].partition, 3);
+        let back: Assignment =
+            serde_json::from_str(&serde_json::to_string(&a).expect("serialises"))
+                .expect("roundtrip");
+        assert_eq!(back, a);
+    }
+
+    #[test]
+    fn wire_format_is_camel_case_and_lowercase_states() {
+        let a = Assignment {
+            version: 1,
+            brokers: vec![broker(0, BrokerState::Draining)],
+            consumer_groups: vec![],
+            partitions: vec![],
+        };
+        let json = serde_json::to_string(&a).expect("serialises");
+        assert_eq!(
+            json,
+            r#"{"version":1,"brokers":[{"id":0,"host":"b0","port":9092,"state":"draining"}],"consumerGroups":[]}"#
+        );
+        // Optional sections may be absent; unknown fields are tolerated so an
+        // older broker can read a newer controller's document.
+        let minimal: Assignment =
+            serde_json::from_str(r#"{"version":3,"brokers":[],"future":true}"#).expect("parses");
+        assert!(minimal.consumer_groups.is_empty() && minimal.partitions.is_empty());
+        assert!(serde_json::from_str::<Assignment>(
+            r#"{"version":1,"brokers":[{"id":0,"host":"h","port":1,"state":"zombie"}]}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn schema_describes_the_wire_format() {
+        let schema = serde_json::to_string(&schemars::schema_for!(Assignment)).expect("schema");
+        for needle in [
+            "consumerGroups",
+            "groupId",
+            "\"alive\"",
+            "\"draining\"",
+            "\"dead\"",
+        ] {
+            assert!(schema.contains(needle), "schema lacks {needle}: {schema}");
+        }
+    }
+
+    #[test]
+    fn routing_answers_from_the_example() {
+        let a: Assignment = serde_json::from_str(EXAMPLE).expect("valid example");
+        let r = Routing::new(a);
+        assert_eq!(r.version(), 42);
+        assert_eq!(r.owner_of_group("orders"), Some(0));
+        assert_eq!(r.group_entry("orders"), Some(0));
+        // Broker 1 is dead: everything lands on 0, including the partition
+        // whose explicit entry names the dead broker.
+        assert_eq!(r.owner_of_group("anything"), Some(0));
+        assert_eq!(r.partition_entry("t", 3), Some(1));
+        assert_eq!(r.owner_of_partition("t", 3), Some(0));
+        assert_eq!(r.broker(1).map(|b| b.state), Some(BrokerState::Dead));
+        assert!(r.broker(7).is_none());
+        let alive: Vec<BrokerId> = r.alive_brokers().map(|b| b.id).collect();
+        assert_eq!(alive, vec![0]);
+        assert_eq!(r.table().ids(), &[0, 1]);
+    }
+
+    #[test]
+    fn explicit_entries_win_over_hash() {
+        let brokers: Vec<BrokerInfo> = (0..5).map(|i| broker(i, BrokerState::Alive)).collect();
+        let plain = Routing::new(Assignment {
+            version: 1,
+            brokers: brokers.clone(),
+            ..Assignment::default()
+        });
+        let hashed = plain.owner_of_group("orders").expect("alive");
+        let other = (hashed + 1) % 5;
+        let pinned = Routing::new(Assignment {
+            version: 2,
+            brokers,
+            consumer_groups: vec![GroupEntry {
+                group_id: "orders".into(),
+                broker: other,
+            }],
+            partitions: vec![PartitionEntry {
+                topic: "t".into(),
+                partition: 0,
+                broker: other,
+            }],
+        });
+        assert_eq!(pinned.owner_of_group("orders"), Some(other));
+        assert_eq!(pinned.hash_owner_of_group("orders"), Some(hashed));
+        assert_eq!(pinned.owner_of_partition("t", 0), Some(other));
+        assert_eq!(pinned.partition_entry("t", 1), None);
+    }
+
+    #[test]
+    fn hash_tier_matches_route_over_the_document() {
+        let states = [
+            BrokerState::Alive,
+            BrokerState::Dead,
+            BrokerState::Alive,
+            BrokerState::Draining,
+            BrokerState::Alive,
+        ];
+        // Document order deliberately unsorted.
+        let brokers: Vec<BrokerInfo> = [3, 0, 4, 1, 2]
+            .into_iter()
+            .map(|i| broker(i, states[i as usize]))
+            .collect();
+        let r = Routing::new(Arc::new(Assignment {
+            version: 9,
+            brokers,
+            ..Assignment::default()
+        }));
+        let ids = [0, 1, 2, 3, 4];
+        let alive = |b: BrokerId| states[b as usize].is_alive();
+        for i in 0..500 {
+            let g = format!("g{i}");
+            assert_eq!(r.owner_of_group(&g), route(g.as_bytes(), &ids, alive));
+            let key = partition_key("topic", i - 250);
+            assert_eq!(
+                r.owner_of_partition("topic", i - 250),
+                route(key.as_bytes(), &ids, alive)
+            );
+        }
+    }
+
+    #[test]
+    fn partition_key_hash_matches_formatted_key() {
+        for (t, p) in [("t", 0), ("orders", 17), ("", -1), ("ünï", i32::MIN)] {
+            assert_eq!(
+                partition_key_hash(t, p),
+                fnv1a32(partition_key(t, p).as_bytes())
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_documents_do_not_panic_and_first_wins() {
+        let a = Assignment {
+            version: 1,
+            brokers: vec![
+                broker(2, BrokerState::Dead),
+                broker(2, BrokerState::Alive),
+                broker(5, BrokerState::Alive),
+            ],
+            consumer_groups: vec![
+                GroupEntry {
+                    group_id: "g".into(),
+                    broker: 5,
+                },
+                GroupEntry {
+                    group_id: "g".into(),
+                    broker: 2,
+                },
+                GroupEntry {
+                    group_id: "h".into(),
+                    broker: 99,
+                },
+            ],
+            partitions: vec![],
+        };
+        let r = Routing::new(a);
+        assert_eq!(r.broker(2).map(|b| b.state), Some(BrokerState::Dead));
+        assert!(!r.is_alive(2));
+        assert_eq!(r.owner_of_group("g"), Some(5));
+        // Entry naming an unknown broker falls through to the hash tier.
+        assert_eq!(r.owner_of_group("h"), Some(5));
+
+        let empty = Routing::new(Assignment::default());
+        assert_eq!(empty.owner_of_group("g"), None);
+        assert_eq!(empty.owner_of_partition("t", 0), None);
+        assert_eq!(empty.alive_brokers().count(), 0);
+    }
+}
