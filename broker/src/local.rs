@@ -133,13 +133,15 @@ impl LocalCluster {
     }
 
     async fn wait_until_all_alive(&self, within: Duration) -> anyhow::Result<()> {
-        let ids: Vec<i32> = self.brokers.iter().map(|b| b.id()).collect();
+        // Alive at the addresses bound now: a document left by an earlier
+        // run may name other ports.
         let all_alive = || {
             self.brokers.iter().all(|b| {
                 b.routing().is_some_and(|r| {
-                    ids.iter().all(|id| {
-                        r.broker(*id)
-                            .is_some_and(|x| x.state == kaas_shared::BrokerState::Alive)
+                    self.addrs.iter().enumerate().all(|(id, addr)| {
+                        r.broker(id as i32).is_some_and(|x| {
+                            x.state == kaas_shared::BrokerState::Alive && x.port == addr.port()
+                        })
                     })
                 })
             })

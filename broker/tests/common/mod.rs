@@ -1,0 +1,111 @@
+//! Shared helpers for the broker's end-to-end tests: real clients
+//! (librdkafka through the `rdkafka` crate) against real brokers.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+pub fn client_config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("topic.metadata.refresh.interval.ms", "1000");
+    c
+}
+
+pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin");
+    let results = admin
+        .create_topics(
+            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create_topics");
+    for r in results {
+        r.expect("topic created");
+    }
+}
+
+pub type Consumed = BTreeMap<i32, Vec<(i64, String)>>;
+
+/// Reads every partition of `topic` from the beginning until `expected`
+/// messages arrived; returns partition -> [(offset, payload)] in order.
+pub fn consume_all(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    expected: usize,
+    within: Duration,
+) -> Consumed {
+    consume_until(bootstrap, topic, partitions, within, |_, count| {
+        count >= expected
+    })
+}
+
+/// Reads every partition of `topic` from the beginning until `done` holds.
+pub fn consume_until(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    within: Duration,
+    done: impl Fn(&Consumed, usize) -> bool,
+) -> Consumed {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "kaas-test-reader")
+        .set("enable.auto.commit", "false")
+        .set("check.crcs", "true")
+        .set("fetch.wait.max.ms", "100")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut got: BTreeMap<i32, Vec<(i64, String)>> = BTreeMap::new();
+    let mut count = 0;
+    let deadline = Instant::now() + within;
+    while !done(&got, count) {
+        assert!(
+            Instant::now() < deadline,
+            "only {count} messages arrived from {bootstrap} before the deadline"
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                let payload = String::from_utf8(m.payload().expect("payload").to_vec()).unwrap();
+                got.entry(m.partition())
+                    .or_default()
+                    .push((m.offset(), payload));
+                count += 1;
+            }
+            // librdkafka reports lost connections and retries by itself.
+            Some(Err(KafkaError::MessageConsumption(
+                RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
+            ))) => {}
+            Some(Err(e)) => panic!("consumer error from {bootstrap}: {e}"),
+            None => {}
+        }
+    }
+    got
+}
+
+/// Polls `check` until it holds or `within` passes.
+pub async fn eventually<F: FnMut() -> bool>(within: Duration, what: &str, mut check: F) {
+    let deadline = Instant::now() + within;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,107 @@
+//! The embedded default end to end: a 3-broker local cluster, librdkafka
+//! producing 100,000 messages with acks=all to a 6-partition topic and
+//! reading exactly those back, in order, from every broker's address,
+//! before and after a restart of the whole cluster.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{consume_all, create_topic};
+use futures::future::join_all;
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+const MESSAGES: usize = 100_000;
+const PARTITIONS: i32 = 6;
+
+fn config(dir: &std::path::Path) -> LocalClusterConfig {
+    let mut c = LocalClusterConfig::new(3, dir.to_path_buf());
+    c.base_port = 0;
+    c
+}
+
+/// What each partition must hold: message i goes to partition i % 6.
+fn expected() -> BTreeMap<i32, Vec<String>> {
+    let mut m: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for i in 0..MESSAGES {
+        m.entry((i % PARTITIONS as usize) as i32)
+            .or_default()
+            .push(format!("message-{i}"));
+    }
+    m
+}
+
+fn check(got: BTreeMap<i32, Vec<(i64, String)>>, from: &str) {
+    let want = expected();
+    assert_eq!(got.len(), want.len(), "partitions read from {from}");
+    for (p, msgs) in got {
+        let offsets: Vec<i64> = msgs.iter().map(|(o, _)| *o).collect();
+        assert_eq!(
+            offsets,
+            (0..offsets.len() as i64).collect::<Vec<_>>(),
+            "offsets of p{p} from {from}"
+        );
+        let payloads: Vec<String> = msgs.into_iter().map(|(_, v)| v).collect();
+        assert_eq!(payloads, want[&p], "payloads of p{p} from {from}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_thousand_messages_round_trip_through_every_broker_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "orders", PARTITIONS).await;
+
+    let producer: FutureProducer = common::client_config(&bootstrap)
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("queue.buffering.max.messages", "200000")
+        .create()
+        .unwrap();
+    let sends = (0..MESSAGES).map(|i| {
+        let producer = producer.clone();
+        async move {
+            let payload = format!("message-{i}");
+            let record = FutureRecord::<(), _>::to("orders")
+                .partition((i % PARTITIONS as usize) as i32)
+                .payload(&payload);
+            producer.send(record, Duration::from_secs(60)).await
+        }
+    });
+    for (i, r) in join_all(sends).await.into_iter().enumerate() {
+        let delivery = r.unwrap_or_else(|(e, _)| panic!("message {i} not acknowledged: {e}"));
+        assert_eq!(delivery.partition, (i % PARTITIONS as usize) as i32);
+    }
+
+    for addr in &cluster.addrs {
+        let addr = addr.to_string();
+        let got = tokio::task::block_in_place(|| {
+            consume_all(
+                &addr,
+                "orders",
+                PARTITIONS,
+                MESSAGES,
+                Duration::from_secs(120),
+            )
+        });
+        check(got, &addr);
+    }
+
+    cluster.shutdown().await;
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    let got = tokio::task::block_in_place(|| {
+        consume_all(
+            &bootstrap,
+            "orders",
+            PARTITIONS,
+            MESSAGES,
+            Duration::from_secs(120),
+        )
+    });
+    check(got, "the restarted cluster");
+    cluster.shutdown().await;
+}
