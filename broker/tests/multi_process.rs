@@ -19,6 +19,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 const PARTITIONS: i32 = 6;
+
+/// (partition, offset, payload) of every acknowledged message.
+type Acked = Arc<Mutex<Vec<(i32, i64, String)>>>;
 const BIN: &str = env!("CARGO_BIN_EXE_kaas-broker");
 
 fn free_port() -> u16 {
@@ -131,7 +134,7 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
     assert!(!led_by_victim.is_empty());
 
     // Produce continuously, recording every acknowledgement.
-    let acked: Arc<Mutex<Vec<(i32, i64, String)>>> = Arc::default();
+    let acked: Acked = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let producer: FutureProducer = common::client_config(&bootstrap)
         .set("acks", "all")
@@ -176,7 +179,7 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
             }
         })
     };
-    let count = |acked: &Arc<Mutex<Vec<(i32, i64, String)>>>| acked.lock().unwrap().len();
+    let count = |acked: &Acked| acked.lock().unwrap().len();
     eventually(Duration::from_secs(30), "3000 acks before the kill", || {
         count(&acked) >= 3000
     })
