@@ -8,6 +8,8 @@ use kaas_shared::{BrokerState, Routing};
 use tracing::info;
 
 use crate::cluster::ClusterView;
+use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
+use crate::storage::group_log::GroupLogStore;
 use crate::storage::{LogConfig, Storage};
 
 #[derive(Debug, Clone)]
@@ -25,6 +27,7 @@ pub struct BrokerConfig {
     /// Kafka's `num.partitions`, for auto-created topics.
     pub default_partitions: i32,
     pub log: LogConfig,
+    pub groups: GroupManagerConfig,
 }
 
 impl BrokerConfig {
@@ -38,6 +41,7 @@ impl BrokerConfig {
             auto_create_topics: true,
             default_partitions: 1,
             log: LogConfig::default(),
+            groups: GroupManagerConfig::default(),
         }
     }
 }
@@ -47,17 +51,28 @@ pub struct Broker {
     pub storage: Storage,
     pub cluster: ClusterView,
     pub cluster_id: String,
+    pub groups: Arc<GroupManager>,
 }
 
 impl Broker {
     pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
         let storage = Storage::new(&config.data_dir, config.log)?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
+        let cluster = ClusterView::default();
+        let store = Arc::new(GroupLogStore::new(&config.data_dir)?);
+        let groups = GroupManager::new(
+            config.id,
+            config.groups.clone(),
+            store,
+            Arc::new(SystemClock),
+            cluster.subscribe(),
+        );
         Ok(Arc::new(Broker {
             config,
             storage,
-            cluster: ClusterView::default(),
+            cluster,
             cluster_id,
+            groups,
         }))
     }
 
@@ -96,6 +111,7 @@ impl Broker {
             );
             self.storage
                 .retain_partitions(|topic, p| self.leads(&routing, topic, p));
+            self.groups.sweep(&routing);
         }
     }
 }

@@ -36,6 +36,7 @@ pub fn spawn_broker(
         })
         .await;
     });
+    tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

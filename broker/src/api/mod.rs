@@ -6,11 +6,22 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +44,17 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -151,6 +173,29 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(&ctx, r).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(&ctx, r)),
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r))
+        }
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(&ctx, r).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(&ctx, r).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(&ctx, r).await),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(&ctx, r).await),
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(offset_commit::handle(&ctx, r).await)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::handle(&ctx, r).await)
+        }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(offset_delete::handle(&ctx, r).await)
+        }
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(&ctx, r).await)
+        }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(&ctx, r).await),
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(delete_groups::handle(&ctx, r).await)
+        }
         other => {
             // decode() only lets SUPPORTED keys through; reaching this is a
             // bug in the table, which the dispatch test guards.
@@ -171,6 +216,20 @@ pub(crate) fn open_error_code(e: &std::io::Error) -> i16 {
     } else {
         Err::KafkaStorageError.code()
     }
+}
+
+/// The wire code for a group request this broker cannot serve now.
+pub(crate) fn group_error(e: crate::group::manager::NotServed) -> i16 {
+    e.0
+}
+
+pub(crate) fn str_bytes(s: String) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s)
+}
+
+/// The client's address as Apache reports it (`InetAddress.toString()`).
+pub(crate) fn client_host(ctx: &RequestContext) -> String {
+    format!("/{}", ctx.client_addr.ip())
 }
 
 /// The node endpoint of a broker, for NOT_LEADER answers that name the

@@ -13,12 +13,24 @@ use crate::broker::{Broker, BrokerConfig};
 use crate::storage::batch::tests::encode_batch;
 
 const PARTITIONS: i32 = 4;
+/// Group ids broker 0 does and does not coordinate under the test assignment.
+const OURS: &str = "group-a";
+const THEIRS: &str = "group-b";
+
+fn group(s: &str) -> GroupId {
+    GroupId(StrBytes::from_string(s.to_string()))
+}
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
-fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
+fn request(
+    key: ApiKey,
+    version: i16,
+    topic_id: uuid::Uuid,
+    routing: &kaas_shared::Routing,
+) -> RequestKind {
     let partitions = 0..PARTITIONS + 1; // the last one does not exist
     match key {
         ApiKey::Produce => {
@@ -130,6 +142,115 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
             }
             RequestKind::DeleteTopics(req)
         }
+        ApiKey::FindCoordinator => RequestKind::FindCoordinator(if version >= 4 {
+            FindCoordinatorRequest::default().with_coordinator_keys(vec![
+                StrBytes::from_static_str(OURS),
+                StrBytes::from_static_str(THEIRS),
+            ])
+        } else {
+            FindCoordinatorRequest::default().with_key(StrBytes::from_static_str(OURS))
+        }),
+        // A fresh group per version, so no join waits for earlier members.
+        ApiKey::JoinGroup => RequestKind::JoinGroup(
+            JoinGroupRequest::default()
+                .with_group_id(group(
+                    &(0..)
+                        .map(|i| format!("join-{version}-{i}"))
+                        .find(|g| routing.owner_of_group(g) == Some(0))
+                        .unwrap(),
+                ))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(1_000)
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+                )
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]))]),
+        ),
+        ApiKey::SyncGroup => RequestKind::SyncGroup(
+            SyncGroupRequest::default()
+                .with_group_id(group(OURS))
+                .with_member_id(StrBytes::from_static_str("nobody")),
+        ),
+        ApiKey::Heartbeat => RequestKind::Heartbeat(
+            HeartbeatRequest::default()
+                .with_group_id(group(OURS))
+                .with_member_id(StrBytes::from_static_str("nobody")),
+        ),
+        ApiKey::LeaveGroup => {
+            let mut r = LeaveGroupRequest::default().with_group_id(group(OURS));
+            if version >= 3 {
+                r.members = vec![leave_group_request::MemberIdentity::default()
+                    .with_member_id(StrBytes::from_static_str("nobody"))];
+            } else {
+                r.member_id = StrBytes::from_static_str("nobody");
+            }
+            RequestKind::LeaveGroup(r)
+        }
+        ApiKey::OffsetCommit => {
+            use offset_commit_request::*;
+            RequestKind::OffsetCommit(
+                OffsetCommitRequest::default()
+                    .with_group_id(group("solo"))
+                    .with_generation_id_or_member_epoch(-1)
+                    .with_topics(vec![OffsetCommitRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![OffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(5)
+                            .with_committed_leader_epoch(if version >= 6 { 0 } else { -1 })
+                            .with_committed_metadata(Some(StrBytes::from_static_str("m")))])]),
+            )
+        }
+        ApiKey::OffsetFetch => {
+            use offset_fetch_request::*;
+            let mut r = OffsetFetchRequest::default();
+            if version >= 8 {
+                r.groups = [OURS, THEIRS, "solo"]
+                    .iter()
+                    .map(|g| {
+                        OffsetFetchRequestGroup::default()
+                            .with_group_id(group(g))
+                            .with_topics(None)
+                    })
+                    .collect();
+            } else {
+                r.group_id = group("solo");
+                r.topics = if version >= 2 {
+                    None
+                } else {
+                    Some(vec![OffsetFetchRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partition_indexes(vec![0, 1])])
+                };
+            }
+            RequestKind::OffsetFetch(r)
+        }
+        ApiKey::DescribeGroups => RequestKind::DescribeGroups(
+            DescribeGroupsRequest::default()
+                .with_groups(vec![group(OURS), group(THEIRS), group("solo")])
+                .with_include_authorized_operations(version >= 3),
+        ),
+        ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
+        ApiKey::DeleteGroups => {
+            RequestKind::DeleteGroups(DeleteGroupsRequest::default().with_groups_names(vec![
+                group(OURS),
+                group(THEIRS),
+                group("none"),
+            ]))
+        }
+        ApiKey::OffsetDelete => {
+            use offset_delete_request::*;
+            RequestKind::OffsetDelete(
+                OffsetDeleteRequest::default()
+                    .with_group_id(group("solo"))
+                    .with_topics(vec![OffsetDeleteRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![
+                            OffsetDeleteRequestPartition::default().with_partition_index(1)
+                        ])]),
+            )
+        }
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -161,9 +282,16 @@ fn two_broker_assignment() -> Assignment {
 #[tokio::test]
 async fn every_advertised_version_reaches_a_handler_and_encodes() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = Broker::open(BrokerConfig::new(0, dir.path().into(), "127.0.0.1", 9092)).unwrap();
+    let mut config = BrokerConfig::new(0, dir.path().into(), "127.0.0.1", 9092);
+    config.groups.core.initial_rebalance_delay_ms = 0;
+    let broker = Broker::open(config).unwrap();
     broker.apply_assignment(two_broker_assignment());
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(broker.groups.clone().run_timers(stop.clone()));
     let routing = broker.routing().unwrap();
+    assert_eq!(routing.owner_of_group(OURS), Some(0));
+    assert_eq!(routing.owner_of_group(THEIRS), Some(1));
+    assert_eq!(routing.owner_of_group("solo"), Some(0));
     let led: Vec<i32> = (0..PARTITIONS)
         .filter(|p| routing.owner_of_partition("t", *p) == Some(0))
         .collect();
@@ -187,7 +315,7 @@ async fn every_advertised_version_reaches_a_handler_and_encodes() {
             "{key:?} beyond the codec"
         );
         for version in v.min_version..=v.max_version {
-            let req = request(key, version, topic.id);
+            let req = request(key, version, topic.id, &routing);
             let resp = handle(context(broker.clone(), version), req)
                 .await
                 .unwrap_or_else(|| panic!("{key:?} v{version} has no handler"));
@@ -195,6 +323,7 @@ async fn every_advertised_version_reaches_a_handler_and_encodes() {
                 .unwrap_or_else(|e| panic!("{key:?} v{version} does not encode: {e:#}"));
         }
     }
+    stop.cancel();
 }
 
 #[test]

@@ -2,3 +2,4 @@
 //! injected clock, and the shell that feeds it requests, timers and storage.
 
 pub mod core;
+pub mod manager;

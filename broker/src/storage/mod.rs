@@ -1,6 +1,7 @@
 //! Everything the broker keeps on the shared volume.
 
 pub mod batch;
+pub mod group_log;
 pub mod log;
 pub mod names;
 pub mod partition;

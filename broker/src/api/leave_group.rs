@@ -1,0 +1,68 @@
+//! LeaveGroup (key 13): the single-member shape (v0–v2) and the batch of
+//! members (v3+, also used by admin clients to remove static members).
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+
+use super::{group_error, str_bytes, RequestContext};
+use crate::group::core::{self, code, LeaveMember, Response};
+
+pub async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse {
+    let v = ctx.api_version;
+    let group_id = req.group_id.0.to_string();
+    let manager = &ctx.broker.groups;
+    if let Err(e) = manager.prepare(&group_id).await {
+        return LeaveGroupResponse::default().with_error_code(group_error(e));
+    }
+    let members = if v >= 3 {
+        req.members
+            .into_iter()
+            .map(|m| LeaveMember {
+                member_id: m.member_id.to_string(),
+                group_instance_id: m.group_instance_id.map(|s| s.to_string()),
+                reason: if v >= 5 {
+                    m.reason.map(|s| s.to_string())
+                } else {
+                    None
+                },
+            })
+            .collect()
+    } else {
+        vec![LeaveMember {
+            member_id: req.member_id.to_string(),
+            group_instance_id: None,
+            reason: None,
+        }]
+    };
+    let request = core::LeaveGroupRequest {
+        group_id: group_id.clone(),
+        members,
+        api_version: v,
+    };
+    let r = match manager
+        .call(&group_id, |core, token, now| {
+            core.leave_group(token, request, now)
+        })
+        .await
+    {
+        Some(Response::Leave(r)) => r,
+        _ => core::LeaveGroupResponse {
+            error_code: code::NOT_COORDINATOR,
+            members: Vec::new(),
+        },
+    };
+    let mut out = LeaveGroupResponse::default().with_error_code(r.error_code);
+    if v >= 3 {
+        out.members = r
+            .members
+            .into_iter()
+            .map(|m| {
+                MemberResponse::default()
+                    .with_member_id(str_bytes(m.member_id))
+                    .with_group_instance_id(m.group_instance_id.map(str_bytes))
+                    .with_error_code(m.error_code)
+            })
+            .collect();
+    }
+    out
+}

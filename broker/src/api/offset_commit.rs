@@ -1,0 +1,83 @@
+//! OffsetCommit (key 8): validated by the coordinator, acknowledged only
+//! once fsynced.
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
+
+use super::{group_error, str_bytes, RequestContext};
+use crate::group::core::{self, code, OffsetCommitPartition, OffsetCommitTopic, Response};
+
+pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let v = ctx.api_version;
+    let group_id = req.group_id.0.to_string();
+    let topics: Vec<OffsetCommitTopic> = req
+        .topics
+        .iter()
+        .map(|t| OffsetCommitTopic {
+            name: t.name.0.to_string(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| OffsetCommitPartition {
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if v >= 6 { p.committed_leader_epoch } else { -1 },
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                })
+                .collect(),
+        })
+        .collect();
+    let manager = &ctx.broker.groups;
+    if let Err(e) = manager.prepare(&group_id).await {
+        return encode(core::OffsetCommitResponse::all(&topics, group_error(e)));
+    }
+    let request = core::OffsetCommitRequest {
+        group_id: group_id.clone(),
+        generation_id: req.generation_id_or_member_epoch,
+        member_id: req.member_id.to_string(),
+        group_instance_id: if v >= 7 {
+            req.group_instance_id.map(|s| s.to_string())
+        } else {
+            None
+        },
+        retention_time_ms: if v <= 4 { req.retention_time_ms } else { -1 },
+        topics: topics.clone(),
+        api_version: v,
+    };
+    match manager
+        .call(&group_id, |core, token, now| {
+            core.offset_commit(token, request, now)
+        })
+        .await
+    {
+        Some(Response::OffsetCommit(r)) => encode(r),
+        _ => encode(core::OffsetCommitResponse::all(
+            &topics,
+            code::NOT_COORDINATOR,
+        )),
+    }
+}
+
+fn encode(r: core::OffsetCommitResponse) -> OffsetCommitResponse {
+    OffsetCommitResponse::default().with_topics(
+        r.topics
+            .into_iter()
+            .map(|t| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(TopicName(str_bytes(t.name)))
+                    .with_partitions(
+                        t.partitions
+                            .into_iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition)
+                                    .with_error_code(p.error_code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,58 @@
+//! SyncGroup (key 14): the leader hands out the assignment; followers park
+//! until it is durable.
+
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+
+use super::{group_error, str_bytes, RequestContext};
+use crate::group::core::{self, code, Response};
+
+pub async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupResponse {
+    let v = ctx.api_version;
+    let group_id = req.group_id.0.to_string();
+    let manager = &ctx.broker.groups;
+    if let Err(e) = manager.prepare(&group_id).await {
+        return encode(v, core::SyncGroupResponse::error(group_error(e)));
+    }
+    let request = core::SyncGroupRequest {
+        group_id: group_id.clone(),
+        generation_id: req.generation_id,
+        member_id: req.member_id.to_string(),
+        group_instance_id: req.group_instance_id.map(|s| s.to_string()),
+        protocol_type: if v >= 5 {
+            req.protocol_type.map(|s| s.to_string())
+        } else {
+            None
+        },
+        protocol_name: if v >= 5 {
+            req.protocol_name.map(|s| s.to_string())
+        } else {
+            None
+        },
+        assignments: req
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id.to_string(), a.assignment))
+            .collect(),
+        api_version: v,
+    };
+    match manager
+        .call(&group_id, |core, token, now| {
+            core.sync_group(token, request, now)
+        })
+        .await
+    {
+        Some(Response::Sync(r)) => encode(v, r),
+        _ => encode(v, core::SyncGroupResponse::error(code::NOT_COORDINATOR)),
+    }
+}
+
+fn encode(v: i16, r: core::SyncGroupResponse) -> SyncGroupResponse {
+    let mut out = SyncGroupResponse::default()
+        .with_error_code(r.error_code)
+        .with_assignment(r.assignment);
+    if v >= 5 {
+        out.protocol_type = r.protocol_type.map(str_bytes);
+        out.protocol_name = r.protocol_name.map(str_bytes);
+    }
+    out
+}

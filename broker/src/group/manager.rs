@@ -1,0 +1,496 @@
+//! The shell around the sans-IO coordinator core: it feeds requests and
+//! timers in, answers parked requests, and makes writes durable before the
+//! core acknowledges them.
+//!
+//! One mutex guards the core. Writes are *ordered* while that mutex is held
+//! (the store appends at call time) and *awaited* outside it, so a slow
+//! fsync never blocks other groups and records of one group land in the
+//! order the core emitted them.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kaas_shared::Routing;
+use tokio::sync::{oneshot, watch, Notify};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::core::{
+    code, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupMetadataRecord, GroupState,
+    OffsetAndMetadata, RequestToken, Response,
+};
+
+/// A write that has been ordered; awaiting it waits for durability.
+pub type Durable = BoxFuture<'static, io::Result<()>>;
+
+/// What a group's log holds when it is loaded.
+#[derive(Debug, Default)]
+pub struct StoredGroup {
+    pub metadata: Option<GroupMetadataRecord>,
+    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+}
+
+/// Where group state lives on the shared volume. Every write method orders
+/// the write when called (appending to the group's log) and returns a future
+/// that resolves once it is durable.
+pub trait GroupStore: Send + Sync + 'static {
+    /// Reads a group's log (blocking I/O); `None` when the group has none.
+    fn load(&self, group_id: &str) -> io::Result<Option<StoredGroup>>;
+    fn commit_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[(String, i32, OffsetAndMetadata)],
+    ) -> Durable;
+    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
+    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
+    fn delete_group(&self, group_id: &str) -> Durable;
+    /// Ids of every group with a log (blocking I/O).
+    fn list_groups(&self) -> io::Result<Vec<String>>;
+    /// Forget any cached handle: the group was unloaded or moved.
+    fn close(&self, group_id: &str);
+}
+
+/// Milliseconds since the Unix epoch; injected so tests can drive time.
+pub trait Clock: Send + Sync + 'static {
+    fn now_ms(&self) -> u64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupManagerConfig {
+    pub core: GroupCoordinatorConfig,
+    /// Empty groups untouched this long are unloaded from memory (they
+    /// reload from their log on the next touch).
+    pub idle_unload_ms: u64,
+    /// Most groups resident at once; beyond it, idle Empty groups are
+    /// unloaded first and new loads are refused with COORDINATOR_LOAD_IN_PROGRESS.
+    pub max_resident_groups: usize,
+}
+
+impl Default for GroupManagerConfig {
+    fn default() -> Self {
+        Self {
+            core: GroupCoordinatorConfig::default(),
+            idle_unload_ms: 5 * 60 * 1000,
+            max_resident_groups: 200_000,
+        }
+    }
+}
+
+struct State {
+    core: GroupCoordinator,
+    waiters: HashMap<RequestToken, oneshot::Sender<Response>>,
+    /// Last time each resident group was touched, for idle unloading.
+    touched: HashMap<String, u64>,
+}
+
+pub struct GroupManager {
+    broker_id: i32,
+    config: GroupManagerConfig,
+    state: Mutex<State>,
+    store: Arc<dyn GroupStore>,
+    clock: Arc<dyn Clock>,
+    routing: watch::Receiver<Option<Arc<Routing>>>,
+    timer_wake: Notify,
+    next_token: AtomicU64,
+}
+
+/// Why a request cannot be served here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotServed(pub i16);
+
+impl GroupManager {
+    pub fn new(
+        broker_id: i32,
+        config: GroupManagerConfig,
+        store: Arc<dyn GroupStore>,
+        clock: Arc<dyn Clock>,
+        routing: watch::Receiver<Option<Arc<Routing>>>,
+    ) -> Arc<GroupManager> {
+        let mut core = GroupCoordinator::new(config.core.clone());
+        let now = clock.now_ms();
+        let fx = core.start(now);
+        let manager = Arc::new(GroupManager {
+            broker_id,
+            config,
+            state: Mutex::new(State {
+                core,
+                waiters: HashMap::new(),
+                touched: HashMap::new(),
+            }),
+            store,
+            clock,
+            routing,
+            timer_wake: Notify::new(),
+            next_token: AtomicU64::new(1),
+        });
+        {
+            let mut st = manager.lock();
+            manager.execute(&mut st, fx);
+        }
+        manager
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The core never panics on input; a poisoned lock means a bug in
+        // the shell, and the state is still the last consistent one.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// The routing this broker follows, if any.
+    pub fn routing(&self) -> Option<Arc<Routing>> {
+        self.routing.borrow().clone()
+    }
+
+    /// Whether this broker coordinates `group_id` now (both tiers).
+    pub fn check_owner(&self, group_id: &str) -> Result<(), NotServed> {
+        match self.routing() {
+            None => Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),
+            Some(r) if r.owner_of_group(group_id) == Some(self.broker_id) => Ok(()),
+            Some(_) => Err(NotServed(code::NOT_COORDINATOR)),
+        }
+    }
+
+    /// Owner check, then load the group's log if it is not in memory. A
+    /// group already resident is never overwritten by older disk state.
+    pub async fn prepare(self: &Arc<Self>, group_id: &str) -> Result<(), NotServed> {
+        self.check_owner(group_id)?;
+        {
+            let mut st = self.lock();
+            if st.core.is_resident(group_id) {
+                let now = self.now_ms();
+                st.touched.insert(group_id.to_string(), now);
+                return Ok(());
+            }
+            if st.core.resident_groups().len() >= self.config.max_resident_groups {
+                self.unload_idle(&mut st, 0);
+                if st.core.resident_groups().len() >= self.config.max_resident_groups {
+                    warn!(
+                        group = group_id,
+                        limit = self.config.max_resident_groups,
+                        "too many groups loaded; refusing to load another"
+                    );
+                    return Err(NotServed(
+                        kafka_protocol::ResponseError::CoordinatorLoadInProgress.code(),
+                    ));
+                }
+            }
+        }
+        let store = self.store.clone();
+        let id = group_id.to_string();
+        let loaded = tokio::task::spawn_blocking(move || store.load(&id))
+            .await
+            .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
+        let stored = match loaded {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(group = group_id, error = %e, "cannot read the group's log");
+                return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
+            }
+        };
+        // Ownership may have moved while we read.
+        self.check_owner(group_id)?;
+        let mut st = self.lock();
+        if st.core.is_resident(group_id) {
+            return Ok(());
+        }
+        if let Some(s) = &stored {
+            let version = self.routing().map(|r| r.version());
+            info!(group = group_id, broker = self.broker_id, assignment_version = ?version,
+                  members = s.metadata.as_ref().map_or(0, |m| m.members.len()),
+                  offsets = s.offsets.len(), "now coordinating group (loaded from its log)");
+        }
+        let (record, offsets) = stored.map_or((None, Vec::new()), |s| (s.metadata, s.offsets));
+        let now = self.now_ms();
+        let fx = st.core.load_group(group_id, record, offsets, now);
+        st.touched.insert(group_id.to_string(), now);
+        self.execute(&mut st, fx);
+        Ok(())
+    }
+
+    /// Runs `f` on the core and executes its effects, under the lock.
+    pub fn apply<T>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut GroupCoordinator, u64) -> (T, Vec<Effect>),
+    ) -> T {
+        let mut st = self.lock();
+        let now = self.now_ms();
+        let (out, fx) = f(&mut st.core, now);
+        self.execute(&mut st, fx);
+        out
+    }
+
+    /// Reads from the core under the lock.
+    pub fn read<T>(&self, f: impl FnOnce(&GroupCoordinator) -> T) -> T {
+        f(&self.lock().core)
+    }
+
+    /// Submits a request whose answer may come later (parked joins and
+    /// syncs, commits waiting for fsync) and waits for it.
+    pub async fn call(
+        self: &Arc<Self>,
+        group_id: &str,
+        f: impl FnOnce(&mut GroupCoordinator, RequestToken, u64) -> Vec<Effect>,
+    ) -> Option<Response> {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.lock();
+            st.waiters.insert(token, tx);
+            let now = self.now_ms();
+            st.touched.insert(group_id.to_string(), now);
+            let fx = f(&mut st.core, token, now);
+            self.execute(&mut st, fx);
+        }
+        // A dropped sender (group unloaded without an answer) reads as None.
+        rx.await.ok()
+    }
+
+    fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Respond(token, response) => {
+                    if let Some(tx) = st.waiters.remove(&token) {
+                        let _ = tx.send(response);
+                    }
+                }
+                Effect::ScheduleTimer { .. } => self.timer_wake.notify_one(),
+                Effect::CancelTimer(_) => {}
+                Effect::PersistGroupMetadata {
+                    group_id,
+                    record,
+                    ack,
+                } => {
+                    let durable = self.store.write_metadata(&group_id, Some(&record));
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let result = durable.await;
+                        if let Err(e) = &result {
+                            warn!(group = %group_id, error = %e, "writing group metadata failed");
+                        }
+                        if let Some(ack) = ack {
+                            let result = result.map_err(|_| code::KAFKA_STORAGE_ERROR);
+                            me.apply(|core, now| {
+                                ((), core.complete_group_persist(ack, result, now))
+                            });
+                        }
+                    });
+                }
+                Effect::PersistOffsets(plan) => {
+                    let durable = self.store.commit_offsets(&plan.group_id, &plan.offsets);
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let token = plan.token;
+                        match durable.await {
+                            Ok(()) => {
+                                me.apply(|core, now| ((), core.complete_offset_commit(token, now)))
+                            }
+                            Err(e) => {
+                                warn!(group = %plan.group_id, error = %e, "offset commit not durable; answering with an error");
+                                me.apply(|core, now| {
+                                    (
+                                        (),
+                                        core.fail_offset_commit(
+                                            token,
+                                            code::KAFKA_STORAGE_ERROR,
+                                            now,
+                                        ),
+                                    )
+                                })
+                            }
+                        }
+                    });
+                }
+                Effect::DeleteOffsets(plan) => {
+                    let durable = self.store.delete_offsets(&plan.group_id, &plan.partitions);
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let token = plan.token;
+                        match durable.await {
+                            Ok(()) => {
+                                me.apply(|core, now| ((), core.complete_offset_delete(token, now)))
+                            }
+                            Err(e) => {
+                                warn!(group = %plan.group_id, error = %e, "offset delete not durable");
+                                me.apply(|core, now| {
+                                    (
+                                        (),
+                                        core.fail_offset_delete(
+                                            token,
+                                            code::KAFKA_STORAGE_ERROR,
+                                            now,
+                                        ),
+                                    )
+                                })
+                            }
+                        }
+                    });
+                }
+                Effect::DeleteGroups(plan) => {
+                    let writes: Vec<Durable> = plan
+                        .group_ids
+                        .iter()
+                        .map(|g| self.store.delete_group(g))
+                        .collect();
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let results = futures::future::join_all(writes).await;
+                        let failed = results
+                            .iter()
+                            .find_map(|r| r.as_ref().err().map(|e| e.to_string()));
+                        match failed {
+                            None => me.apply(|core, now| {
+                                ((), core.complete_delete_groups(plan.token, now))
+                            }),
+                            Some(e) => {
+                                warn!(groups = ?plan.group_ids, error = %e, "deleting groups failed");
+                                me.apply(|core, now| {
+                                    (
+                                        (),
+                                        core.fail_delete_groups(
+                                            plan.token,
+                                            code::KAFKA_STORAGE_ERROR,
+                                            now,
+                                        ),
+                                    )
+                                })
+                            }
+                        }
+                    });
+                }
+                Effect::OffsetsExpired(expired) => {
+                    let mut by_group: HashMap<String, Vec<(String, i32)>> = HashMap::new();
+                    for (g, t, p) in expired.offsets {
+                        by_group.entry(g).or_default().push((t, p));
+                    }
+                    let mut writes: Vec<Durable> = by_group
+                        .iter()
+                        .map(|(g, parts)| self.store.delete_offsets(g, parts))
+                        .collect();
+                    writes.extend(
+                        expired
+                            .removed_groups
+                            .iter()
+                            .map(|g| self.store.delete_group(g)),
+                    );
+                    tokio::spawn(async move {
+                        for r in futures::future::join_all(writes).await {
+                            if let Err(e) = r {
+                                // Harmless: the next load expires them again.
+                                warn!(error = %e, "removing expired offsets failed");
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    /// Drops every resident group this broker no longer coordinates (the
+    /// orphan sweep). Walks all groups in memory, not the ones we believe
+    /// we own: filtering by ownership first would hide the disowned ones.
+    pub fn sweep(self: &Arc<Self>, routing: &Routing) {
+        let mut st = self.lock();
+        let now = self.now_ms();
+        for group_id in st.core.resident_groups() {
+            let owner = routing.owner_of_group(&group_id);
+            if owner == Some(self.broker_id) {
+                continue;
+            }
+            info!(group = %group_id, from = self.broker_id, to = ?owner,
+                  assignment_version = routing.version(), "group coordinator moved away; unloading");
+            let fx = st.core.unload_group(&group_id, now);
+            st.touched.remove(&group_id);
+            self.store.close(&group_id);
+            self.execute(&mut st, fx);
+        }
+    }
+
+    /// Unloads Empty groups untouched for `idle_ms`.
+    fn unload_idle(self: &Arc<Self>, st: &mut State, idle_ms: u64) {
+        let now = self.now_ms();
+        let idle: Vec<String> = st
+            .touched
+            .iter()
+            .filter(|(_, t)| now.saturating_sub(**t) >= idle_ms)
+            .map(|(g, _)| g.clone())
+            .filter(|g| {
+                st.core
+                    .group(g)
+                    .is_none_or(|grp| grp.state() == GroupState::Empty)
+            })
+            .collect();
+        for g in idle {
+            let fx = st.core.unload_group(&g, now);
+            st.touched.remove(&g);
+            self.store.close(&g);
+            self.execute(st, fx);
+        }
+    }
+
+    /// Fires timers as they fall due and unloads idle groups, until shutdown.
+    pub async fn run_timers(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut last_idle_check = self.now_ms();
+        loop {
+            let next = self.lock().core.next_timer_deadline();
+            let now = self.now_ms();
+            let wait = next.map_or(1000, |d| d.saturating_sub(now)).min(1000);
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.timer_wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            }
+            let mut st = self.lock();
+            loop {
+                let now = self.now_ms();
+                let Some(key) = st.core.next_due_timer(now) else {
+                    break;
+                };
+                let fx = st.core.on_timer(key, now);
+                self.execute(&mut st, fx);
+            }
+            let now = self.now_ms();
+            if now.saturating_sub(last_idle_check) >= 1000 {
+                last_idle_check = now;
+                let idle_ms = self.config.idle_unload_ms;
+                self.unload_idle(&mut st, idle_ms);
+            }
+        }
+        let mut st = self.lock();
+        let now = self.now_ms();
+        let fx = st.core.shutdown(now);
+        self.execute(&mut st, fx);
+    }
+
+    /// Ids of groups with a log on the shared volume that this broker owns
+    /// but has not loaded.
+    pub async fn owned_groups_on_disk(&self) -> Vec<String> {
+        let store = self.store.clone();
+        let ids = tokio::task::spawn_blocking(move || store.list_groups())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default();
+        let st = self.lock();
+        ids.into_iter()
+            .filter(|g| !st.core.is_resident(g) && self.check_owner(g).is_ok())
+            .collect()
+    }
+}

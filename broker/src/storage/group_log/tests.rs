@@ -1,0 +1,783 @@
+use std::collections::BTreeMap;
+use std::fs;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::*;
+
+fn oam(offset: i64) -> OffsetAndMetadata {
+    OffsetAndMetadata {
+        offset,
+        leader_epoch: None,
+        metadata: String::new(),
+        commit_timestamp_ms: 1_000,
+        expire_timestamp_ms: None,
+    }
+}
+
+fn commit(
+    topic: &str,
+    partition: i32,
+    o: OffsetAndMetadata,
+) -> Vec<(String, i32, OffsetAndMetadata)> {
+    vec![(topic.to_string(), partition, o)]
+}
+
+fn metadata(generation: i32) -> GroupMetadataRecord {
+    GroupMetadataRecord {
+        group_id: "g".to_string(),
+        protocol_type: Some("consumer".to_string()),
+        generation,
+        protocol: Some("range".to_string()),
+        leader: Some("m-1".to_string()),
+        current_state_timestamp_ms: Some(42),
+        members: vec![MemberMetadataRecord {
+            member_id: "m-1".to_string(),
+            group_instance_id: Some("i-1".to_string()),
+            client_id: "client".to_string(),
+            client_host: "/10.0.0.1".to_string(),
+            rebalance_timeout_ms: 300_000,
+            session_timeout_ms: 45_000,
+            subscription: Bytes::from_static(&[0, 1, 2, 0xff, 0x7f]),
+            assignment: Bytes::from(vec![9u8; 300]),
+        }],
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    fs::metadata(path).unwrap().len()
+}
+
+#[tokio::test]
+async fn commit_then_load_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    assert_eq!(store.load("g").unwrap(), None);
+    let a = OffsetAndMetadata {
+        offset: 17,
+        leader_epoch: Some(3),
+        metadata: "héllo \"quoted\" \n\0".to_string(),
+        commit_timestamp_ms: 1_700_000_000_000,
+        expire_timestamp_ms: Some(1_800_000_000_000),
+    };
+    let b = OffsetAndMetadata {
+        offset: -1,
+        ..oam(5)
+    };
+    store
+        .commit_offsets(
+            "g",
+            &[("t".into(), 0, a.clone()), ("t".into(), 1, b.clone())],
+        )
+        .await
+        .unwrap();
+    store
+        .commit_offsets("g", &commit("t", 1, oam(99)))
+        .await
+        .unwrap();
+    store
+        .commit_offsets("g", &commit("a", 7, oam(1)))
+        .await
+        .unwrap();
+
+    // A fresh store (another process) sees everything.
+    let other = GroupLogStore::new(dir.path()).unwrap();
+    let loaded = other.load("g").unwrap().unwrap();
+    assert_eq!(
+        loaded.offsets,
+        vec![
+            ("a".to_string(), 7, oam(1)),
+            ("t".to_string(), 0, a),
+            ("t".to_string(), 1, oam(99)),
+        ]
+    );
+    assert_eq!(loaded.metadata, None);
+    assert_eq!(loaded.damage, None);
+    assert_eq!(loaded.replayed_deltas, 3);
+    assert_eq!(loaded.replayed_snapshots, 0);
+    // The store that wrote it, with its handle cached, loads the same.
+    assert_eq!(store.load("g").unwrap().unwrap(), loaded);
+}
+
+#[tokio::test]
+async fn delete_offsets_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    // Deleting from a group without a log creates nothing.
+    store.delete_offsets("g", &[("t".into(), 0)]).await.unwrap();
+    assert!(!store.log_path("g").exists());
+
+    let offsets: Vec<_> = (0..4)
+        .map(|p| ("t".to_string(), p, oam(p as i64)))
+        .collect();
+    store.commit_offsets("g", &offsets).await.unwrap();
+    store
+        .delete_offsets("g", &[("t".into(), 1), ("t".into(), 3), ("nope".into(), 0)])
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(0)), ("t".to_string(), 2, oam(2))]
+    );
+}
+
+#[tokio::test]
+async fn metadata_write_replace_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    // Clearing a group without a log creates nothing.
+    store.write_metadata("g", None).await.unwrap();
+    assert!(!store.log_path("g").exists());
+
+    store.write_metadata("g", Some(&metadata(1))).await.unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(5)))
+        .await
+        .unwrap();
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!(loaded.metadata, Some(metadata(1)));
+
+    let mut two = metadata(2);
+    two.members.clear();
+    two.leader = None;
+    store.write_metadata("g", Some(&two)).await.unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.metadata, Some(two));
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+
+    store.write_metadata("g", None).await.unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.metadata, None);
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+}
+
+#[tokio::test]
+async fn snapshots_bound_the_log_and_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store.write_metadata("g", Some(&metadata(7))).await.unwrap();
+    let path = store.log_path("g");
+    let mut model = BTreeMap::new();
+    let mut max_len = 0;
+    for i in 1..5 * SNAPSHOT_EVERY + 10 {
+        // Four partitions, rewritten over and over; one deleted now and then.
+        let p = (i % 4) as i32;
+        store
+            .commit_offsets("g", &commit("t", p, oam(i as i64)))
+            .await
+            .unwrap();
+        model.insert(p, oam(i as i64));
+        if i % 50 == 0 {
+            store.delete_offsets("g", &[("t".into(), 3)]).await.unwrap();
+            model.remove(&3);
+        }
+        max_len = max_len.max(file_len(&path));
+    }
+    assert!(store.snapshot_count() >= 5);
+    // One delta is ~150 bytes: without snapshots the log would be ~50 KB.
+    assert!(
+        max_len < (SNAPSHOT_EVERY as u64 + 8) * 200,
+        "log grew to {max_len}"
+    );
+
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.replayed_snapshots, 1);
+    assert!(loaded.replayed_deltas <= SNAPSHOT_EVERY);
+    assert_eq!(loaded.metadata, Some(metadata(7)));
+    let expect: Vec<_> = model
+        .into_iter()
+        .map(|(p, o)| ("t".to_string(), p, o))
+        .collect();
+    assert_eq!(loaded.offsets, expect);
+}
+
+#[tokio::test]
+async fn exactly_at_a_snapshot_nothing_is_replayed_but_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    for i in 0..SNAPSHOT_EVERY {
+        store
+            .commit_offsets("g", &commit("t", i as i32, oam(1)))
+            .await
+            .unwrap();
+    }
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 0));
+    assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY);
+    store
+        .commit_offsets("g", &commit("t", 0, oam(2)))
+        .await
+        .unwrap();
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 1));
+}
+
+/// Log lengths after the header and after each of three commits.
+async fn three_commits(store: &GroupLogStore) -> Vec<u64> {
+    let path = store.log_path("g");
+    let mut ends = Vec::new();
+    for i in 0..3 {
+        store
+            .commit_offsets("g", &commit("t", i, oam(10 + i as i64)))
+            .await
+            .unwrap();
+        ends.push(file_len(&path));
+    }
+    ends
+}
+
+#[tokio::test]
+async fn torn_tail_is_cut_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let ends = three_commits(&store).await;
+    store.close("g");
+    let path = store.log_path("g");
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(ends[2] - 5).unwrap();
+    drop(f);
+
+    let loaded = store.load("g").unwrap().unwrap();
+    let damage = loaded.damage.unwrap();
+    assert_eq!(damage.position, ends[1]);
+    assert_eq!(damage.truncated_bytes, ends[2] - 5 - ends[1]);
+    assert!(damage.reason.contains("torn"), "{}", damage.reason);
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(10)), ("t".to_string(), 1, oam(11))]
+    );
+    assert_eq!(file_len(&path), ends[1]);
+
+    // Appends continue after the cut; the next load is clean.
+    store
+        .commit_offsets("g", &commit("t", 2, oam(12)))
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.damage, None);
+    assert_eq!(loaded.offsets.len(), 3);
+}
+
+#[tokio::test]
+async fn bit_flip_is_cut_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let ends = three_commits(&store).await;
+    let path = store.log_path("g");
+    let mut data = fs::read(&path).unwrap();
+    data[ends[0] as usize + 20] ^= 0x04;
+    fs::write(&path, &data).unwrap();
+
+    // The handle is still cached: load must read the disk anyway.
+    let loaded = store.load("g").unwrap().unwrap();
+    let damage = loaded.damage.unwrap();
+    assert_eq!(damage.position, ends[0]);
+    assert_eq!(damage.reason, "checksum mismatch");
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(10))]);
+    assert_eq!(file_len(&path), ends[0]);
+}
+
+#[tokio::test]
+async fn damaged_header_restarts_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    three_commits(&store).await;
+    store.close("g");
+    let path = store.log_path("g");
+    let mut data = fs::read(&path).unwrap();
+    data[9] ^= 0xff;
+    fs::write(&path, &data).unwrap();
+
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!(loaded.damage.unwrap().position, 0);
+    assert!(loaded.offsets.is_empty());
+    // The log starts over with a fresh header, so the group is listed again.
+    assert_eq!(store.list_groups().unwrap(), vec!["g".to_string()]);
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(1))]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_commits_share_fsyncs_and_all_survive() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(GroupLogStore::new(dir.path()).unwrap());
+    // Create the log first, so every task appends.
+    store
+        .commit_offsets("g", &commit("warmup", 0, oam(0)))
+        .await
+        .unwrap();
+    let before = store.fsync_count();
+    const TASKS: i32 = 40;
+    const ROUNDS: i64 = 3;
+    let mut handles = Vec::new();
+    for p in 0..TASKS {
+        let store = store.clone();
+        handles.push(tokio::spawn(async move {
+            for r in 0..ROUNDS {
+                store
+                    .commit_offsets("g", &commit("t", p, oam(r)))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let commits = TASKS as u64 * ROUNDS as u64;
+    let fsyncs = store.fsync_count() - before;
+    assert!(fsyncs < commits, "{fsyncs} fsyncs for {commits} commits");
+
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.offsets.len(), TASKS as usize + 1);
+    for (topic, p, o) in &loaded.offsets {
+        if topic == "t" {
+            assert_eq!(o.offset, ROUNDS - 1, "partition {p}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn concurrent_commits_on_one_thread_share_fsyncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("warmup", 0, oam(0)))
+        .await
+        .unwrap();
+    let before = store.fsync_count();
+    let commits: Vec<_> = (0..30).map(|p| commit("t", p, oam(p as i64))).collect();
+    let results =
+        futures::future::join_all(commits.iter().map(|c| store.commit_offsets("g", c))).await;
+    assert!(results.iter().all(|r| r.is_ok()));
+    let fsyncs = store.fsync_count() - before;
+    assert!(fsyncs <= 3, "{fsyncs} fsyncs for 30 commits");
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.offsets.len(), 31);
+}
+
+#[tokio::test]
+async fn delete_group_removes_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("a", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    store
+        .commit_offsets("b", &commit("t", 0, oam(2)))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list_groups().unwrap(),
+        vec!["a".to_string(), "b".to_string()]
+    );
+
+    store.delete_group("a").await.unwrap();
+    store.delete_group("a").await.unwrap();
+    store.delete_group("never-existed").await.unwrap();
+    assert_eq!(store.list_groups().unwrap(), vec!["b".to_string()]);
+    assert_eq!(store.load("a").unwrap(), None);
+    assert!(!store.log_path("a").exists());
+
+    // A group recreated after deletion starts empty.
+    store
+        .commit_offsets("a", &commit("u", 1, oam(3)))
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("a")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.offsets, vec![("u".to_string(), 1, oam(3))]);
+}
+
+#[tokio::test]
+async fn hostile_group_ids_stay_inside_and_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let mut ids: Vec<String> = vec![
+        "../../etc/passwd".into(),
+        "/abs".into(),
+        "a/b".into(),
+        "..".into(),
+        ".".into(),
+        "".into(),
+        "\0".into(),
+        "nul\0in\0middle".into(),
+        "\u{1}\u{7}\n\r\t\u{7f}".into(),
+        "__cluster".into(),
+        "x.log".into(),
+        "x.log.tmp".into(),
+        "%2F".into(),
+        "~abc".into(),
+        "é日本\u{202e}\u{feff}".into(),
+        "a".repeat(255),
+        "/".repeat(255),
+        "é".repeat(200), // 400 bytes
+        "b".repeat(10_000),
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        store
+            .commit_offsets(id, &commit("t", 0, oam(i as i64)))
+            .await
+            .unwrap();
+    }
+    // Nothing outside the folder, no sub-folders in it, one log per id.
+    let top: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(top, vec!["__cluster"]);
+    let cluster: Vec<_> = fs::read_dir(dir.path().join("__cluster"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(cluster, vec!["__consumer_offsets"]);
+    let files: Vec<_> = fs::read_dir(store.root())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(files.len(), ids.len());
+    assert!(files.iter().all(|f| f.file_type().unwrap().is_file()));
+
+    let other = GroupLogStore::new(dir.path()).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let loaded = other.load(id).unwrap().unwrap();
+        assert_eq!(
+            loaded.offsets,
+            vec![("t".to_string(), 0, oam(i as i64))],
+            "{id:?}"
+        );
+    }
+    ids.sort();
+    assert_eq!(other.list_groups().unwrap(), ids);
+}
+
+#[tokio::test]
+async fn a_log_holding_another_groups_id_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("a", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    // Someone copies a's log to where b's log lives.
+    fs::copy(store.log_path("a"), store.log_path("b")).unwrap();
+    let before = fs::read(store.log_path("b")).unwrap();
+
+    let err = store.load("b").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    let err = store
+        .commit_offsets("b", &commit("t", 0, oam(2)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    // The foreign log is left as it was, and is not listed as b (nor twice as a).
+    assert_eq!(fs::read(store.log_path("b")).unwrap(), before);
+    assert_eq!(store.list_groups().unwrap(), vec!["a".to_string()]);
+}
+
+#[tokio::test]
+async fn a_failed_write_leaves_no_partial_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    let len = file_len(&store.log_path("g"));
+
+    store
+        .shared
+        .faults
+        .short_write
+        .store(true, Ordering::SeqCst);
+    store
+        .commit_offsets("g", &commit("t", 1, oam(2)))
+        .await
+        .unwrap_err();
+    assert_eq!(file_len(&store.log_path("g")), len);
+
+    store
+        .commit_offsets("g", &commit("t", 2, oam(3)))
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.damage, None);
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(1)), ("t".to_string(), 2, oam(3))]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_fsync_fails_the_commit_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+
+    store.shared.faults.fsync.store(true, Ordering::SeqCst);
+    store
+        .commit_offsets("g", &commit("t", 1, oam(2)))
+        .await
+        .unwrap_err();
+    let entry = lock(&store.entries).get("g").unwrap().clone();
+    assert!(entry.inner().failed);
+
+    store
+        .commit_offsets("g", &commit("t", 2, oam(3)))
+        .await
+        .unwrap();
+    assert!(!entry.inner().failed);
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.damage, None);
+    assert_eq!(loaded.offsets.last(), Some(&("t".to_string(), 2, oam(3))));
+}
+
+#[tokio::test]
+async fn a_log_replaced_by_another_broker_is_reopened_before_appending() {
+    let dir = tempfile::tempdir().unwrap();
+    let old_owner = GroupLogStore::new(dir.path()).unwrap();
+    old_owner
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+
+    // The group moves: the new owner loads it and writes enough to snapshot
+    // (replacing the file) without the old owner closing its handle.
+    let new_owner = GroupLogStore::new(dir.path()).unwrap();
+    new_owner.load("g").unwrap().unwrap();
+    for i in 0..SNAPSHOT_EVERY as i64 {
+        new_owner
+            .commit_offsets("g", &commit("t", 1, oam(i)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(new_owner.snapshot_count(), 1);
+
+    // The old owner's next append goes to the current file, not the
+    // unlinked one.
+    old_owner
+        .commit_offsets("g", &commit("t", 2, oam(7)))
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        loaded.offsets,
+        vec![
+            ("t".to_string(), 0, oam(1)),
+            ("t".to_string(), 1, oam(SNAPSHOT_EVERY as i64 - 1)),
+            ("t".to_string(), 2, oam(7)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn close_drops_the_cached_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    assert!(lock(&store.entries).contains_key("g"));
+    store.close("g");
+    assert!(!lock(&store.entries).contains_key("g"));
+    store.close("never-opened");
+    store
+        .commit_offsets("g", &commit("t", 0, oam(2)))
+        .await
+        .unwrap();
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
+}
+
+#[test]
+fn records_are_framed_with_length_and_crc() {
+    let frame = encode(&header_record("g")).unwrap();
+    let len = u32::from_be_bytes(frame[0..4].try_into().unwrap()) as usize;
+    assert_eq!(len, frame.len() - 8);
+    let crc = u32::from_be_bytes(frame[4..8].try_into().unwrap());
+    assert_eq!(crc, crc32c::crc32c(&frame[8..]));
+    assert_eq!(frame[8], KIND_HEADER);
+    assert_eq!(&frame[9..], br#"{"version":1,"group_id":"g"}"#);
+}
+
+#[tokio::test]
+async fn writes_are_ordered_when_called_and_durable_when_awaited() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let first = store.commit_offsets("g", &commit("t", 0, oam(1)));
+    let second = store.commit_offsets("g", &commit("t", 0, oam(2)));
+    let meta = store.write_metadata("g", Some(&metadata(3)));
+    // Both records are in the log, in call order, before anything is awaited.
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
+    assert_eq!(loaded.metadata, Some(metadata(3)));
+    let before = store.fsync_count();
+    // Awaiting the last one makes all three durable with one group commit
+    // (file + folder, since the log is new).
+    meta.await.unwrap();
+    assert_eq!(store.fsync_count() - before, 2);
+    second.await.unwrap();
+    first.await.unwrap();
+    assert_eq!(store.fsync_count() - before, 2);
+}
+
+#[tokio::test]
+async fn appends_made_while_a_snapshot_is_written_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(GroupLogStore::new(dir.path()).unwrap());
+    for i in 0..SNAPSHOT_EVERY as i32 - 1 {
+        store
+            .commit_offsets("g", &commit("t", i, oam(1)))
+            .await
+            .unwrap();
+    }
+    // While the snapshot's tmp file is being written, two more commits land
+    // in the old log: they must be carried over into the new one.
+    let late: Arc<Mutex<Vec<Durable>>> = Arc::default();
+    let (s, l) = (store.clone(), late.clone());
+    *lock(&store.shared.faults.after_snapshot_tmp) = Some(Box::new(move || {
+        let mut l = lock(&l);
+        l.push(Box::pin(s.commit_offsets("g", &commit("late", 0, oam(5)))));
+        l.push(Box::pin(s.delete_offsets("g", &[("t".into(), 0)])));
+    }));
+    store
+        .commit_offsets("g", &commit("t", 63, oam(1)))
+        .await
+        .unwrap();
+    assert_eq!(store.snapshot_count(), 1);
+    let late: Vec<Durable> = std::mem::take(&mut *lock(&late));
+    assert_eq!(late.len(), 2);
+    for f in late {
+        f.await.unwrap();
+    }
+
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 2));
+    assert_eq!(loaded.damage, None);
+    assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY); // 64 - t/0 + late/0
+    assert_eq!(loaded.offsets[0], ("late".to_string(), 0, oam(5)));
+    assert!(!loaded.offsets.iter().any(|(t, p, _)| t == "t" && *p == 0));
+    // The writer's own view agrees, and it keeps appending to the new file.
+    store
+        .commit_offsets("g", &commit("t", 0, oam(9)))
+        .await
+        .unwrap();
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.replayed_deltas, 3);
+    assert!(loaded.offsets.contains(&("t".to_string(), 0, oam(9))));
+    assert!(!store
+        .root()
+        .join(format!("{}.log.tmp", safe_file_name(b"g")))
+        .exists());
+}
+
+#[tokio::test]
+async fn close_with_writes_in_flight_still_makes_them_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    let pending = store.commit_offsets("g", &commit("t", 0, oam(2)));
+    store.close("g");
+    assert!(!lock(&store.entries).contains_key("g"));
+    let before = store.fsync_count();
+    pending.await.unwrap();
+    assert_eq!(store.fsync_count() - before, 1);
+    // A reopen after close appends after the in-flight record.
+    store
+        .commit_offsets("g", &commit("t", 1, oam(3)))
+        .await
+        .unwrap();
+    let loaded = store.load("g").unwrap().unwrap();
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(2)), ("t".to_string(), 1, oam(3))]
+    );
+}
+
+#[tokio::test]
+async fn works_through_the_group_store_trait() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn GroupStore> = Arc::new(GroupLogStore::new(dir.path()).unwrap());
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    store.write_metadata("g", Some(&metadata(1))).await.unwrap();
+    let stored = store.load("g").unwrap().unwrap();
+    assert_eq!(stored.offsets, vec![("t".to_string(), 0, oam(1))]);
+    assert_eq!(stored.metadata, Some(metadata(1)));
+    assert_eq!(store.list_groups().unwrap(), vec!["g".to_string()]);
+    store.close("g");
+    store.delete_group("g").await.unwrap();
+    assert!(store.load("g").unwrap().is_none());
+    assert!(store.list_groups().unwrap().is_empty());
+}
