@@ -1,0 +1,280 @@
+//! Consumer groups end to end on a 3-broker local cluster with librdkafka:
+//! three assignors sharing a topic, offsets surviving a restart, and the
+//! admin surface (list, describe, delete) staying honest cluster-wide.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{client_config, create_topic, eventually};
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+
+async fn cluster(dir: &std::path::Path) -> LocalCluster {
+    let mut c = LocalClusterConfig::new(3, dir.to_path_buf());
+    c.base_port = 0;
+    // Keep rebalances quick in tests; the delay logic itself is unit tested.
+    c.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
+    LocalCluster::start(c).await.unwrap()
+}
+
+fn group_consumer(bootstrap: &str, group: &str, assignor: &str) -> BaseConsumer {
+    client_config(bootstrap)
+        .set("group.id", group)
+        .set("partition.assignment.strategy", assignor)
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "300")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap()
+}
+
+/// A consumer on its own thread that polls and publishes its assignment.
+struct Member {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Member {
+    fn start(
+        bootstrap: &str,
+        group: &str,
+        assignor: &str,
+        name: String,
+        view: Arc<Mutex<BTreeMap<String, BTreeSet<i32>>>>,
+    ) -> Member {
+        let consumer = group_consumer(bootstrap, group, assignor);
+        consumer.subscribe(&["shared"]).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let _ = consumer.poll(Duration::from_millis(50));
+                let parts: BTreeSet<i32> = consumer
+                    .assignment()
+                    .map(|t| t.elements().iter().map(|e| e.partition()).collect())
+                    .unwrap_or_default();
+                view.lock().unwrap().insert(name.clone(), parts);
+            }
+            view.lock().unwrap().remove(&name);
+            drop(consumer); // closes: LeaveGroup
+        });
+        Member {
+            stop,
+            handle: Some(handle),
+        }
+    }
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().unwrap().join().unwrap();
+    }
+}
+
+/// Every partition owned by exactly one member, each member owning some.
+fn balanced(view: &BTreeMap<String, BTreeSet<i32>>, members: usize, partitions: i32) -> bool {
+    if view.len() != members || view.values().any(|p| p.is_empty()) {
+        return false;
+    }
+    let total: usize = view.values().map(|p| p.len()).sum();
+    let union: BTreeSet<i32> = view.values().flatten().copied().collect();
+    total == partitions as usize && union == (0..partitions).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn range_roundrobin_and_cooperative_sticky_own_every_partition_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "shared", 12).await;
+    for assignor in ["range", "roundrobin", "cooperative-sticky"] {
+        let group = format!("g-{assignor}");
+        let view: Arc<Mutex<BTreeMap<String, BTreeSet<i32>>>> = Arc::default();
+        let mut members: Vec<Member> = (0..3)
+            .map(|i| Member::start(&bootstrap, &group, assignor, format!("m{i}"), view.clone()))
+            .collect();
+        let what = format!("{assignor}: 3 members own all 12 partitions once");
+        eventually(Duration::from_secs(30), &what, || {
+            balanced(&view.lock().unwrap(), 3, 12)
+        })
+        .await;
+
+        members.push(Member::start(
+            &bootstrap,
+            &group,
+            assignor,
+            "m3".into(),
+            view.clone(),
+        ));
+        let what = format!("{assignor}: 4 members after a join");
+        eventually(Duration::from_secs(30), &what, || {
+            balanced(&view.lock().unwrap(), 4, 12)
+        })
+        .await;
+
+        tokio::task::block_in_place(|| members.remove(0).stop());
+        let what = format!("{assignor}: 3 members after a leave");
+        eventually(Duration::from_secs(30), &what, || {
+            balanced(&view.lock().unwrap(), 3, 12)
+        })
+        .await;
+        tokio::task::block_in_place(|| members.into_iter().for_each(Member::stop));
+    }
+    cluster.shutdown().await;
+}
+
+async fn produce(bootstrap: &str, topic: &str, partitions: i32, n: usize) {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .create()
+        .unwrap();
+    for i in 0..n {
+        let payload = format!("{i}");
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .partition((i % partitions as usize) as i32)
+                    .payload(&payload),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Consumes `n` messages in `group`, committing each, and returns them.
+fn consume_and_commit(bootstrap: &str, group: &str, topic: &str, n: usize) -> Vec<(i32, i64)> {
+    let consumer = group_consumer(bootstrap, group, "range");
+    consumer.subscribe(&[topic]).unwrap();
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got.len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "consumed only {}",
+            got.len()
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m.unwrap();
+            got.push((m.partition(), m.offset()));
+            consumer.commit_message(&m, CommitMode::Sync).unwrap();
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_offsets_survive_a_cluster_restart_with_nothing_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path()).await;
+    let bootstrap = c.bootstrap();
+    create_topic(&bootstrap, "events", 3).await;
+    produce(&bootstrap, "events", 3, 300).await;
+    let first =
+        tokio::task::block_in_place(|| consume_and_commit(&bootstrap, "resumer", "events", 120));
+    c.shutdown().await;
+
+    let c = cluster(dir.path()).await;
+    let bootstrap = c.bootstrap();
+    // The committed positions are there, read straight from the coordinator.
+    let consumer = group_consumer(&bootstrap, "resumer", "range");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition("events", p);
+    }
+    let committed =
+        tokio::task::block_in_place(|| consumer.committed_offsets(tpl, Duration::from_secs(10)))
+            .unwrap();
+    let mut next_by_partition: BTreeMap<i32, i64> = BTreeMap::new();
+    for (p, o) in &first {
+        let e = next_by_partition.entry(*p).or_default();
+        *e = (*e).max(o + 1);
+    }
+    for e in committed.elements() {
+        assert_eq!(
+            e.offset(),
+            // A partition never consumed has no committed offset.
+            next_by_partition
+                .get(&e.partition())
+                .map_or(Offset::Invalid, |o| Offset::Offset(*o)),
+            "committed offset of partition {}",
+            e.partition()
+        );
+    }
+    drop(consumer);
+    let rest =
+        tokio::task::block_in_place(|| consume_and_commit(&bootstrap, "resumer", "events", 180));
+    let all: BTreeSet<(i32, i64)> = first.iter().chain(rest.iter()).copied().collect();
+    assert_eq!(
+        all.len(),
+        300,
+        "every message exactly once across the restart"
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_describe_and_delete_groups_cluster_wide() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cluster(dir.path()).await;
+    let bootstrap = c.bootstrap();
+    create_topic(&bootstrap, "audit", 2).await;
+    produce(&bootstrap, "audit", 2, 20).await;
+    for g in ["alpha", "beta", "gamma"] {
+        tokio::task::block_in_place(|| consume_and_commit(&bootstrap, g, "audit", 5));
+    }
+    let admin_consumer = group_consumer(&bootstrap, "observer", "range");
+    let listed = |c: &BaseConsumer| -> BTreeMap<String, String> {
+        let list = c.fetch_group_list(None, Duration::from_secs(10)).unwrap();
+        list.groups()
+            .iter()
+            .map(|g| (g.name().to_string(), g.state().to_string()))
+            .collect()
+    };
+    let groups = tokio::task::block_in_place(|| listed(&admin_consumer));
+    for g in ["alpha", "beta", "gamma"] {
+        assert_eq!(
+            groups.get(g).map(String::as_str),
+            Some("Empty"),
+            "{groups:?}"
+        );
+    }
+
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
+    let deleted = admin
+        .delete_groups(&["beta", "nonexistent"], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(deleted[0].is_ok(), "{deleted:?}");
+    assert!(
+        deleted[1].is_err(),
+        "deleting an unknown group fails: {deleted:?}"
+    );
+
+    let groups = tokio::task::block_in_place(|| listed(&admin_consumer));
+    assert!(
+        !groups.contains_key("beta"),
+        "a deleted group never reappears: {groups:?}"
+    );
+    assert!(groups.contains_key("alpha") && groups.contains_key("gamma"));
+    c.shutdown().await;
+    // Nor after a restart: its log is gone from the shared volume.
+    let c = cluster(dir.path()).await;
+    let admin_consumer = group_consumer(&c.bootstrap(), "observer", "range");
+    let groups = tokio::task::block_in_place(|| listed(&admin_consumer));
+    assert!(!groups.contains_key("beta"), "{groups:?}");
+    assert_eq!(
+        groups.get("alpha").map(String::as_str),
+        Some("Empty"),
+        "{groups:?}"
+    );
+    c.shutdown().await;
+}
