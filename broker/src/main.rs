@@ -102,6 +102,28 @@ struct Tuning {
     /// Segment size in bytes (log.segment.bytes).
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     segment_bytes: u64,
+    /// group.initial.rebalance.delay.ms
+    #[arg(long, default_value_t = 3000)]
+    group_initial_rebalance_delay_ms: u64,
+    /// group.min.session.timeout.ms
+    #[arg(long, default_value_t = 6000)]
+    group_min_session_timeout_ms: i32,
+    /// group.max.session.timeout.ms
+    #[arg(long, default_value_t = 1_800_000)]
+    group_max_session_timeout_ms: i32,
+    /// group.max.size: members per group.
+    #[arg(long, default_value_t = i32::MAX as usize)]
+    group_max_size: usize,
+    /// offsets.retention.minutes
+    #[arg(long, default_value_t = 7 * 24 * 60)]
+    offsets_retention_minutes: u64,
+    /// Empty groups idle this long are unloaded from memory (they reload
+    /// from their log on the next request).
+    #[arg(long, default_value_t = 300_000)]
+    group_idle_unload_ms: u64,
+    /// Most groups held in memory at once.
+    #[arg(long, default_value_t = 200_000)]
+    max_loaded_groups: usize,
 }
 
 impl Tuning {
@@ -110,6 +132,14 @@ impl Tuning {
         c.auto_create_topics = !self.no_auto_create_topics;
         c.default_partitions = self.default_partitions;
         c.log.segment_bytes = self.segment_bytes;
+        let g = &mut c.groups;
+        g.core.initial_rebalance_delay_ms = self.group_initial_rebalance_delay_ms;
+        g.core.min_session_timeout_ms = self.group_min_session_timeout_ms;
+        g.core.max_session_timeout_ms = self.group_max_session_timeout_ms;
+        g.core.max_group_size = self.group_max_size;
+        g.core.offsets_retention_ms = self.offsets_retention_minutes * 60 * 1000;
+        g.idle_unload_ms = self.group_idle_unload_ms;
+        g.max_resident_groups = self.max_loaded_groups;
     }
 }
 

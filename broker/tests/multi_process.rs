@@ -7,12 +7,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::procs::ProcCluster;
 use common::{consume_until, create_topic, eventually};
 use kaas_shared::route;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -22,48 +21,6 @@ const PARTITIONS: i32 = 6;
 
 /// (partition, offset, payload) of every acknowledged message.
 type Acked = Arc<Mutex<Vec<(i32, i64, String)>>>;
-const BIN: &str = env!("CARGO_BIN_EXE_kaas-broker");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn log_file(dir: &Path, name: &str) -> std::fs::File {
-    std::fs::File::create(dir.join(format!("{name}.log"))).unwrap()
-}
-
-fn spawn_broker(data: &Path, logs: &Path, id: i32, port: u16) -> Child {
-    Command::new(BIN)
-        .args([
-            "serve",
-            "--id",
-            &id.to_string(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .arg("--data")
-        .arg(data)
-        .stdout(Stdio::null())
-        .stderr(log_file(logs, &format!("broker-{id}")))
-        .spawn()
-        .expect("spawn broker")
-}
-
-/// Kills the whole process group on drop so a failing test leaves nothing.
-struct Processes(Vec<Child>);
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 /// Partition leaders as the cluster's Metadata reports them.
 fn leaders(bootstrap: &str) -> Option<BTreeMap<i32, i32>> {
     let consumer: BaseConsumer = common::client_config(bootstrap).create().ok()?;
@@ -82,48 +39,8 @@ fn leaders(bootstrap: &str) -> Option<BTreeMap<i32, i32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let logs = dir.path().join("logs");
-    std::fs::create_dir_all(&logs).unwrap();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Processes(Vec::new());
-    for (id, port) in ports.iter().enumerate() {
-        procs.0.push(spawn_broker(&data, &logs, id as i32, *port));
-    }
-    let brokers_arg = ports
-        .iter()
-        .enumerate()
-        .map(|(id, p)| format!("{id}=127.0.0.1:{p}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    procs.0.push(
-        Command::new(BIN)
-            .args([
-                "controller",
-                "--brokers",
-                &brokers_arg,
-                "--probe-interval-ms",
-                "200",
-            ])
-            .args(["--failures-before-dead", "2", "--data"])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(log_file(&logs, "controller"))
-            .spawn()
-            .unwrap(),
-    );
-    let bootstrap = format!("127.0.0.1:{},127.0.0.1:{}", ports[0], ports[2]);
-    eventually(
-        Duration::from_secs(20),
-        "the cluster publishes all brokers",
-        || {
-            std::fs::read_to_string(data.join("__cluster/assignment.json"))
-                .map(|s| s.matches("\"alive\"").count() == 3)
-                .unwrap_or(false)
-        },
-    )
-    .await;
+    let mut cluster = ProcCluster::start(3).await;
+    let bootstrap = format!("{},{}", cluster.addr(0), cluster.addr(2));
     create_topic(&bootstrap, "orders", PARTITIONS).await;
 
     // The victim leads at least one partition under the full set.
@@ -185,8 +102,7 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
     })
     .await;
 
-    procs.0[victim as usize].kill().unwrap(); // SIGKILL
-    procs.0[victim as usize].wait().unwrap();
+    cluster.kill(victim as usize);
     let at_kill = count(&acked);
 
     // Leadership moves per route over the alive set, within seconds.
@@ -236,13 +152,8 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
     .await;
 
     // The victim comes back on its port; production keeps running.
-    procs.0[victim as usize] = spawn_broker(&data, &logs, victim, ports[victim as usize]);
-    eventually(Duration::from_secs(20), "the victim is alive again", || {
-        std::fs::read_to_string(data.join("__cluster/assignment.json"))
-            .map(|s| s.matches("\"alive\"").count() == 3)
-            .unwrap_or(false)
-    })
-    .await;
+    cluster.restart(victim as usize);
+    cluster.wait_alive(3).await;
     let at_return = count(&acked);
     eventually(Duration::from_secs(30), "acks after the return", || {
         count(&acked) > at_return + 2000

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod procs;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
