@@ -159,7 +159,7 @@ async fn the_group_survives_kill_9_of_its_coordinator_without_a_rebalance() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
 
-    produce(&format!("{}", cluster.addr(alive)), 300, 600).await;
+    produce(&cluster.addr(alive), 300, 600).await;
     eventually(
         Duration::from_secs(40),
         "all 600 messages after the move",
