@@ -10,6 +10,7 @@ use tracing::info;
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::storage::group_log::GroupLogStore;
+use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::{LogConfig, Storage};
 
 #[derive(Debug, Clone)]
@@ -52,12 +53,14 @@ pub struct Broker {
     pub cluster: ClusterView,
     pub cluster_id: String,
     pub groups: Arc<GroupManager>,
+    pub producer_ids: Arc<ProducerIdAllocator>,
 }
 
 impl Broker {
     pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
         let storage = Storage::new(&config.data_dir, config.log)?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
+        let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
         let store = Arc::new(GroupLogStore::new(&config.data_dir)?);
         let groups = GroupManager::new(
@@ -73,6 +76,7 @@ impl Broker {
             cluster,
             cluster_id,
             groups,
+            producer_ids: Arc::new(ProducerIdAllocator::new(storage_cluster_dir)),
         }))
     }
 

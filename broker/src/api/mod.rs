@@ -12,6 +12,7 @@ pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -55,6 +56,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::InitProducerId, 0, 5),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -193,6 +195,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
             ResponseKind::DescribeGroups(describe_groups::handle(&ctx, r).await)
         }
         RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(&ctx, r).await),
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(&ctx, r).await)
+        }
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(&ctx, r).await)
         }

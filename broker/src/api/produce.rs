@@ -14,6 +14,7 @@ use tracing::{debug, warn};
 
 use super::{broker_endpoint, open_error_code, Err, RequestContext};
 use crate::storage::batch::{self, BatchError};
+use crate::storage::log::AppendError;
 
 struct PartitionOutcome {
     response: PartitionProduceResponse,
@@ -180,7 +181,14 @@ async fn produce_partition(
                 leader_hint: None,
             }
         }
-        Err(e) => {
+        Err(AppendError::Refused(code)) => {
+            response.error_code = code;
+            PartitionOutcome {
+                response,
+                leader_hint: None,
+            }
+        }
+        Err(AppendError::Io(e)) => {
             warn!(topic = %meta.name, partition = index, error = %e, "append failed");
             fail(
                 response,

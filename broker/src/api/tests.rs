@@ -251,6 +251,7 @@ fn request(
                         ])]),
             )
         }
+        ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

@@ -8,6 +8,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::client::KafkaClient;
 
+/// Group states that count as active: the group has members.
+const ACTIVE_STATES: [&str; 3] = ["PreparingRebalance", "CompletingRebalance", "Stable"];
+
 /// What one probe learned about a broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeResult {
@@ -37,7 +40,15 @@ pub async fn probe(addr: &str, timeout: Duration) -> anyhow::Result<ProbeResult>
         let mut groups = Vec::new();
         if let Some(range) = list_groups {
             let version = range.max_version.min(4);
-            let resp = client.send(&ListGroupsRequest::default(), version).await?;
+            // Active groups only: asking for Empty ones would make brokers
+            // load every idle group from disk on every probe.
+            let req = ListGroupsRequest::default().with_states_filter(
+                ACTIVE_STATES
+                    .iter()
+                    .map(|s| StrBytes::from_static_str(s))
+                    .collect(),
+            );
+            let resp = client.send(&req, version).await?;
             anyhow::ensure!(resp.error_code == 0, "ListGroups error {}", resp.error_code);
             groups = resp
                 .groups

@@ -37,6 +37,10 @@ pub struct BatchHeader {
     pub last_offset_delta: i32,
     pub base_timestamp: i64,
     pub max_timestamp: i64,
+    /// -1 for producers without idempotence.
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
     pub record_count: i32,
 }
 
@@ -46,6 +50,14 @@ impl BatchHeader {
     }
     pub fn next_offset(&self) -> i64 {
         self.last_offset() + 1
+    }
+    /// Sequence of the batch's last record (sequences wrap at i32::MAX).
+    pub fn last_sequence(&self) -> i32 {
+        if self.base_sequence < 0 {
+            return -1;
+        }
+        ((i64::from(self.base_sequence) + i64::from(self.last_offset_delta))
+            % (i64::from(i32::MAX) + 1)) as i32
     }
 }
 
@@ -86,6 +98,9 @@ pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
         last_offset_delta,
         base_timestamp: i64_at(buf, 27),
         max_timestamp: i64_at(buf, 35),
+        producer_id: i64_at(buf, 43),
+        producer_epoch: i16_at(buf, 51),
+        base_sequence: i32_at(buf, 53),
         record_count: i32_at(buf, 57),
     })
 }

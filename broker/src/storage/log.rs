@@ -18,6 +18,7 @@ use bytes::Bytes;
 use tracing::warn;
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
+use super::producer_state::{BatchIdentity, ProducerStates, Verdict};
 
 const INDEX_ENTRY_LEN: usize = 20;
 
@@ -88,12 +89,33 @@ pub struct RecoveryReport {
 pub struct Appended {
     pub base_offset: i64,
     pub last_offset: i64,
+    /// A retried idempotent batch already in the log: nothing was written.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Refused by the idempotent-producer checks, with the Kafka error code.
+    #[error("refused with error code {0}")]
+    Refused(i16),
 }
 
 pub struct Log {
     dir: PathBuf,
     config: LogConfig,
     segments: Vec<Segment>,
+    producers: ProducerStates,
+}
+
+fn identity(h: &BatchHeader) -> BatchIdentity {
+    BatchIdentity {
+        producer_id: h.producer_id,
+        epoch: h.producer_epoch,
+        first_sequence: h.base_sequence,
+        last_sequence: h.last_sequence(),
+    }
 }
 
 fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
@@ -361,11 +383,20 @@ impl Log {
                 segments.push(seg);
             }
         }
+        let mut producers = ProducerStates::default();
+        // Idempotent producers' recent batches, from the active segment.
+        let active = segments.last().expect("a log has a segment");
+        let mut pos = 0;
+        while let Some(h) = read_header_at(&active.file, pos, active.size) {
+            producers.record(&identity(&h), h.base_offset);
+            pos += h.size as u64;
+        }
         Ok((
             Log {
                 dir: dir.to_path_buf(),
                 config,
                 segments,
+                producers,
             },
             report,
         ))
@@ -391,15 +422,38 @@ impl Log {
             .clone()
     }
 
-    /// Appends already validated batches, assigning offsets in place.
-    pub fn append(&mut self, data: &mut [u8], leader_epoch: i32) -> io::Result<Appended> {
+    /// Appends already validated batches, assigning offsets in place. A
+    /// retried idempotent batch is answered with its original offsets.
+    pub fn append(&mut self, data: &mut [u8], leader_epoch: i32) -> Result<Appended, AppendError> {
         let parts = batch::split_batches(data)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if parts.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "no record batch",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "no record batch").into());
+        }
+        let ids: Vec<BatchIdentity> = parts.iter().map(|(_, h)| identity(h)).collect();
+        match self.producers.check(&ids[0]) {
+            Verdict::Append => {}
+            Verdict::Duplicate { base_offset } => {
+                let last = base_offset + i64::from(parts[0].1.last_offset_delta);
+                return Ok(Appended {
+                    base_offset,
+                    last_offset: last,
+                    duplicate: true,
+                });
+            }
+            Verdict::Refuse(code) => return Err(AppendError::Refused(code)),
+        }
+        // Later batches of the same request must follow the earlier ones.
+        for w in ids.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let follows = a.producer_id != b.producer_id
+                || (a.epoch == b.epoch
+                    && b.first_sequence == a.last_sequence.wrapping_add(1).max(0));
+            if b.producer_id >= 0 && !follows {
+                return Err(AppendError::Refused(
+                    kafka_protocol::ResponseError::OutOfOrderSequenceNumber.code(),
+                ));
+            }
         }
         self.maybe_roll(data.len() as u64)?;
         let base_offset = self.next_offset();
@@ -414,9 +468,13 @@ impl Log {
         }
         let active = self.segments.last_mut().expect("a log has a segment");
         active.append(data, &headers, &self.config)?;
+        for (id, h) in ids.iter().zip(&headers) {
+            self.producers.record(id, h.base_offset);
+        }
         Ok(Appended {
             base_offset,
             last_offset: next - 1,
+            duplicate: false,
         })
     }
 

@@ -5,6 +5,8 @@ pub mod group_log;
 pub mod log;
 pub mod names;
 pub mod partition;
+pub mod producer_ids;
+pub mod producer_state;
 pub mod topics;
 
 use std::collections::HashMap;

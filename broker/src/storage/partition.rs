@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tracing::{error, info};
 
-use super::log::{Appended, Log, LogConfig};
+use super::log::{AppendError, Appended, Log, LogConfig};
 
 pub struct Partition {
     pub topic: String,
@@ -86,7 +86,7 @@ impl Partition {
     }
 
     /// Appends validated batches and returns once they are fsynced.
-    pub async fn append(&self, mut data: Vec<u8>) -> io::Result<Appended> {
+    pub async fn append(&self, mut data: Vec<u8>) -> Result<Appended, AppendError> {
         let (appended, end) = {
             let mut log = self.log();
             if self.failed.load(Ordering::Acquire) {
@@ -103,6 +103,7 @@ impl Partition {
             let appended = log.append(&mut data, 0)?;
             (appended, log.next_offset())
         };
+        // A duplicate's original may still be waiting for its fsync.
         self.sync_until(end).await?;
         Ok(appended)
     }

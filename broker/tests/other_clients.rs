@@ -1,0 +1,51 @@
+//! kafka-python and kafkajs drive the same group flows as librdkafka: the
+//! scripts in e2e/clients check each behaviour and exit non-zero on the
+//! first difference from Apache Kafka. `scripts/install-test-deps` installs
+//! both clients.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+
+fn clients_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../e2e/clients")
+}
+
+async fn run_script(program: &str, script: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
+    config.base_port = 0;
+    config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
+    let cluster = LocalCluster::start(config).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    let script = clients_dir().join(script);
+    let program = program.to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(&program)
+            .arg(&script)
+            .arg(&bootstrap)
+            .env("KAFKAJS_NO_PARTITIONER_WARNING", "1")
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {program}: {e} (scripts/install-test-deps installs it)")
+            })
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("all checks passed"), "{stdout}\n{stderr}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_group_and_admin_flows() {
+    run_script("python3", "python/groups.py").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafkajs_group_and_admin_flows() {
+    run_script("node", "js/groups.js").await;
+}
