@@ -423,6 +423,13 @@ impl GroupManager {
         }
     }
 
+    /// Unloads Empty groups idle longer than the configured time; they
+    /// reload from their log on the next request.
+    pub fn unload_idle_groups(self: &Arc<Self>) {
+        let mut st = self.lock();
+        self.unload_idle(&mut st, self.config.idle_unload_ms);
+    }
+
     /// Unloads Empty groups untouched for `idle_ms`.
     fn unload_idle(self: &Arc<Self>, st: &mut State, idle_ms: u64) {
         let now = self.now_ms();
@@ -469,8 +476,7 @@ impl GroupManager {
             let now = self.now_ms();
             if now.saturating_sub(last_idle_check) >= 1000 {
                 last_idle_check = now;
-                let idle_ms = self.config.idle_unload_ms;
-                self.unload_idle(&mut st, idle_ms);
+                self.unload_idle(&mut st, self.config.idle_unload_ms);
             }
         }
         let mut st = self.lock();
@@ -492,5 +498,86 @@ impl GroupManager {
         ids.into_iter()
             .filter(|g| !st.core.is_resident(g) && self.check_owner(g).is_ok())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use kaas_shared::{Assignment, BrokerInfo, BrokerState};
+
+    use super::*;
+    use crate::group::core::{OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic};
+    use crate::storage::group_log::GroupLogStore;
+
+    struct ManualClock(AtomicU64);
+    impl Clock for ManualClock {
+        fn now_ms(&self) -> u64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
+
+    fn manager(dir: &std::path::Path, clock: Arc<ManualClock>) -> (Arc<GroupManager>, RoutingSender) {
+        let routing = Routing::new(Assignment {
+            version: 1,
+            brokers: vec![BrokerInfo {
+                id: 0,
+                host: "127.0.0.1".into(),
+                port: 9092,
+                state: BrokerState::Alive,
+            }],
+            ..Default::default()
+        });
+        let (tx, rx) = watch::channel(Some(Arc::new(routing)));
+        let config = GroupManagerConfig {
+            idle_unload_ms: 60_000,
+            ..Default::default()
+        };
+        let store = Arc::new(GroupLogStore::new(dir).unwrap());
+        (GroupManager::new(0, config, store, clock, rx), tx)
+    }
+
+    async fn commit(m: &Arc<GroupManager>, group: &str, offset: i64) {
+        m.prepare(group).await.unwrap();
+        let req = OffsetCommitRequest {
+            group_id: group.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: vec![OffsetCommitTopic {
+                name: "t".into(),
+                partitions: vec![OffsetCommitPartition {
+                    partition: 0,
+                    offset,
+                    leader_epoch: -1,
+                    metadata: None,
+                }],
+            }],
+            api_version: 8,
+        };
+        let r = m.call(group, |core, token, now| core.offset_commit(token, req, now)).await;
+        assert!(matches!(r, Some(Response::OffsetCommit(_))));
+    }
+
+    #[tokio::test]
+    async fn idle_empty_groups_unload_and_reload_from_their_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
+        let (m, _routing) = manager(dir.path(), clock.clone());
+        commit(&m, "idle", 42).await;
+        commit(&m, "busy", 7).await;
+        clock.0.fetch_add(59_000, Ordering::SeqCst);
+        commit(&m, "busy", 8).await;
+        clock.0.fetch_add(2_000, Ordering::SeqCst);
+        m.unload_idle_groups();
+        assert!(!m.read(|c| c.is_resident("idle")), "idle past the limit: unloaded");
+        assert!(m.read(|c| c.is_resident("busy")), "touched recently: kept");
+        m.prepare("idle").await.unwrap();
+        let offset = m.read(|c| c.committed_offset("idle", "t", 0).map(|o| o.offset));
+        assert_eq!(offset, Some(42), "reloaded from its log");
     }
 }
