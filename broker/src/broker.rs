@@ -9,6 +9,7 @@ use tracing::info;
 
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
+use crate::metrics::Metrics;
 use crate::storage::group_log::GroupLogStore;
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::{LogConfig, Storage};
@@ -54,6 +55,7 @@ pub struct Broker {
     pub cluster_id: String,
     pub groups: Arc<GroupManager>,
     pub producer_ids: Arc<ProducerIdAllocator>,
+    pub metrics: Metrics,
 }
 
 impl Broker {
@@ -77,6 +79,7 @@ impl Broker {
             cluster_id,
             groups,
             producer_ids: Arc::new(ProducerIdAllocator::new(storage_cluster_dir)),
+            metrics: Metrics::default(),
         }))
     }
 
@@ -99,6 +102,14 @@ impl Broker {
         routing
             .broker(self.id())
             .is_some_and(|b| b.state == BrokerState::Alive)
+    }
+
+    /// Updates the gauges read at scrape time.
+    pub fn refresh_gauges(&self) {
+        let version = self.routing().map_or(0, |r| r.version() as i64);
+        self.metrics.assignment_version.set(version);
+        let resident = self.groups.read(|core| core.resident_groups().len());
+        self.metrics.groups_resident.set(resident as i64);
     }
 
     /// Applies a newer assignment: installs it and releases what this

@@ -6,7 +6,9 @@ pub mod broker;
 pub mod client;
 pub mod cluster;
 pub mod group;
+pub mod http;
 pub mod local;
+pub mod metrics;
 pub mod net;
 pub mod storage;
 

@@ -51,6 +51,8 @@ pub struct LocalClusterConfig {
     pub failures_before_dead: u32,
     /// Applied to every broker's config before it opens.
     pub tune: fn(&mut BrokerConfig),
+    /// HTTP endpoints: broker N serves them on this address's port + N.
+    pub http: Option<SocketAddr>,
 }
 
 impl LocalClusterConfig {
@@ -63,12 +65,15 @@ impl LocalClusterConfig {
             probe_interval: Duration::from_millis(500),
             failures_before_dead: 3,
             tune: |_| {},
+            http: None,
         }
     }
 }
 
 pub struct LocalCluster {
     pub addrs: Vec<SocketAddr>,
+    /// Where each broker serves /healthz, /readyz and /metrics, if asked.
+    pub http_addrs: Vec<SocketAddr>,
     pub brokers: Vec<Arc<Broker>>,
     shutdown: CancellationToken,
     tasks: JoinSet<()>,
@@ -83,6 +88,7 @@ impl LocalCluster {
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let mut addrs = Vec::new();
+        let mut http_addrs = Vec::new();
         let mut brokers = Vec::new();
         for id in 0..config.brokers {
             let port = if config.base_port == 0 {
@@ -103,6 +109,18 @@ impl LocalCluster {
             (config.tune)(&mut broker_config);
             let broker = Broker::open(broker_config)?;
             spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
+            if let Some(http) = config.http {
+                let port = if http.port() == 0 {
+                    0
+                } else {
+                    http.port() + id as u16
+                };
+                let l = TcpListener::bind((http.ip(), port))
+                    .await
+                    .with_context(|| format!("cannot listen on {}:{port} for http", http.ip()))?;
+                http_addrs.push(l.local_addr()?);
+                tasks.spawn(crate::http::run(l, broker.clone(), shutdown.clone()));
+            }
             addrs.push(addr);
             brokers.push(broker);
         }
@@ -123,6 +141,7 @@ impl LocalCluster {
         tasks.spawn(controller::run(controller_config, shutdown.clone()));
         let cluster = LocalCluster {
             addrs,
+            http_addrs,
             brokers,
             shutdown,
             tasks,

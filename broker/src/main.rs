@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kaas_broker::cluster::assignment_file;
 use kaas_broker::cluster::controller::{self, BrokerAddress, ControllerConfig};
+use kaas_broker::cluster::{assignment_file, configmap_source};
 use kaas_broker::local::{self, LocalCluster, LocalClusterConfig};
 use kaas_broker::{Broker, BrokerConfig};
 use tokio::net::TcpListener;
@@ -68,6 +68,19 @@ enum Command {
         /// HOST:PORT clients reach this broker at (default: --listen).
         #[arg(long)]
         advertise: Option<String>,
+        /// Follow the assignment in this Kubernetes ConfigMap (watched
+        /// through the API, in-cluster config or KUBECONFIG) instead of
+        /// `<data>/__cluster/assignment.json`.
+        #[arg(long, env = "KAAS_ASSIGNMENT_CONFIGMAP")]
+        assignment_configmap: Option<String>,
+        /// Namespace of --assignment-configmap (default: the client
+        /// config's, i.e. the pod's own namespace in-cluster).
+        #[arg(
+            long,
+            env = "KAAS_ASSIGNMENT_NAMESPACE",
+            requires = "assignment_configmap"
+        )]
+        assignment_namespace: Option<String>,
         #[command(flatten)]
         tuning: Tuning,
     },
@@ -124,6 +137,10 @@ struct Tuning {
     /// Most groups held in memory at once.
     #[arg(long, default_value_t = 200_000)]
     max_loaded_groups: usize,
+    /// Serve /healthz, /readyz and /metrics on this address (with `local`,
+    /// broker N uses this port + N).
+    #[arg(long)]
+    http: Option<SocketAddr>,
 }
 
 impl Tuning {
@@ -182,10 +199,12 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(brokers >= 1, "--brokers must be at least 1");
             // Tuning is per process here: every broker gets the same.
             static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+            let http = tuning.http;
             let _ = TUNING.set(tuning);
             let mut config = LocalClusterConfig::new(brokers, data.clone());
             config.host = host;
             config.base_port = base_port;
+            config.http = http;
             config.tune = |c| TUNING.get().expect("set above").apply(c);
             let cluster = LocalCluster::start(config).await?;
             info!(bootstrap = %cluster.bootstrap(), data = %data.display(), "local cluster ready");
@@ -200,6 +219,8 @@ async fn main() -> anyhow::Result<()> {
             data,
             listen,
             advertise,
+            assignment_configmap,
+            assignment_namespace,
             tuning,
         } => {
             let listener = TcpListener::bind(listen)
@@ -220,7 +241,35 @@ async fn main() -> anyhow::Result<()> {
             let broker = Broker::open(config)?;
             let shutdown = CancellationToken::new();
             let mut tasks = JoinSet::new();
-            local::spawn_broker(&mut tasks, listener, broker, shutdown.clone());
+            if let Some(addr) = tuning.http {
+                let http = TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr} for http"))?;
+                tasks.spawn(kaas_broker::http::run(
+                    http,
+                    broker.clone(),
+                    shutdown.clone(),
+                ));
+            }
+            match assignment_configmap {
+                Some(name) => {
+                    let (client, source) =
+                        configmap_source::ConfigMapSource::connect(name, assignment_namespace)
+                            .await
+                            .context("cannot reach the Kubernetes API")?;
+                    info!(configmap = %source.name, namespace = %source.namespace,
+                        "following the assignment ConfigMap");
+                    configmap_source::spawn_broker(
+                        &mut tasks,
+                        listener,
+                        broker,
+                        client,
+                        source,
+                        shutdown.clone(),
+                    );
+                }
+                None => local::spawn_broker(&mut tasks, listener, broker, shutdown.clone()),
+            }
             info!(id, %bound, "broker serving");
             termination().await;
             shutdown.cancel();

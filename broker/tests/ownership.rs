@@ -8,7 +8,9 @@ use std::sync::Arc;
 use kaas_broker::api::{offset_commit, RequestContext};
 use kaas_broker::{Broker, BrokerConfig};
 use kaas_shared::{recompute, Assignment, BrokerInfo, BrokerState, Routing};
-use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
@@ -27,7 +29,15 @@ fn brokers(states: &[BrokerState]) -> Vec<BrokerInfo> {
 
 fn open(dir: &std::path::Path, n: usize) -> Vec<Arc<Broker>> {
     (0..n)
-        .map(|id| Broker::open(BrokerConfig::new(id as i32, dir.into(), "127.0.0.1", 9092 + id as u16)).unwrap())
+        .map(|id| {
+            Broker::open(BrokerConfig::new(
+                id as i32,
+                dir.into(),
+                "127.0.0.1",
+                9092 + id as u16,
+            ))
+            .unwrap()
+        })
         .collect()
 }
 
@@ -52,13 +62,21 @@ async fn touch(broker: &Arc<Broker>, group: &str) {
         .with_generation_id_or_member_epoch(-1)
         .with_topics(vec![OffsetCommitRequestTopic::default()
             .with_name(TopicName(StrBytes::from_static_str("t")))
-            .with_partitions(vec![OffsetCommitRequestPartition::default().with_committed_offset(1)])]);
+            .with_partitions(vec![
+                OffsetCommitRequestPartition::default().with_committed_offset(1)
+            ])]);
     let resp = offset_commit::handle(&ctx, req).await;
-    assert_eq!(resp.topics[0].partitions[0].error_code, 0, "commit for {group}");
+    assert_eq!(
+        resp.topics[0].partitions[0].error_code, 0,
+        "commit for {group}"
+    );
 }
 
 fn resident(b: &Broker) -> BTreeSet<String> {
-    b.groups.read(|core| core.resident_groups()).into_iter().collect()
+    b.groups
+        .read(|core| core.resident_groups())
+        .into_iter()
+        .collect()
 }
 
 fn owner(a: &Assignment, group: &str) -> i32 {
@@ -71,7 +89,10 @@ async fn the_first_explicit_entry_confirms_the_coordinator() {
     let all = open(dir.path(), 4);
     let groups: Vec<String> = (0..200).map(|i| format!("orders-{i}")).collect();
     let first = recompute(None, &brokers(&[BrokerState::Alive; 3]), &groups);
-    assert!(first.consumer_groups.is_empty(), "no entries on the hash tier alone");
+    assert!(
+        first.consumer_groups.is_empty(),
+        "no entries on the hash tier alone"
+    );
     apply(&all, &first);
     for g in &groups {
         touch(&all[owner(&first, g) as usize], g).await;
@@ -83,13 +104,21 @@ async fn the_first_explicit_entry_confirms_the_coordinator() {
     let scaled = recompute(Some(&first), &four, &groups);
     assert!(!scaled.consumer_groups.is_empty(), "the change needs pins");
     for e in &scaled.consumer_groups {
-        assert_eq!(e.broker, owner(&first, &e.group_id), "entry for {} moved it", e.group_id);
+        assert_eq!(
+            e.broker,
+            owner(&first, &e.group_id),
+            "entry for {} moved it",
+            e.group_id
+        );
     }
     apply(&all, &scaled);
     for g in &groups {
         let o = owner(&scaled, g);
         assert_eq!(o, owner(&first, g), "{g} changed coordinator");
-        assert!(resident(&all[o as usize]).contains(g), "{g} was dropped by its own coordinator");
+        assert!(
+            resident(&all[o as usize]).contains(g),
+            "{g} was dropped by its own coordinator"
+        );
     }
 }
 

@@ -34,7 +34,9 @@ struct Pod {
 impl Pod {
     async fn new(addr: &str, group: &str, protocols: &[&'static str]) -> Pod {
         Pod {
-            client: KafkaClient::connect(addr, Duration::from_secs(5)).await.unwrap(),
+            client: KafkaClient::connect(addr, Duration::from_secs(5))
+                .await
+                .unwrap(),
             group: group.into(),
             protocols: protocols.to_vec(),
             member_id: String::new(),
@@ -57,7 +59,9 @@ impl Pod {
                         .map(|p| {
                             JoinGroupRequestProtocol::default()
                                 .with_name(s(p))
-                                .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 0]))
+                                .with_metadata(bytes::Bytes::from_static(&[
+                                    0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 0,
+                                ]))
                         })
                         .collect(),
                 );
@@ -108,12 +112,20 @@ impl Pod {
 /// All pods join at once and sync; returns the selected protocol.
 async fn rebalance(pods: &mut [Pod]) -> String {
     let joins = futures::future::join_all(pods.iter_mut().map(|p| p.join())).await;
-    let leader = joins.iter().find(|j| j.leader == j.member_id).expect("a leader").clone();
+    let leader = joins
+        .iter()
+        .find(|j| j.leader == j.member_id)
+        .expect("a leader")
+        .clone();
     for j in &joins {
         assert_eq!(j.error_code, 0, "join failed: {j:?}");
         assert_eq!(j.generation_id, leader.generation_id);
     }
-    let members: Vec<String> = leader.members.iter().map(|m| m.member_id.to_string()).collect();
+    let members: Vec<String> = leader
+        .members
+        .iter()
+        .map(|m| m.member_id.to_string())
+        .collect();
     let syncs = futures::future::join_all(pods.iter_mut().map(|p| {
         let members = members.clone();
         async move { p.sync(&members).await }
@@ -126,8 +138,13 @@ async fn rebalance(pods: &mut [Pod]) -> String {
 }
 
 async fn coordinator_of(cluster: &LocalCluster, group: &str) -> String {
-    let mut c = KafkaClient::connect(&cluster.addrs[0].to_string(), Duration::from_secs(5)).await.unwrap();
-    let r = c.send(&FindCoordinatorRequest::default().with_key(s(group)), 3).await.unwrap();
+    let mut c = KafkaClient::connect(&cluster.addrs[0].to_string(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let r = c
+        .send(&FindCoordinatorRequest::default().with_key(s(group)), 3)
+        .await
+        .unwrap();
     format!("{}:{}", r.host, r.port)
 }
 

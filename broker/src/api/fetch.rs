@@ -150,6 +150,7 @@ fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
             match partition.read(p.fetch_offset, max) {
                 Ok(records) if records.len() <= max || round.bytes == 0 => {
                     budget = budget.saturating_sub(records.len());
+                    broker.metrics.fetch_bytes.inc_by(records.len() as u64);
                     round.bytes += records.len();
                     if records.is_empty() {
                         round.waiters.push(waiter);

@@ -169,8 +169,12 @@ async fn produce_partition(
             return fail(response, open_error_code(&e), e.to_string());
         }
     };
+    let size = records.len() as u64;
     match partition.append(records.to_vec()).await {
         Ok(appended) => {
+            if !appended.duplicate {
+                broker.metrics.produce_bytes.inc_by(size);
+            }
             debug!(topic = %meta.name, partition = index, base = appended.base_offset,
                    last = appended.last_offset, "appended");
             response.base_offset = appended.base_offset;

@@ -2,6 +2,7 @@
 //! where it comes from, and the controller that writes it.
 
 pub mod assignment_file;
+pub mod configmap_source;
 pub mod controller;
 pub mod file_source;
 pub mod probe;

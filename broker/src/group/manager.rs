@@ -520,7 +520,10 @@ mod tests {
 
     type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
 
-    fn manager(dir: &std::path::Path, clock: Arc<ManualClock>) -> (Arc<GroupManager>, RoutingSender) {
+    fn manager(
+        dir: &std::path::Path,
+        clock: Arc<ManualClock>,
+    ) -> (Arc<GroupManager>, RoutingSender) {
         let routing = Routing::new(Assignment {
             version: 1,
             brokers: vec![BrokerInfo {
@@ -559,7 +562,11 @@ mod tests {
             }],
             api_version: 8,
         };
-        let r = m.call(group, |core, token, now| core.offset_commit(token, req, now)).await;
+        let r = m
+            .call(group, |core, token, now| {
+                core.offset_commit(token, req, now)
+            })
+            .await;
         assert!(matches!(r, Some(Response::OffsetCommit(_))));
     }
 
@@ -574,7 +581,10 @@ mod tests {
         commit(&m, "busy", 8).await;
         clock.0.fetch_add(2_000, Ordering::SeqCst);
         m.unload_idle_groups();
-        assert!(!m.read(|c| c.is_resident("idle")), "idle past the limit: unloaded");
+        assert!(
+            !m.read(|c| c.is_resident("idle")),
+            "idle past the limit: unloaded"
+        );
         assert!(m.read(|c| c.is_resident("busy")), "touched recently: kept");
         m.prepare("idle").await.unwrap();
         let offset = m.read(|c| c.committed_offset("idle", "t", 0).map(|o| o.offset));

@@ -17,6 +17,18 @@ use tracing::{debug, error, warn};
 use super::frame::read_frame;
 use crate::api::{self, Incoming, RequestContext};
 use crate::broker::Broker;
+use crate::metrics::ApiLabel;
+
+/// Decrements the connection gauge when the connection ends, however it ends.
+struct OpenConnection<'a>(&'a Broker);
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.connections.dec();
+    }
+}
+fn scopeguard(broker: &Broker) -> OpenConnection<'_> {
+    OpenConnection(broker)
+}
 
 /// Requests one connection may have in flight before we stop reading.
 const MAX_IN_FLIGHT: usize = 128;
@@ -34,6 +46,8 @@ pub async fn serve_connection(
         Err(_) => return,
     };
     let (mut reader, mut writer) = stream.into_split();
+    broker.metrics.connections.inc();
+    let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
     let max_frame = broker.config.max_frame_bytes;
     let mut reading = true;
@@ -98,6 +112,13 @@ fn prepare(
             request,
         } => {
             let version = header.request_api_version;
+            broker
+                .metrics
+                .requests
+                .get_or_create(&ApiLabel {
+                    api: format!("{api_key:?}"),
+                })
+                .inc();
             let ctx = RequestContext {
                 broker: broker.clone(),
                 api_version: version,

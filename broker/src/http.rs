@@ -1,0 +1,89 @@
+//! The broker's HTTP endpoints: `/healthz` (the process serves),
+//! `/readyz` (it follows an assignment that counts it alive) and `/metrics`
+//! (Prometheus text).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::broker::Broker;
+
+fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("static response parts are valid")
+}
+
+fn route(broker: &Broker, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    match req.uri().path() {
+        "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n".into()),
+        "/readyz" => match broker.routing() {
+            Some(r) if broker.is_alive_in(&r) => reply(
+                StatusCode::OK,
+                "text/plain",
+                format!("ready: assignment version {}\n", r.version()),
+            ),
+            Some(r) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!(
+                    "not ready: assignment version {} does not count this broker alive\n",
+                    r.version()
+                ),
+            ),
+            None => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                "not ready: no assignment yet\n".into(),
+            ),
+        },
+        "/metrics" => {
+            broker.refresh_gauges();
+            reply(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                broker.metrics.render(),
+            )
+        }
+        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n".into()),
+    }
+}
+
+/// Serves the endpoints on a bound listener until `shutdown`.
+pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: CancellationToken) {
+    info!(addr = ?listener.local_addr().ok(), "http endpoints listening");
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    warn!(error = %e, "http accept failed");
+                    continue;
+                }
+            },
+        };
+        let broker = broker.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let resp = route(&broker, &req);
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,79 @@
+//! Prometheus metrics of one broker.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabel {
+    pub api: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<ApiLabel, Counter>,
+    pub produce_bytes: Counter,
+    pub fetch_bytes: Counter,
+    pub connections: Gauge,
+    pub assignment_version: Gauge,
+    pub groups_resident: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("kaas");
+        let requests = Family::<ApiLabel, Counter>::default();
+        let produce_bytes = Counter::default();
+        let fetch_bytes = Counter::default();
+        let connections = Gauge::default();
+        let assignment_version = Gauge::default();
+        let groups_resident = Gauge::default();
+        registry.register("requests", "Requests handled, by API", requests.clone());
+        registry.register(
+            "produce_bytes",
+            "Record bytes appended by Produce",
+            produce_bytes.clone(),
+        );
+        registry.register(
+            "fetch_bytes",
+            "Record bytes returned by Fetch",
+            fetch_bytes.clone(),
+        );
+        registry.register(
+            "connections",
+            "Open client connections",
+            connections.clone(),
+        );
+        registry.register(
+            "assignment_version",
+            "Version of the assignment this broker follows",
+            assignment_version.clone(),
+        );
+        registry.register(
+            "groups_resident",
+            "Consumer groups held in memory",
+            groups_resident.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            produce_bytes,
+            fetch_bytes,
+            connections,
+            assignment_version,
+            groups_resident,
+        }
+    }
+}
+
+impl Metrics {
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

@@ -1,0 +1,471 @@
+//! The operator against a real API server (k8s-testenv, Kubernetes 1.20),
+//! with real `kaas-broker serve` processes standing in for the broker
+//! containers: each listens on the loopback IP `mark-pods-ready` gave its
+//! pod and follows the assignment ConfigMap through the API.
+//!
+//! Run by `scripts/test-k8s` (they are `#[ignore]`d otherwise).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kaas_e2e_k8s::{
+    committed_offset, coordinator, create_topic, eventually, free_port, produce, BrokerProc,
+    GroupConsumer, Operator, Source, TestEnv,
+};
+use kaas_operator::status::{self, ASSIGNMENT_PUBLISHED, PROGRESSING, READY};
+use kaas_operator::{KaasCluster, KaasClusterStatus};
+use kaas_shared::{route, Assignment, BrokerState, Routing};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::wait::await_condition;
+use kube::Api;
+
+const WAIT: Duration = Duration::from_secs(60);
+const SELECTOR: &str = "app.kubernetes.io/name=kaas";
+
+fn cluster(name: &str, replicas: i32, port: u16) -> KaasCluster {
+    let spec = serde_json::from_value(serde_json::json!({
+        "replicas": replicas,
+        "image": "kaas:e2e",
+        // The test's broker processes listen on the pods' loopback IPs.
+        "listener": {"port": port, "advertise": "podIP"},
+        "storage": {"size": "1Gi"},
+        "broker": {"groupInitialRebalanceDelayMs": 100},
+    }))
+    .expect("spec");
+    KaasCluster::new(name, spec)
+}
+
+/// Waits until the cluster's status satisfies `check`.
+async fn await_status(
+    api: &Api<KaasCluster>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&KaasClusterStatus) -> bool,
+) -> KaasClusterStatus {
+    let found = tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), name, move |kc: Option<&KaasCluster>| {
+            kc.and_then(|k| k.status.as_ref()).is_some_and(&check)
+        }),
+    )
+    .await;
+    let current = api.get_status(name).await.ok().and_then(|k| k.status);
+    let kc = found
+        .unwrap_or_else(|_| panic!("timed out waiting for: {what}; status: {current:#?}"))
+        .expect("watch the KaasCluster")
+        .expect("the KaasCluster exists");
+    kc.status.expect("status")
+}
+
+fn is(status: &KaasClusterStatus, type_: &str, value: &str) -> bool {
+    status::condition(status, type_).is_some_and(|c| c.status == value)
+}
+
+/// A started cluster: pods marked Ready, one broker process per pod.
+struct Running {
+    brokers: BTreeMap<i32, BrokerProc>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    fn bootstrap(&self) -> String {
+        self.brokers
+            .values()
+            .map(|b| b.addr.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Marks `n` pods Ready and starts a broker for each newly marked pod.
+async fn start_brokers(
+    env: &TestEnv,
+    ns: &str,
+    name: &str,
+    port: u16,
+    n: usize,
+    running: &mut Running,
+    data: &Path,
+) {
+    for (pod, ip) in env.mark_pods_ready(ns, SELECTOR, n).await {
+        let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
+        let logs = running._dir.path().join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let source = Source::ConfigMap {
+            namespace: ns.to_owned(),
+            name: format!("{name}-assignment"),
+        };
+        running
+            .brokers
+            .insert(id, BrokerProc::spawn(id, &ip, port, data, &logs, &source));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn an_invalid_spec_is_refused_with_a_readable_message() {
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("invalid").await;
+    // Untyped: the typed spec could not even hold these values.
+    let ar = kube::api::ApiResource::erase::<KaasCluster>(&());
+    let raw: Api<kube::api::DynamicObject> = Api::namespaced_with(env.client.clone(), &ns, &ar);
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let bad: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kaas.dev/v1alpha1",
+        "kind": "KaasCluster",
+        "metadata": {"name": "bad"},
+        "spec": {
+            "replicas": 0,
+            "image": "kaas:e2e",
+            "listener": {"port": 70000, "advertise": "hostname"},
+            "storage": {"size": "lots"},
+        },
+    }))
+    .unwrap();
+    let err = raw
+        .create(&PostParams::default(), &bad)
+        .await
+        .expect_err("refused");
+    let kube::Error::Api(status) = err else {
+        panic!("expected an API error, got {err}");
+    };
+    assert_eq!(status.code, 422, "{status:?}");
+    for expected in [
+        "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+        "spec.listener.port: Invalid value: 70000: spec.listener.port in body should be less than or equal to 65535",
+        "spec.listener.advertise: Unsupported value: \"hostname\": supported values: \"dns\", \"podIP\"",
+        "spec.storage.size: Invalid value: \"lots\"",
+    ] {
+        assert!(status.message.contains(expected), "{expected:?} not in: {}", status.message);
+    }
+    // Both storage choices at once is refused too.
+    let mut both = cluster("both", 1, 9092);
+    both.spec.storage.existing_claim = Some("shared".into());
+    let err = api
+        .create(&PostParams::default(), &both)
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("oneOf"), "{err}");
+}
+
+/// Create → owned resources → Ready with the brokers in status → a pod
+/// loses readiness: its groups move per `route`, the move is logged by both
+/// brokers, the consumer carries on and its offsets survive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn a_cluster_becomes_ready_and_groups_follow_readiness() {
+    kaas_e2e_k8s::init_tracing();
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("ready").await;
+    let _operator = Operator::start(&env.client, &ns).await;
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let port = free_port();
+    api.create(&PostParams::default(), &cluster("demo", 3, port))
+        .await
+        .expect("create the KaasCluster");
+
+    // Published at once, every broker dead: no pod is Ready yet.
+    let s = await_status(&api, "demo", "first assignment published", |s| {
+        is(s, ASSIGNMENT_PUBLISHED, "True") && s.assignment_version.is_some()
+    })
+    .await;
+    assert!(
+        is(&s, READY, "False") && is(&s, PROGRESSING, "True"),
+        "{s:#?}"
+    );
+    assert_eq!((s.ready_brokers, s.brokers), (0, 3));
+
+    // The owned resources exist, owned by the cluster.
+    let c = &env.client;
+    let sts = Api::<StatefulSet>::namespaced(c.clone(), &ns)
+        .get("demo")
+        .await
+        .expect("StatefulSet");
+    assert_eq!(sts.spec.as_ref().unwrap().replicas, Some(3));
+    assert_eq!(
+        sts.metadata.owner_references.as_ref().unwrap()[0].kind,
+        "KaasCluster"
+    );
+    let svc = Api::<Service>::namespaced(c.clone(), &ns);
+    assert_eq!(
+        svc.get("demo-brokers")
+            .await
+            .expect("headless")
+            .spec
+            .unwrap()
+            .cluster_ip
+            .as_deref(),
+        Some("None")
+    );
+    svc.get("demo").await.expect("client Service");
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(c.clone(), &ns)
+        .get("demo-data")
+        .await
+        .expect("claim");
+    assert_eq!(
+        pvc.spec.unwrap().access_modes.unwrap(),
+        vec!["ReadWriteMany"]
+    );
+    Api::<ServiceAccount>::namespaced(c.clone(), &ns)
+        .get("demo-broker")
+        .await
+        .expect("ServiceAccount");
+    Api::<Role>::namespaced(c.clone(), &ns)
+        .get("demo-broker")
+        .await
+        .expect("Role");
+    Api::<RoleBinding>::namespaced(c.clone(), &ns)
+        .get("demo-broker")
+        .await
+        .expect("RoleBinding");
+    Api::<ConfigMap>::namespaced(c.clone(), &ns)
+        .get("demo-assignment")
+        .await
+        .expect("ConfigMap");
+    let pdb: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        c.clone(),
+        &ns,
+        &kaas_operator::controller::ApiVersions::discover(c)
+            .await
+            .unwrap()
+            .pdb
+            .expect("policy API"),
+    );
+    pdb.get("demo").await.expect("PodDisruptionBudget");
+
+    // Pods Ready, brokers serving on their IPs: Ready=True, all alive.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut running = Running {
+        brokers: BTreeMap::new(),
+        _dir: dir,
+    };
+    start_brokers(&env, &ns, "demo", port, 3, &mut running, &data).await;
+    let s = await_status(&api, "demo", "Ready=True", |s| is(s, READY, "True")).await;
+    assert_eq!((s.ready_brokers, s.brokers), (3, 3));
+    let doc = env.assignment(&ns, "demo-assignment").await.unwrap();
+    assert_eq!(s.assignment_version, Some(doc.version));
+    for b in &doc.brokers {
+        assert_eq!(b.state, BrokerState::Alive);
+        assert_eq!(b.host, env.pod_ip(&ns, &format!("demo-{}", b.id)).await);
+        assert_eq!(b.port, port);
+    }
+
+    // A consumer group with committed offsets.
+    let bootstrap = running.bootstrap();
+    create_topic(&bootstrap, "orders", 1).await;
+    produce(&bootstrap, "orders", (0..10).map(|i| format!("m{i}"))).await;
+    let group = "billing";
+    let consumer = GroupConsumer::start(&bootstrap, group, "orders");
+    eventually(WAIT, "10 messages consumed", || async {
+        consumer.received().len() == 10
+    })
+    .await;
+    let old_owner = Routing::new(doc.clone()).owner_of_group(group).unwrap();
+    assert_eq!(
+        coordinator(&running.brokers[&0].addr, group).await,
+        Some(old_owner)
+    );
+    await_status(&api, "demo", "the operator sees the active group", |s| {
+        s.active_groups >= 1
+    })
+    .await;
+
+    // Its coordinator's pod stops being Ready.
+    env.set_pod_ready(&ns, &format!("demo-{old_owner}"), false)
+        .await;
+    let doc = env
+        .await_assignment(
+            &ns,
+            "demo-assignment",
+            WAIT,
+            "the coordinator marked dead",
+            |a| {
+                a.brokers
+                    .iter()
+                    .any(|b| b.id == old_owner && b.state == BrokerState::Dead)
+            },
+        )
+        .await;
+    let new_owner = Routing::new(doc.clone()).owner_of_group(group).unwrap();
+    assert_eq!(
+        Some(new_owner),
+        route(group.as_bytes(), &[0, 1, 2], |b| b != old_owner)
+    );
+    for b in running.brokers.values().filter(|b| b.id != old_owner) {
+        let addr = b.addr.clone();
+        eventually(WAIT, "brokers name the new coordinator", || {
+            let addr = addr.clone();
+            async move { coordinator(&addr, group).await == Some(new_owner) }
+        })
+        .await;
+    }
+    let s = await_status(&api, "demo", "Ready=False", |s| is(s, READY, "False")).await;
+    assert_eq!(s.ready_brokers, 2);
+
+    produce(&bootstrap, "orders", (10..20).map(|i| format!("m{i}"))).await;
+    eventually(WAIT, "20 messages consumed", || async {
+        consumer.received().len() == 20
+    })
+    .await;
+    let (old, new) = (&running.brokers[&old_owner], &running.brokers[&new_owner]);
+    eventually(WAIT, "the move logged by both brokers", || async {
+        old.log_text()
+            .lines()
+            .any(|l| l.contains("group coordinator moved away") && l.contains(group))
+            && new
+                .log_text()
+                .lines()
+                .any(|l| l.contains("now coordinating group") && l.contains(group))
+    })
+    .await;
+    consumer.stop();
+    let bs = bootstrap.clone();
+    let committed = tokio::task::spawn_blocking(move || committed_offset(&bs, group, "orders"))
+        .await
+        .unwrap();
+    assert_eq!(committed, Some(20), "offsets survive the move");
+}
+
+/// Group ids of which `moving` would change owner on a 3→4 scale by the
+/// hash tier alone and `staying` would not.
+fn groups_for_scale(moving: usize, staying: usize) -> Vec<String> {
+    let (mut m, mut s) = (Vec::new(), Vec::new());
+    for i in 0.. {
+        let g = format!("scale-group-{i}");
+        let before = route(g.as_bytes(), &[0, 1, 2], |_| true);
+        let after = route(g.as_bytes(), &[0, 1, 2, 3], |_| true);
+        if before != after && m.len() < moving {
+            m.push(g);
+        } else if before == after && s.len() < staying {
+            s.push(g);
+        }
+        if m.len() == moving && s.len() == staying {
+            break;
+        }
+    }
+    m.extend(s);
+    m
+}
+
+fn owners(a: &Assignment, groups: &[String]) -> Vec<i32> {
+    let r = Routing::new(a.clone());
+    groups
+        .iter()
+        .map(|g| r.owner_of_group(g).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn scaling_3_to_4_keeps_every_active_group_on_its_coordinator() {
+    kaas_e2e_k8s::init_tracing();
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("scale").await;
+    let _operator = Operator::start(&env.client, &ns).await;
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let port = free_port();
+    api.create(&PostParams::default(), &cluster("demo", 3, port))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut running = Running {
+        brokers: BTreeMap::new(),
+        _dir: dir,
+    };
+    start_brokers(&env, &ns, "demo", port, 3, &mut running, &data).await;
+    await_status(&api, "demo", "Ready=True", |s| is(s, READY, "True")).await;
+
+    let bootstrap = running.bootstrap();
+    create_topic(&bootstrap, "scale", 1).await;
+    let groups = groups_for_scale(4, 2);
+    let consumers: Vec<GroupConsumer> = groups
+        .iter()
+        .map(|g| GroupConsumer::start(&bootstrap, g, "scale"))
+        .collect();
+    produce(&bootstrap, "scale", ["before".to_owned()]).await;
+    eventually(WAIT, "every group consumed", || async {
+        consumers.iter().all(|c| c.received().len() == 1)
+    })
+    .await;
+    let n = groups.len() as i32;
+    await_status(&api, "demo", "the operator sees every active group", |s| {
+        s.active_groups == n
+    })
+    .await;
+    let before = env.assignment(&ns, "demo-assignment").await.unwrap();
+    let owners_before = owners(&before, &groups);
+
+    // 3 → 4: the new broker joins the set (dead until its pod is Ready),
+    // and every active group is pinned where it is.
+    api.patch(
+        "demo",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"replicas": 4}})),
+    )
+    .await
+    .unwrap();
+    let scaled = env
+        .await_assignment(
+            &ns,
+            "demo-assignment",
+            WAIT,
+            "four brokers in the set",
+            |a| a.brokers.len() == 4,
+        )
+        .await;
+    assert_eq!(owners(&scaled, &groups), owners_before);
+    assert!(
+        scaled.consumer_groups.len() >= 4,
+        "the moving groups got entries: {scaled:?}"
+    );
+
+    start_brokers(&env, &ns, "demo", port, 4, &mut running, &data).await;
+    let s = await_status(&api, "demo", "Ready=True with 4 brokers", |s| {
+        is(s, READY, "True") && s.ready_brokers == 4
+    })
+    .await;
+    let all_alive = env.assignment(&ns, "demo-assignment").await.unwrap();
+    assert_eq!(s.assignment_version, Some(all_alive.version));
+    assert!(all_alive
+        .brokers
+        .iter()
+        .all(|b| b.state == BrokerState::Alive));
+    assert_eq!(
+        owners(&all_alive, &groups),
+        owners_before,
+        "still on their coordinators"
+    );
+    for (g, owner) in groups.iter().zip(&owners_before) {
+        for b in running.brokers.values() {
+            let addr = b.addr.clone();
+            eventually(WAIT, "every broker names the same coordinator", || {
+                let addr = addr.clone();
+                async move { coordinator(&addr, g).await == Some(*owner) }
+            })
+            .await;
+        }
+    }
+    // No group lost its coordinator: each still consumes.
+    produce(&bootstrap, "scale", ["after".to_owned()]).await;
+    eventually(WAIT, "every group consumed after the scale", || async {
+        consumers.iter().all(|c| c.received().len() == 2)
+    })
+    .await;
+    for b in running.brokers.values() {
+        assert!(
+            !b.log_text().contains("group coordinator moved away"),
+            "no group moved, yet broker {} logged a move:\n{}",
+            b.id,
+            b.log_text()
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! The `KaasCluster` custom resource (`kaas.dev/v1alpha1`).
+//!
+//! Validation lives in the OpenAPI schema (minimum/maximum/pattern/enum,
+//! `oneOf` for the storage choice), which every API server since 1.16
+//! enforces, so a bad spec is refused at `kubectl apply` with the field's
+//! name in the message. CEL rules (`x-kubernetes-validations`) are left out
+//! on purpose: servers before 1.25 do not know the field, and kubectl's
+//! client-side validation there rejects the whole CRD because of it. The one
+//! cross-field rule the schema cannot express (session timeout min <= max)
+//! is checked by [`KaasClusterSpec::validate`] and reported in status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, PodSecurityContext, ResourceRequirements, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A kaas cluster: Kafka-protocol brokers sharing one ReadWriteMany volume,
+/// coordinated through the assignment ConfigMap the operator publishes.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "kaas.dev",
+    version = "v1alpha1",
+    kind = "KaasCluster",
+    namespaced,
+    status = "KaasClusterStatus",
+    shortname = "kaas",
+    category = "kaas",
+    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}"#,
+    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyBrokers"}"#,
+    printcolumn = r#"{"name":"Assignment","type":"integer","description":"assignment version","jsonPath":".status.assignmentVersion"}"#,
+    printcolumn = r#"{"name":"Groups","type":"integer","description":"active consumer groups","jsonPath":".status.activeGroups"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct KaasClusterSpec {
+    /// Number of brokers. Broker ids are the StatefulSet ordinals
+    /// 0..replicas, and the count is the routing hash's divisor.
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 1, max = 256))]
+    pub replicas: i32,
+
+    /// Container image holding the `kaas-broker` binary and /bin/sh.
+    #[schemars(length(min = 1))]
+    pub image: String,
+
+    /// Image pull policy of the broker container.
+    #[serde(default)]
+    pub image_pull_policy: PullPolicy,
+
+    /// How clients reach the brokers.
+    #[serde(default)]
+    pub listener: ListenerSpec,
+
+    /// The shared volume, mounted by every broker at /data.
+    pub storage: StorageSpec,
+
+    /// Compute resources of each broker container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Broker settings (the Kafka names are in each field's description).
+    #[serde(default)]
+    pub broker: BrokerSettings,
+
+    /// Additions to the broker pod template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodOverrides>,
+}
+
+fn default_replicas() -> i32 {
+    3
+}
+
+/// Image pull policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    #[default]
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "Always",
+            Self::IfNotPresent => "IfNotPresent",
+            Self::Never => "Never",
+        }
+    }
+}
+
+/// The Kafka listener.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerSpec {
+    /// Port brokers listen on and advertise.
+    #[serde(default = "default_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+
+    /// Address each broker advertises in Metadata and the assignment:
+    /// `dns` = `<pod>.<cluster>-brokers.<namespace>.svc` (stable across
+    /// restarts; needs cluster DNS), `podIP` = the pod's IP.
+    #[serde(default)]
+    pub advertise: AdvertiseMode,
+}
+
+impl Default for ListenerSpec {
+    fn default() -> Self {
+        Self {
+            port: default_port(),
+            advertise: AdvertiseMode::default(),
+        }
+    }
+}
+
+fn default_port() -> i32 {
+    9092
+}
+
+/// See [`ListenerSpec::advertise`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum AdvertiseMode {
+    #[default]
+    #[serde(rename = "dns")]
+    Dns,
+    #[serde(rename = "podIP")]
+    PodIp,
+}
+
+/// The shared ReadWriteMany volume: either a claim the operator creates
+/// (`size`, optionally `storageClassName`) or an `existingClaim`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("oneOf" = [
+    {"required": ["size"]},
+    {"required": ["existingClaim"]}
+]))]
+pub struct StorageSpec {
+    /// Size of the claim the operator creates, a Kubernetes quantity
+    /// such as `100Gi`. Exactly one of `size` and `existingClaim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"))]
+    pub size: Option<String>,
+
+    /// Storage class of the created claim; it must offer ReadWriteMany.
+    /// Unset: the cluster's default class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub storage_class_name: Option<String>,
+
+    /// Name of an existing ReadWriteMany claim in the cluster's namespace
+    /// to use instead of creating one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    ))]
+    pub existing_claim: Option<String>,
+}
+
+/// Broker configuration, passed to `kaas-broker serve`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerSettings {
+    /// group.initial.rebalance.delay.ms
+    #[serde(default = "default_initial_rebalance_delay")]
+    #[schemars(range(min = 0, max = 300_000))]
+    pub group_initial_rebalance_delay_ms: i64,
+
+    /// group.min.session.timeout.ms; at most groupMaxSessionTimeoutMs.
+    #[serde(default = "default_min_session_timeout")]
+    #[schemars(range(min = 1, max = 3_600_000))]
+    pub group_min_session_timeout_ms: i32,
+
+    /// group.max.session.timeout.ms
+    #[serde(default = "default_max_session_timeout")]
+    #[schemars(range(min = 1, max = 3_600_000))]
+    pub group_max_session_timeout_ms: i32,
+
+    /// offsets.retention.minutes: committed offsets of an empty group
+    /// expire after this long.
+    #[serde(default = "default_offsets_retention")]
+    #[schemars(range(min = 1, max = 5_256_000))]
+    pub offsets_retention_minutes: i64,
+
+    /// num.partitions of auto-created topics.
+    #[serde(default = "default_partitions")]
+    #[schemars(range(min = 1, max = 10_000))]
+    pub default_partitions: i32,
+
+    /// auto.create.topics.enable
+    #[serde(default = "default_true")]
+    pub auto_create_topics: bool,
+
+    /// Broker log format.
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+impl Default for BrokerSettings {
+    fn default() -> Self {
+        Self {
+            group_initial_rebalance_delay_ms: default_initial_rebalance_delay(),
+            group_min_session_timeout_ms: default_min_session_timeout(),
+            group_max_session_timeout_ms: default_max_session_timeout(),
+            offsets_retention_minutes: default_offsets_retention(),
+            default_partitions: default_partitions(),
+            auto_create_topics: true,
+            log_format: LogFormat::default(),
+        }
+    }
+}
+
+fn default_initial_rebalance_delay() -> i64 {
+    3000
+}
+fn default_min_session_timeout() -> i32 {
+    6000
+}
+fn default_max_session_timeout() -> i32 {
+    1_800_000
+}
+fn default_offsets_retention() -> i64 {
+    7 * 24 * 60
+}
+fn default_partitions() -> i32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+
+/// Log format of the brokers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    #[default]
+    Json,
+}
+
+/// Additions to the broker pods. The operator's own labels, container,
+/// volume and probes always win over these.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodOverrides {
+    /// Extra pod labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Extra pod annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurityContext>,
+    /// Extra environment variables of the broker container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+    /// Grace period for a broker pod's shutdown (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 3600))]
+    pub termination_grace_period_seconds: Option<i64>,
+}
+
+/// What the operator observed and did, as of `observedGeneration`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KaasClusterStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Ready, Progressing, Degraded, AssignmentPublished (metav1.Condition).
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// Brokers alive in the published assignment.
+    #[serde(default)]
+    pub ready_brokers: i32,
+    /// Brokers in the published assignment, alive or not.
+    #[serde(default)]
+    pub brokers: i32,
+    /// Version of the published assignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignment_version: Option<u64>,
+    /// Consumer groups with members, as the brokers last reported.
+    #[serde(default)]
+    pub active_groups: i32,
+    /// Explicit group entries in the published assignment.
+    #[serde(default)]
+    pub group_entries: i32,
+}
+
+impl KaasClusterSpec {
+    /// Rules the schema cannot express. `Err` carries a message for the
+    /// Degraded condition.
+    pub fn validate(&self) -> Result<(), String> {
+        let b = &self.broker;
+        if b.group_min_session_timeout_ms > b.group_max_session_timeout_ms {
+            return Err(format!(
+                "spec.broker.groupMinSessionTimeoutMs ({}) must not exceed groupMaxSessionTimeoutMs ({})",
+                b.group_min_session_timeout_ms, b.group_max_session_timeout_ms
+            ));
+        }
+        match (&self.storage.size, &self.storage.existing_claim) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err("spec.storage needs exactly one of size and existingClaim".into())
+            }
+            (None, Some(_)) if self.storage.storage_class_name.is_some() => {
+                return Err(
+                    "spec.storage.storageClassName applies only to a claim the operator creates (size), not to existingClaim".into(),
+                )
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt;
+
+    pub(crate) fn spec() -> KaasClusterSpec {
+        serde_json::from_value(serde_json::json!({
+            "image": "kaas:dev",
+            "storage": {"size": "10Gi"}
+        }))
+        .expect("minimal spec")
+    }
+
+    #[test]
+    fn a_minimal_spec_gets_the_documented_defaults() {
+        let s = spec();
+        assert_eq!(s.replicas, 3);
+        assert_eq!(s.listener.port, 9092);
+        assert_eq!(s.listener.advertise, AdvertiseMode::Dns);
+        assert_eq!(s.broker.group_initial_rebalance_delay_ms, 3000);
+        assert_eq!(s.broker.log_format, LogFormat::Json);
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn validate_catches_what_the_schema_cannot() {
+        let mut s = spec();
+        s.broker.group_min_session_timeout_ms = 10_000;
+        s.broker.group_max_session_timeout_ms = 9_000;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("groupMinSessionTimeoutMs"));
+        let mut s = spec();
+        s.storage.existing_claim = Some("shared".into());
+        assert!(s.validate().unwrap_err().contains("exactly one"));
+        s.storage.size = None;
+        assert!(s.validate().is_ok());
+        s.storage.storage_class_name = Some("nfs".into());
+        assert!(s.validate().unwrap_err().contains("storageClassName"));
+    }
+
+    #[test]
+    fn the_schema_carries_the_validation_the_api_server_enforces() {
+        let crd = serde_json::to_value(KaasCluster::crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["properties"]["replicas"]["minimum"], 1);
+        assert_eq!(spec["properties"]["replicas"]["maximum"], 256);
+        assert_eq!(spec["properties"]["replicas"]["default"], 3);
+        assert_eq!(spec["properties"]["image"]["minLength"], 1);
+        assert_eq!(
+            spec["properties"]["listener"]["properties"]["port"]["maximum"],
+            65535
+        );
+        let advertise = &spec["properties"]["listener"]["properties"]["advertise"]["enum"];
+        assert_eq!(advertise, &serde_json::json!(["dns", "podIP"]));
+        let storage = &spec["properties"]["storage"];
+        assert_eq!(storage["oneOf"][0]["required"][0], "size");
+        assert!(storage["properties"]["size"]["pattern"].is_string());
+        assert_eq!(
+            crd["spec"]["versions"][0]["additionalPrinterColumns"][1]["jsonPath"],
+            ".status.readyBrokers"
+        );
+        assert_eq!(crd["spec"]["names"]["shortNames"][0], "kaas");
+        let text = serde_json::to_string(&crd).unwrap();
+        assert!(
+            !text.contains("x-kubernetes-validations"),
+            "no CEL: see the module docs"
+        );
+        assert!(!text.contains("$ref"), "structural schemas cannot use $ref");
+    }
+}

@@ -1,0 +1,315 @@
+//! From pods and EndpointSlices to the broker set the assignment lists.
+//! Pure: the reconcile lists the objects, this decides.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use kaas_shared::{BrokerInfo, BrokerState};
+use kube::ResourceExt;
+use serde::Deserialize;
+
+use crate::crd::{AdvertiseMode, KaasCluster};
+use crate::resources::Names;
+
+/// The parts of an EndpointSlice the controller reads. The same in
+/// `discovery.k8s.io/v1` and `v1beta1`, so both deserialize into it from a
+/// `DynamicObject`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Slice {
+    #[serde(default)]
+    pub address_type: String,
+    /// `null` in a slice with no endpoints.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub endpoints: Vec<SliceEndpoint>,
+}
+
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SliceEndpoint {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub addresses: Vec<String>,
+    #[serde(default)]
+    pub conditions: SliceConditions,
+    #[serde(default)]
+    pub target_ref: Option<SliceTarget>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SliceConditions {
+    /// Unset means ready, per the EndpointSlice API.
+    pub ready: Option<bool>,
+    /// Set while the pod is being deleted (1.20+ behind a gate; 1.22+ on).
+    pub terminating: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SliceTarget {
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+/// Per pod name, what the headless Service's slices say about it:
+/// `(ready, first address)`. `None` when no slice is known at all (the
+/// endpoint slice controller has not caught up, or the server has no
+/// EndpointSlice API): pod readiness alone then decides.
+pub fn slice_view(slices: &[Slice]) -> Option<BTreeMap<String, (bool, Option<String>)>> {
+    if slices.is_empty() {
+        return None;
+    }
+    let mut view = BTreeMap::new();
+    // 1.20 also publishes an empty IPv6 slice for a headless Service; only
+    // IP slices name pods, FQDN ones do not.
+    for s in slices.iter().filter(|s| s.address_type.starts_with("IPv")) {
+        for e in &s.endpoints {
+            let Some(target) = e.target_ref.as_ref().filter(|t| t.kind == "Pod") else {
+                continue;
+            };
+            let ready =
+                e.conditions.ready.unwrap_or(true) && e.conditions.terminating != Some(true);
+            let entry = view
+                .entry(target.name.clone())
+                .or_insert((false, None::<String>));
+            // Dual-stack: ready if any family says so.
+            entry.0 |= ready;
+            if entry.1.is_none() {
+                entry.1 = e.addresses.first().cloned();
+            }
+        }
+    }
+    Some(view)
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The broker set for the assignment.
+///
+/// - The set is the StatefulSet's ordinals `0..replicas`, widened to cover
+///   any pod still running above it: during a scale-down the leaving
+///   brokers stay in the set (draining) until their pods are gone, so the
+///   hash divisor changes once, after they stopped serving.
+/// - Alive: the pod is Ready, not terminating, and — when slices are known
+///   — its endpoint in the headless Service is ready.
+/// - Draining: the pod is terminating, or above `replicas`.
+/// - Dead: no pod, or not Ready.
+/// - Host: the DNS name, or in `podIP` mode the pod's IP once it has one.
+pub fn brokers(kc: &KaasCluster, replicas: i32, pods: &[Pod], slices: &[Slice]) -> Vec<BrokerInfo> {
+    let names = Names::of(kc);
+    let by_ordinal: BTreeMap<i32, &Pod> = pods
+        .iter()
+        .filter_map(|p| names.ordinal_of(&p.name_any()).map(|o| (o, p)))
+        .collect();
+    let slices = slice_view(slices);
+    let size = by_ordinal
+        .keys()
+        .next_back()
+        .map_or(replicas, |&max| replicas.max(max + 1));
+    let port = u16::try_from(kc.spec.listener.port).unwrap_or(9092);
+    (0..size.max(0))
+        .map(|id| {
+            let pod = by_ordinal.get(&id);
+            let pod_name = names.pod(id);
+            let endpoint = slices.as_ref().map(|v| v.get(&pod_name));
+            let state = match pod {
+                None => BrokerState::Dead,
+                Some(p) if p.metadata.deletion_timestamp.is_some() => BrokerState::Draining,
+                Some(_) if id >= replicas => BrokerState::Draining,
+                Some(p) => {
+                    let endpoint_ready = match endpoint {
+                        None => true,
+                        Some(e) => e.is_some_and(|(ready, _)| *ready),
+                    };
+                    if pod_ready(p) && endpoint_ready {
+                        BrokerState::Alive
+                    } else {
+                        BrokerState::Dead
+                    }
+                }
+            };
+            let host = match kc.spec.listener.advertise {
+                AdvertiseMode::Dns => names.broker_host(id),
+                AdvertiseMode::PodIp => pod
+                    .and_then(|p| p.status.as_ref()?.pod_ip.clone())
+                    .or_else(|| endpoint.flatten().and_then(|(_, a)| a.clone()))
+                    .unwrap_or_else(|| names.broker_host(id)),
+            };
+            BrokerInfo {
+                id,
+                host,
+                port,
+                state,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use BrokerState::{Alive, Dead, Draining};
+
+    fn kc(advertise: &str) -> KaasCluster {
+        let spec = serde_json::from_value(serde_json::json!({
+            "image": "kaas:dev",
+            "storage": {"size": "1Gi"},
+            "listener": {"port": 19092, "advertise": advertise},
+        }))
+        .unwrap();
+        let mut kc = KaasCluster::new("demo", spec);
+        kc.metadata.namespace = Some("ns".into());
+        kc
+    }
+
+    fn pod(name: &str, ready: bool, ip: Option<&str>) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.status = Some(PodStatus {
+            pod_ip: ip.map(Into::into),
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: if ready { "True" } else { "False" }.into(),
+                ..PodCondition::default()
+            }]),
+            ..PodStatus::default()
+        });
+        p
+    }
+
+    fn slice(family: &str, endpoints: &[(&str, &str, Option<bool>)]) -> Slice {
+        Slice {
+            address_type: family.into(),
+            endpoints: endpoints
+                .iter()
+                .map(|(name, ip, ready)| SliceEndpoint {
+                    addresses: vec![(*ip).into()],
+                    conditions: SliceConditions {
+                        ready: *ready,
+                        terminating: None,
+                    },
+                    target_ref: Some(SliceTarget {
+                        kind: "Pod".into(),
+                        name: (*name).into(),
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    fn states(b: &[BrokerInfo]) -> Vec<BrokerState> {
+        b.iter().map(|b| b.state).collect()
+    }
+
+    #[test]
+    fn slices_parse_as_both_api_versions_serve_them() {
+        // v1beta1 as 1.20 serves it, with the null an empty slice has.
+        let empty: Slice = serde_json::from_value(
+            serde_json::json!({"addressType": "IPv6", "endpoints": null, "ports": null}),
+        )
+        .unwrap();
+        assert!(empty.endpoints.is_empty());
+        let s: Slice = serde_json::from_value(serde_json::json!({
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.2"], "conditions": {"ready": true},
+                "targetRef": {"kind": "Pod", "name": "demo-0", "namespace": "ns"},
+                "topology": {"kubernetes.io/hostname": "kaas-node"}}],
+        }))
+        .unwrap();
+        let view = slice_view(&[s, empty]).unwrap();
+        assert_eq!(view["demo-0"], (true, Some("127.0.0.2".into())));
+    }
+
+    #[test]
+    fn no_pods_means_the_full_set_dead() {
+        let b = brokers(&kc("dns"), 3, &[], &[]);
+        assert_eq!(states(&b), vec![Dead, Dead, Dead]);
+        assert_eq!(b[1].host, "demo-1.demo-brokers.ns.svc");
+        assert_eq!(b[1].port, 19092);
+    }
+
+    #[test]
+    fn pod_readiness_decides_without_slices() {
+        let pods = [
+            pod("demo-0", true, None),
+            pod("demo-2", false, None),
+            pod("other-1", true, None),
+        ];
+        let b = brokers(&kc("dns"), 3, &pods, &[]);
+        assert_eq!(states(&b), vec![Alive, Dead, Dead]);
+    }
+
+    #[test]
+    fn slices_must_agree_when_present() {
+        let pods = [
+            pod("demo-0", true, Some("10.0.0.5")),
+            pod("demo-1", true, Some("10.0.0.6")),
+            pod("demo-2", true, Some("10.0.0.7")),
+        ];
+        let slices = [
+            slice(
+                "IPv4",
+                &[
+                    ("demo-0", "10.0.0.5", Some(true)),
+                    ("demo-1", "10.0.0.6", Some(false)),
+                ],
+            ),
+            slice("IPv6", &[]),
+        ];
+        // demo-1 not ready in the slice; demo-2 not in any slice yet.
+        let b = brokers(&kc("podIP"), 3, &pods, &slices);
+        assert_eq!(states(&b), vec![Alive, Dead, Dead]);
+        assert_eq!(b[0].host, "10.0.0.5");
+        assert_eq!(b[2].host, "10.0.0.7");
+        // Unset `ready` means ready.
+        let slices = [slice("IPv4", &[("demo-0", "10.0.0.5", None)])];
+        assert_eq!(
+            states(&brokers(&kc("podIP"), 1, &pods[..1], &slices)),
+            vec![Alive]
+        );
+    }
+
+    #[test]
+    fn scale_down_drains_before_the_set_shrinks() {
+        let pods = [
+            pod("demo-0", true, None),
+            pod("demo-1", true, None),
+            pod("demo-2", true, None),
+            pod("demo-3", true, None),
+        ];
+        // replicas 4 → 3: demo-3 still runs, so the set stays 4 wide.
+        let b = brokers(&kc("dns"), 3, &pods, &[]);
+        assert_eq!(states(&b), vec![Alive, Alive, Alive, Draining]);
+        // Once it is gone, the set is 3.
+        assert_eq!(brokers(&kc("dns"), 3, &pods[..3], &[]).len(), 3);
+    }
+
+    #[test]
+    fn a_terminating_pod_drains() {
+        let mut p = pod("demo-1", true, None);
+        p.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        let b = brokers(&kc("dns"), 2, &[pod("demo-0", true, None), p], &[]);
+        assert_eq!(states(&b), vec![Alive, Draining]);
+    }
+
+    #[test]
+    fn pod_ip_mode_falls_back_to_dns_until_an_ip_exists() {
+        let b = brokers(&kc("podIP"), 1, &[pod("demo-0", false, None)], &[]);
+        assert_eq!(b[0].host, "demo-0.demo-brokers.ns.svc");
+    }
+}

@@ -1,0 +1,679 @@
+//! Pure builders of everything a `KaasCluster` owns. No I/O: the reconcile
+//! server-side-applies what these return, and unit tests inspect them
+//! directly.
+//!
+//! Builders set only fields that Kubernetes 1.20 knows: server-side apply
+//! rejects fields missing from the server's schema, and the operator should
+//! run on every server the CRD installs on.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, Lifecycle,
+    LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Service, ServiceAccount,
+    ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{Resource, ResourceExt};
+
+use crate::crd::{AdvertiseMode, KaasCluster, LogFormat};
+
+/// The operator's field manager for server-side apply.
+pub const MANAGER: &str = "kaas-operator";
+/// Where the shared volume is mounted in broker pods.
+pub const DATA_PATH: &str = "/data";
+/// Name of the broker container and of its Kafka port.
+pub const BROKER_CONTAINER: &str = "broker";
+pub const KAFKA_PORT_NAME: &str = "kafka";
+
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
+
+/// Object names derived from the cluster's name. One place, because the
+/// controller finds pods, slices and the ConfigMap by these names too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    pub cluster: String,
+    pub namespace: String,
+}
+
+impl Names {
+    pub fn of(kc: &KaasCluster) -> Self {
+        Self {
+            cluster: kc.name_any(),
+            namespace: kc.namespace().unwrap_or_else(|| "default".into()),
+        }
+    }
+    /// The StatefulSet; pods are `<cluster>-<ordinal>`.
+    pub fn statefulset(&self) -> String {
+        self.cluster.clone()
+    }
+    /// The headless Service giving each pod a DNS name.
+    pub fn headless_service(&self) -> String {
+        format!("{}-brokers", self.cluster)
+    }
+    /// The client Service (bootstrap address).
+    pub fn client_service(&self) -> String {
+        self.cluster.clone()
+    }
+    pub fn claim(&self) -> String {
+        format!("{}-data", self.cluster)
+    }
+    pub fn assignment_configmap(&self) -> String {
+        format!("{}-assignment", self.cluster)
+    }
+    pub fn pdb(&self) -> String {
+        self.cluster.clone()
+    }
+    /// Broker service account, Role and RoleBinding.
+    pub fn broker_account(&self) -> String {
+        format!("{}-broker", self.cluster)
+    }
+    pub fn pod(&self, ordinal: i32) -> String {
+        format!("{}-{ordinal}", self.cluster)
+    }
+    /// The broker id of a pod of this cluster, from its name.
+    pub fn ordinal_of(&self, pod_name: &str) -> Option<i32> {
+        let rest = pod_name.strip_prefix(&self.cluster)?.strip_prefix('-')?;
+        // Only plain decimal ordinals: "demo-01" or "demo-x-1" are not ours.
+        if rest.is_empty() || rest.starts_with('0') && rest.len() > 1 {
+            return None;
+        }
+        rest.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| rest.parse().ok())
+            .flatten()
+    }
+    /// The DNS name a broker advertises in `dns` mode.
+    pub fn broker_host(&self, ordinal: i32) -> String {
+        format!(
+            "{}.{}.{}.svc",
+            self.pod(ordinal),
+            self.headless_service(),
+            self.namespace
+        )
+    }
+}
+
+/// Labels selecting a cluster's broker pods. Part of the StatefulSet's
+/// immutable selector: never change them.
+pub fn selector_labels(names: &Names) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_NAME.to_owned(), "kaas".to_owned()),
+        (LABEL_INSTANCE.to_owned(), names.cluster.clone()),
+    ])
+}
+
+/// Labels on everything the operator creates; the operator's Pod watch
+/// selects on `managed-by`.
+pub fn labels(names: &Names) -> BTreeMap<String, String> {
+    let mut l = selector_labels(names);
+    l.insert(LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned());
+    l.insert(LABEL_COMPONENT.to_owned(), "broker".to_owned());
+    l
+}
+
+/// `key=value,...` for a list call.
+pub fn label_selector(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn owner(kc: &KaasCluster) -> OwnerReference {
+    // A controller reference: garbage collection deletes what the cluster
+    // owns, and Controller::owns() maps child events back to it.
+    kc.controller_owner_ref(&())
+        .expect("a KaasCluster read from the API has a name and uid")
+}
+
+fn meta(kc: &KaasCluster, names: &Names, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: Some(names.namespace.clone()),
+        labels: Some(labels(names)),
+        owner_references: Some(vec![owner(kc)]),
+        ..ObjectMeta::default()
+    }
+}
+
+pub fn service_account(kc: &KaasCluster) -> ServiceAccount {
+    let n = Names::of(kc);
+    ServiceAccount {
+        metadata: meta(kc, &n, n.broker_account()),
+        ..ServiceAccount::default()
+    }
+}
+
+/// Least privilege for brokers: read and watch their own assignment
+/// ConfigMap, nothing else.
+pub fn broker_role(kc: &KaasCluster) -> Role {
+    let n = Names::of(kc);
+    Role {
+        metadata: meta(kc, &n, n.broker_account()),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            resource_names: Some(vec![n.assignment_configmap()]),
+            verbs: vec!["get".into(), "list".into(), "watch".into()],
+            ..PolicyRule::default()
+        }]),
+    }
+}
+
+pub fn broker_role_binding(kc: &KaasCluster) -> RoleBinding {
+    let n = Names::of(kc);
+    RoleBinding {
+        metadata: meta(kc, &n, n.broker_account()),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: n.broker_account(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: n.broker_account(),
+            namespace: Some(n.namespace.clone()),
+            ..Subject::default()
+        }]),
+    }
+}
+
+fn kafka_service_port(kc: &KaasCluster) -> ServicePort {
+    ServicePort {
+        name: Some(KAFKA_PORT_NAME.into()),
+        port: kc.spec.listener.port,
+        target_port: Some(IntOrString::String(KAFKA_PORT_NAME.into())),
+        protocol: Some("TCP".into()),
+        ..ServicePort::default()
+    }
+}
+
+/// The headless Service: per-pod DNS names, and the EndpointSlices the
+/// controller reads broker readiness from. Not-ready pods are left out of
+/// its endpoints on purpose, so slice readiness means "serving".
+pub fn headless_service(kc: &KaasCluster) -> Service {
+    let n = Names::of(kc);
+    Service {
+        metadata: meta(kc, &n, n.headless_service()),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            // Both fields: 1.20's dual-stack defaulting otherwise rewrites
+            // clusterIPs on every apply, a new resourceVersion each time,
+            // which would wake the controller forever.
+            cluster_ips: Some(vec!["None".into()]),
+            selector: Some(selector_labels(&n)),
+            ports: Some(vec![kafka_service_port(kc)]),
+            publish_not_ready_addresses: Some(false),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// The client Service: a stable bootstrap address. Clients then talk to
+/// each broker at the address the assignment advertises.
+pub fn client_service(kc: &KaasCluster) -> Service {
+    let n = Names::of(kc);
+    Service {
+        metadata: meta(kc, &n, n.client_service()),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(selector_labels(&n)),
+            ports: Some(vec![kafka_service_port(kc)]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// The claim the operator creates, or `None` for `existingClaim`.
+pub fn claim(kc: &KaasCluster) -> Option<PersistentVolumeClaim> {
+    let n = Names::of(kc);
+    let size = kc.spec.storage.size.clone()?;
+    Some(PersistentVolumeClaim {
+        metadata: meta(kc, &n, n.claim()),
+        spec: Some(PersistentVolumeClaimSpec {
+            // Every broker mounts the same volume: it must be RWX.
+            access_modes: Some(vec!["ReadWriteMany".into()]),
+            storage_class_name: kc.spec.storage.storage_class_name.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".into(), Quantity(size))])),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    })
+}
+
+/// The claim brokers mount.
+pub fn claim_name(kc: &KaasCluster) -> String {
+    kc.spec
+        .storage
+        .existing_claim
+        .clone()
+        .unwrap_or_else(|| Names::of(kc).claim())
+}
+
+/// The PodDisruptionBudget as JSON for `api_version` (`policy/v1` or, on
+/// servers before 1.21, `policy/v1beta1`; the fields used are the same).
+/// One broker at a time: a voluntary eviction moves that broker's groups,
+/// and moving two brokers' groups at once doubles the rebalances.
+pub fn pdb(kc: &KaasCluster, api_version: &str) -> serde_json::Value {
+    let n = Names::of(kc);
+    serde_json::json!({
+        "apiVersion": api_version,
+        "kind": "PodDisruptionBudget",
+        "metadata": meta(kc, &n, n.pdb()),
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": selector_labels(&n)},
+        },
+    })
+}
+
+fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    }
+}
+
+fn env_field(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// The broker's command line. A shell derives the broker id from the pod
+/// name (`<sts>-<ordinal>`): Kubernetes before 1.28 exposes the ordinal no
+/// other way. Every other value is a number or comes from the environment,
+/// so nothing here needs shell quoting.
+pub fn broker_script(kc: &KaasCluster) -> String {
+    let b = &kc.spec.broker;
+    let port = kc.spec.listener.port;
+    let mut s = format!(
+        "exec kaas-broker serve --id \"${{POD_NAME##*-}}\" --data {DATA_PATH} \
+         --listen 0.0.0.0:{port} --advertise \"${{KAAS_ADVERTISE_HOST}}:{port}\" \
+         --group-initial-rebalance-delay-ms {} \
+         --group-min-session-timeout-ms {} --group-max-session-timeout-ms {} \
+         --offsets-retention-minutes {} --default-partitions {}",
+        b.group_initial_rebalance_delay_ms,
+        b.group_min_session_timeout_ms,
+        b.group_max_session_timeout_ms,
+        b.offsets_retention_minutes,
+        b.default_partitions,
+    );
+    if !b.auto_create_topics {
+        s.push_str(" --no-auto-create-topics");
+    }
+    s
+}
+
+pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
+    let n = Names::of(kc);
+    let spec = &kc.spec;
+    let overrides = spec.pod.clone().unwrap_or_default();
+    let port = spec.listener.port;
+
+    let advertise_host = match spec.listener.advertise {
+        // $(VAR) is expanded by the kubelet from variables defined earlier.
+        AdvertiseMode::Dns => env(
+            "KAAS_ADVERTISE_HOST",
+            format!("$(POD_NAME).{}.{}.svc", n.headless_service(), n.namespace),
+        ),
+        AdvertiseMode::PodIp => env_field("KAAS_ADVERTISE_HOST", "status.podIP"),
+    };
+    let mut container_env = vec![
+        env_field("POD_NAME", "metadata.name"),
+        advertise_host,
+        env("KAAS_ASSIGNMENT_CONFIGMAP", n.assignment_configmap()),
+        env_field("KAAS_ASSIGNMENT_NAMESPACE", "metadata.namespace"),
+        env(
+            "KAAS_LOG_FORMAT",
+            match spec.broker.log_format {
+                LogFormat::Text => "text",
+                LogFormat::Json => "json",
+            },
+        ),
+    ];
+    // User variables come last; the operator's names are reserved.
+    for e in overrides.env.unwrap_or_default() {
+        if !container_env.iter().any(|x| x.name == e.name) {
+            container_env.push(e);
+        }
+    }
+
+    let tcp_probe = |initial, period, failures| Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::String(KAFKA_PORT_NAME.into()),
+            ..TCPSocketAction::default()
+        }),
+        initial_delay_seconds: Some(initial),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    };
+
+    let container = Container {
+        name: BROKER_CONTAINER.into(),
+        image: Some(spec.image.clone()),
+        image_pull_policy: Some(spec.image_pull_policy.as_str().to_owned()),
+        command: Some(vec!["/bin/sh".into(), "-c".into(), broker_script(kc)]),
+        env: Some(container_env),
+        ports: Some(vec![ContainerPort {
+            name: Some(KAFKA_PORT_NAME.into()),
+            container_port: port,
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        }]),
+        // Readiness gates the broker's "alive" in the assignment; liveness
+        // is slower so a busy broker is not restarted for a slow accept.
+        readiness_probe: Some(tcp_probe(2, 5, 2)),
+        liveness_probe: Some(tcp_probe(10, 10, 6)),
+        lifecycle: Some(Lifecycle {
+            // On deletion the operator marks the broker draining and moves
+            // its groups away; keep serving meanwhile, so clients follow
+            // the move before SIGTERM closes their connections.
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction {
+                    command: Some(vec!["sleep".into(), "5".into()]),
+                }),
+                ..LifecycleHandler::default()
+            }),
+            ..Lifecycle::default()
+        }),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "data".into(),
+            mount_path: DATA_PATH.into(),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    };
+
+    let mut pod_labels = overrides.labels.unwrap_or_default();
+    pod_labels.extend(labels(&n));
+    StatefulSet {
+        metadata: meta(kc, &n, n.statefulset()),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(spec.replicas),
+            service_name: Some(n.headless_service()),
+            // Brokers do not depend on each other to start: start them all.
+            pod_management_policy: Some("Parallel".into()),
+            selector: LabelSelector {
+                match_labels: Some(selector_labels(&n)),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: overrides.annotations,
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(n.broker_account()),
+                    containers: vec![container],
+                    volumes: Some(vec![Volume {
+                        name: "data".into(),
+                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                            claim_name: claim_name(kc),
+                            ..PersistentVolumeClaimVolumeSource::default()
+                        }),
+                        ..Volume::default()
+                    }]),
+                    termination_grace_period_seconds: Some(
+                        overrides.termination_grace_period_seconds.unwrap_or(30),
+                    ),
+                    node_selector: overrides.node_selector,
+                    tolerations: overrides.tolerations,
+                    affinity: overrides.affinity,
+                    priority_class_name: overrides.priority_class_name,
+                    security_context: overrides.security_context,
+                    ..PodSpec::default()
+                }),
+            },
+            ..StatefulSetSpec::default()
+        }),
+        ..StatefulSet::default()
+    }
+}
+
+/// The assignment ConfigMap for an encoded document (see
+/// `kaas_broker::cluster::configmap_source::encode`).
+pub fn assignment_configmap(
+    kc: &KaasCluster,
+    data: BTreeMap<String, String>,
+    binary: BTreeMap<String, k8s_openapi::ByteString>,
+) -> ConfigMap {
+    let n = Names::of(kc);
+    ConfigMap {
+        metadata: meta(kc, &n, n.assignment_configmap()),
+        data: Some(data),
+        binary_data: Some(binary),
+        ..ConfigMap::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{KaasClusterSpec, PodOverrides};
+
+    pub(crate) fn cluster(spec: serde_json::Value) -> KaasCluster {
+        let spec: KaasClusterSpec = serde_json::from_value(spec).expect("spec");
+        let mut kc = KaasCluster::new("demo", spec);
+        kc.metadata.namespace = Some("ns".into());
+        kc.metadata.uid = Some("uid-1".into());
+        kc
+    }
+
+    fn demo() -> KaasCluster {
+        cluster(serde_json::json!({"image": "kaas:dev", "storage": {"size": "10Gi"}}))
+    }
+
+    #[test]
+    fn names_and_ordinals() {
+        let n = Names::of(&demo());
+        assert_eq!(n.broker_host(2), "demo-2.demo-brokers.ns.svc");
+        assert_eq!(n.ordinal_of("demo-0"), Some(0));
+        assert_eq!(n.ordinal_of("demo-17"), Some(17));
+        for other in [
+            "demo", "demo-", "demo-01", "demo-x-1", "demox-1", "other-1", "demo--1",
+        ] {
+            assert_eq!(n.ordinal_of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn everything_is_owned_and_labelled() {
+        let kc = demo();
+        let metas = [
+            service_account(&kc).metadata,
+            broker_role(&kc).metadata,
+            broker_role_binding(&kc).metadata,
+            headless_service(&kc).metadata,
+            client_service(&kc).metadata,
+            claim(&kc).unwrap().metadata,
+            statefulset(&kc).metadata,
+        ];
+        for m in metas {
+            let refs = m.owner_references.expect("owner");
+            assert_eq!(refs.len(), 1);
+            assert_eq!(refs[0].kind, "KaasCluster");
+            assert_eq!(refs[0].uid, "uid-1");
+            assert_eq!(refs[0].controller, Some(true));
+            assert_eq!(m.namespace.as_deref(), Some("ns"));
+            assert_eq!(m.labels.unwrap()[LABEL_MANAGED_BY], MANAGER);
+        }
+        let pdb = pdb(&kc, "policy/v1beta1");
+        assert_eq!(pdb["apiVersion"], "policy/v1beta1");
+        assert_eq!(pdb["metadata"]["ownerReferences"][0]["kind"], "KaasCluster");
+        assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    }
+
+    #[test]
+    fn the_statefulset_runs_brokers_on_the_shared_volume() {
+        let kc = demo();
+        let sts = statefulset(&kc);
+        let spec = sts.spec.unwrap();
+        assert_eq!(spec.replicas, Some(3));
+        assert_eq!(spec.service_name.as_deref(), Some("demo-brokers"));
+        assert_eq!(spec.pod_management_policy.as_deref(), Some("Parallel"));
+        let selector = spec.selector.match_labels.unwrap();
+        let pod_labels = spec.template.metadata.unwrap().labels.unwrap();
+        assert!(selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)));
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.service_account_name.as_deref(), Some("demo-broker"));
+        assert_eq!(
+            pod.volumes.unwrap()[0]
+                .persistent_volume_claim
+                .as_ref()
+                .unwrap()
+                .claim_name,
+            "demo-data"
+        );
+        let c = &pod.containers[0];
+        let script = &c.command.as_ref().unwrap()[2];
+        assert!(script.starts_with("exec kaas-broker serve --id \"${POD_NAME##*-}\" --data /data"));
+        assert!(script.contains("--listen 0.0.0.0:9092"));
+        assert!(script.contains("--advertise \"${KAAS_ADVERTISE_HOST}:9092\""));
+        assert!(!script.contains("--no-auto-create-topics"));
+        let env: BTreeMap<_, _> = c
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|e| (e.name.as_str(), e))
+            .collect();
+        assert_eq!(
+            env["KAAS_ADVERTISE_HOST"].value.as_deref(),
+            Some("$(POD_NAME).demo-brokers.ns.svc")
+        );
+        assert_eq!(
+            env["KAAS_ASSIGNMENT_CONFIGMAP"].value.as_deref(),
+            Some("demo-assignment")
+        );
+        assert!(c.readiness_probe.is_some() && c.liveness_probe.is_some());
+        assert!(c.lifecycle.as_ref().unwrap().pre_stop.is_some());
+        assert_eq!(c.volume_mounts.as_ref().unwrap()[0].mount_path, "/data");
+    }
+
+    #[test]
+    fn spec_settings_reach_the_pods() {
+        let mut kc = cluster(serde_json::json!({
+            "replicas": 5,
+            "image": "kaas:1",
+            "imagePullPolicy": "Always",
+            "listener": {"port": 19092, "advertise": "podIP"},
+            "storage": {"existingClaim": "shared"},
+            "broker": {"groupInitialRebalanceDelayMs": 0, "autoCreateTopics": false},
+        }));
+        kc.spec.pod = Some(PodOverrides {
+            labels: Some(BTreeMap::from([
+                ("team".into(), "data".into()),
+                (LABEL_INSTANCE.into(), "hijack".into()),
+            ])),
+            env: Some(vec![env("EXTRA", "1"), env("POD_NAME", "nope")]),
+            priority_class_name: Some("high".into()),
+            ..PodOverrides::default()
+        });
+        assert!(claim(&kc).is_none());
+        let spec = statefulset(&kc).spec.unwrap();
+        assert_eq!(spec.replicas, Some(5));
+        let meta = spec.template.metadata.unwrap();
+        let labels = meta.labels.unwrap();
+        assert_eq!(labels["team"], "data");
+        assert_eq!(labels[LABEL_INSTANCE], "demo", "the operator's labels win");
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.priority_class_name.as_deref(), Some("high"));
+        assert_eq!(
+            pod.volumes.unwrap()[0]
+                .persistent_volume_claim
+                .as_ref()
+                .unwrap()
+                .claim_name,
+            "shared"
+        );
+        let c = &pod.containers[0];
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+        let script = &c.command.as_ref().unwrap()[2];
+        assert!(script.contains("--listen 0.0.0.0:19092"));
+        assert!(script.contains("--group-initial-rebalance-delay-ms 0 "));
+        assert!(script.ends_with(" --no-auto-create-topics"));
+        let env = c.env.as_ref().unwrap();
+        let advertise = env
+            .iter()
+            .find(|e| e.name == "KAAS_ADVERTISE_HOST")
+            .unwrap();
+        assert_eq!(
+            advertise
+                .value_from
+                .as_ref()
+                .unwrap()
+                .field_ref
+                .as_ref()
+                .unwrap()
+                .field_path,
+            "status.podIP"
+        );
+        assert_eq!(env.iter().filter(|e| e.name == "POD_NAME").count(), 1);
+        assert!(env.iter().any(|e| e.name == "EXTRA"));
+        assert_eq!(
+            headless_service(&kc).spec.unwrap().ports.unwrap()[0].port,
+            19092
+        );
+    }
+
+    #[test]
+    fn brokers_may_read_only_their_configmap() {
+        let role = broker_role(&demo());
+        let rules = role.rules.unwrap();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(
+            rules[0].resources.as_deref(),
+            Some(&["configmaps".to_owned()][..])
+        );
+        assert_eq!(
+            rules[0].resource_names.as_deref(),
+            Some(&["demo-assignment".to_owned()][..])
+        );
+        assert_eq!(rules[0].verbs, vec!["get", "list", "watch"]);
+        let binding = broker_role_binding(&demo());
+        assert_eq!(binding.subjects.unwrap()[0].name, "demo-broker");
+    }
+
+    #[test]
+    fn the_claim_is_read_write_many() {
+        let kc = cluster(serde_json::json!({
+            "image": "kaas:dev",
+            "storage": {"size": "50Gi", "storageClassName": "nfs"},
+        }));
+        let spec = claim(&kc).unwrap().spec.unwrap();
+        assert_eq!(spec.access_modes.unwrap(), vec!["ReadWriteMany"]);
+        assert_eq!(spec.storage_class_name.as_deref(), Some("nfs"));
+        assert_eq!(
+            spec.resources.unwrap().requests.unwrap()["storage"].0,
+            "50Gi"
+        );
+    }
+}
