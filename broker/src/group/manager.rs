@@ -279,69 +279,43 @@ impl GroupManager {
                     ack,
                 } => {
                     let durable = self.store.write_metadata(&group_id, Some(&record));
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        let result = durable.await;
-                        if let Err(e) = &result {
-                            warn!(group = %group_id, error = %e, "writing group metadata failed");
-                        }
-                        if let Some(ack) = ack {
-                            let result = result.map_err(|_| code::KAFKA_STORAGE_ERROR);
-                            me.apply(|core, now| {
-                                ((), core.complete_group_persist(ack, result, now))
-                            });
-                        }
-                    });
+                    self.report_when_durable(
+                        durable,
+                        "writing group metadata",
+                        group_id,
+                        move |core, result, now| {
+                            // Only writes the core waits on carry an ack.
+                            ack.map_or_else(Vec::new, |ack| {
+                                core.complete_group_persist(ack, result, now)
+                            })
+                        },
+                    );
                 }
                 Effect::PersistOffsets(plan) => {
                     let durable = self.store.commit_offsets(&plan.group_id, &plan.offsets);
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        let token = plan.token;
-                        match durable.await {
-                            Ok(()) => {
-                                me.apply(|core, now| ((), core.complete_offset_commit(token, now)))
-                            }
-                            Err(e) => {
-                                warn!(group = %plan.group_id, error = %e, "offset commit not durable; answering with an error");
-                                me.apply(|core, now| {
-                                    (
-                                        (),
-                                        core.fail_offset_commit(
-                                            token,
-                                            code::KAFKA_STORAGE_ERROR,
-                                            now,
-                                        ),
-                                    )
-                                })
-                            }
-                        }
-                    });
+                    let token = plan.token;
+                    self.report_when_durable(
+                        durable,
+                        "offset commit",
+                        plan.group_id,
+                        move |core, result, now| match result {
+                            Ok(()) => core.complete_offset_commit(token, now),
+                            Err(code) => core.fail_offset_commit(token, code, now),
+                        },
+                    );
                 }
                 Effect::DeleteOffsets(plan) => {
                     let durable = self.store.delete_offsets(&plan.group_id, &plan.partitions);
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        let token = plan.token;
-                        match durable.await {
-                            Ok(()) => {
-                                me.apply(|core, now| ((), core.complete_offset_delete(token, now)))
-                            }
-                            Err(e) => {
-                                warn!(group = %plan.group_id, error = %e, "offset delete not durable");
-                                me.apply(|core, now| {
-                                    (
-                                        (),
-                                        core.fail_offset_delete(
-                                            token,
-                                            code::KAFKA_STORAGE_ERROR,
-                                            now,
-                                        ),
-                                    )
-                                })
-                            }
-                        }
-                    });
+                    let token = plan.token;
+                    self.report_when_durable(
+                        durable,
+                        "offset delete",
+                        plan.group_id,
+                        move |core, result, now| match result {
+                            Ok(()) => core.complete_offset_delete(token, now),
+                            Err(code) => core.fail_offset_delete(token, code, now),
+                        },
+                    );
                 }
                 Effect::DeleteGroups(plan) => {
                     let writes: Vec<Durable> = plan
@@ -349,31 +323,21 @@ impl GroupManager {
                         .iter()
                         .map(|g| self.store.delete_group(g))
                         .collect();
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        let results = futures::future::join_all(writes).await;
-                        let failed = results
-                            .iter()
-                            .find_map(|r| r.as_ref().err().map(|e| e.to_string()));
-                        match failed {
-                            None => me.apply(|core, now| {
-                                ((), core.complete_delete_groups(plan.token, now))
-                            }),
-                            Some(e) => {
-                                warn!(groups = ?plan.group_ids, error = %e, "deleting groups failed");
-                                me.apply(|core, now| {
-                                    (
-                                        (),
-                                        core.fail_delete_groups(
-                                            plan.token,
-                                            code::KAFKA_STORAGE_ERROR,
-                                            now,
-                                        ),
-                                    )
-                                })
-                            }
-                        }
-                    });
+                    let all: Durable =
+                        Box::pin(
+                            async move { futures::future::try_join_all(writes).await.map(|_| ()) },
+                        );
+                    let token = plan.token;
+                    let groups = plan.group_ids.join(",");
+                    self.report_when_durable(
+                        all,
+                        "group delete",
+                        groups,
+                        move |core, result, now| match result {
+                            Ok(()) => core.complete_delete_groups(token, now),
+                            Err(code) => core.fail_delete_groups(token, code, now),
+                        },
+                    );
                 }
                 Effect::OffsetsExpired(expired) => {
                     let mut by_group: HashMap<String, Vec<(String, i32)>> = HashMap::new();
@@ -401,6 +365,26 @@ impl GroupManager {
                 }
             }
         }
+    }
+
+    /// Waits for a write to become durable, then reports the outcome to the
+    /// core (a failed write as KAFKA_STORAGE_ERROR, never as success) and
+    /// executes what it answers.
+    fn report_when_durable(
+        self: &Arc<Self>,
+        durable: Durable,
+        what: &'static str,
+        group: String,
+        report: impl FnOnce(&mut GroupCoordinator, Result<(), i16>, u64) -> Vec<Effect> + Send + 'static,
+    ) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let result = durable.await.map_err(|e| {
+                warn!(group = %group, error = %e, "{what} is not durable; answering with an error");
+                code::KAFKA_STORAGE_ERROR
+            });
+            me.apply(|core, now| ((), report(core, result, now)));
+        });
     }
 
     /// Drops every resident group this broker no longer coordinates (the
