@@ -64,7 +64,14 @@ impl Broker {
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
-        let store = Arc::new(GroupLogStore::new(&config.data_dir)?);
+        // Group logs are claimed under the assignment version this broker
+        // follows, so a broker on an older one is fenced (docs/design/fencing.md).
+        let followed = cluster.subscribe();
+        let store = Arc::new(
+            GroupLogStore::new(&config.data_dir)?.with_owner(config.id, move || {
+                followed.borrow().as_ref().map_or(0, |r| r.version())
+            }),
+        );
         let groups = GroupManager::new(
             config.id,
             config.groups.clone(),

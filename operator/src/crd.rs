@@ -105,6 +105,11 @@ pub struct ListenerSpec {
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
 
+    /// Port of each broker's HTTP endpoints (/healthz, /readyz, /metrics).
+    #[serde(default = "default_http_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub http_port: i32,
+
     /// Address each broker advertises in Metadata and the assignment:
     /// `dns` = `<pod>.<cluster>-brokers.<namespace>.svc` (stable across
     /// restarts; needs cluster DNS), `podIP` = the pod's IP.
@@ -116,6 +121,7 @@ impl Default for ListenerSpec {
     fn default() -> Self {
         Self {
             port: default_port(),
+            http_port: default_http_port(),
             advertise: AdvertiseMode::default(),
         }
     }
@@ -123,6 +129,10 @@ impl Default for ListenerSpec {
 
 fn default_port() -> i32 {
     9092
+}
+
+fn default_http_port() -> i32 {
+    8080
 }
 
 /// See [`ListenerSpec::advertise`].
@@ -375,13 +385,19 @@ mod tests {
     fn the_schema_carries_the_validation_the_api_server_enforces() {
         let crd = serde_json::to_value(KaasCluster::crd()).unwrap();
         let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
-        assert_eq!(spec["properties"]["replicas"]["minimum"], 1);
-        assert_eq!(spec["properties"]["replicas"]["maximum"], 256);
+        assert_eq!(
+            spec["properties"]["replicas"]["minimum"].as_f64(),
+            Some(1.0)
+        );
+        assert_eq!(
+            spec["properties"]["replicas"]["maximum"].as_f64(),
+            Some(256.0)
+        );
         assert_eq!(spec["properties"]["replicas"]["default"], 3);
         assert_eq!(spec["properties"]["image"]["minLength"], 1);
         assert_eq!(
-            spec["properties"]["listener"]["properties"]["port"]["maximum"],
-            65535
+            spec["properties"]["listener"]["properties"]["port"]["maximum"].as_f64(),
+            Some(65535.0)
         );
         let advertise = &spec["properties"]["listener"]["properties"]["advertise"]["enum"];
         assert_eq!(advertise, &serde_json::json!(["dns", "podIP"]));

@@ -12,6 +12,8 @@
 //! in the format `kaas_broker::cluster::configmap_source` reads.
 
 pub mod controller;
+#[cfg(test)]
+mod controller_tests;
 pub mod crd;
 pub mod observe;
 pub mod publish;

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, Lifecycle,
-    LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Service, ServiceAccount,
-    ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
+    ConfigMap, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction,
+    Lifecycle, LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe,
+    Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -30,6 +31,8 @@ pub const DATA_PATH: &str = "/data";
 /// Name of the broker container and of its Kafka port.
 pub const BROKER_CONTAINER: &str = "broker";
 pub const KAFKA_PORT_NAME: &str = "kafka";
+/// Name of the broker's HTTP port (/healthz, /readyz, /metrics).
+pub const HTTP_PORT_NAME: &str = "http";
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
@@ -311,9 +314,11 @@ fn env_field(name: &str, path: &str) -> EnvVar {
 pub fn broker_script(kc: &KaasCluster) -> String {
     let b = &kc.spec.broker;
     let port = kc.spec.listener.port;
+    let http = kc.spec.listener.http_port;
     let mut s = format!(
         "exec kaas-broker serve --id \"${{POD_NAME##*-}}\" --data {DATA_PATH} \
          --listen 0.0.0.0:{port} --advertise \"${{KAAS_ADVERTISE_HOST}}:{port}\" \
+         --http 0.0.0.0:{http} \
          --group-initial-rebalance-delay-ms {} \
          --group-min-session-timeout-ms {} --group-max-session-timeout-ms {} \
          --offsets-retention-minutes {} --default-partitions {}",
@@ -363,15 +368,32 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         }
     }
 
-    let tcp_probe = |initial, period, failures| Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::String(KAFKA_PORT_NAME.into()),
-            ..TCPSocketAction::default()
-        }),
+    let probe = |initial, period, failures| Probe {
         initial_delay_seconds: Some(initial),
         period_seconds: Some(period),
         failure_threshold: Some(failures),
         ..Probe::default()
+    };
+    // Readiness is "accepts Kafka connections", not the broker's /readyz:
+    // /readyz turns ready only once the assignment counts the broker alive,
+    // and the operator counts it alive only once its pod is Ready — using
+    // it here would deadlock every new broker.
+    let readiness = Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::String(KAFKA_PORT_NAME.into()),
+            ..TCPSocketAction::default()
+        }),
+        ..probe(2, 5, 2)
+    };
+    // Liveness is slower, so a busy broker is not restarted for one slow
+    // answer.
+    let liveness = Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/healthz".into()),
+            port: IntOrString::String(HTTP_PORT_NAME.into()),
+            ..HTTPGetAction::default()
+        }),
+        ..probe(10, 10, 6)
     };
 
     let container = Container {
@@ -380,16 +402,23 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         image_pull_policy: Some(spec.image_pull_policy.as_str().to_owned()),
         command: Some(vec!["/bin/sh".into(), "-c".into(), broker_script(kc)]),
         env: Some(container_env),
-        ports: Some(vec![ContainerPort {
-            name: Some(KAFKA_PORT_NAME.into()),
-            container_port: port,
-            protocol: Some("TCP".into()),
-            ..ContainerPort::default()
-        }]),
-        // Readiness gates the broker's "alive" in the assignment; liveness
-        // is slower so a busy broker is not restarted for a slow accept.
-        readiness_probe: Some(tcp_probe(2, 5, 2)),
-        liveness_probe: Some(tcp_probe(10, 10, 6)),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some(KAFKA_PORT_NAME.into()),
+                container_port: port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some(HTTP_PORT_NAME.into()),
+                container_port: spec.listener.http_port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+        ]),
+        // Pod readiness is what makes a broker alive in the assignment.
+        readiness_probe: Some(readiness),
+        liveness_probe: Some(liveness),
         lifecycle: Some(Lifecycle {
             // On deletion the operator marks the broker draining and moves
             // its groups away; keep serving meanwhile, so clients follow
@@ -573,7 +602,28 @@ mod tests {
             env["KAAS_ASSIGNMENT_CONFIGMAP"].value.as_deref(),
             Some("demo-assignment")
         );
-        assert!(c.readiness_probe.is_some() && c.liveness_probe.is_some());
+        assert!(script.contains("--http 0.0.0.0:8080"));
+        let readiness = c.readiness_probe.as_ref().unwrap();
+        assert!(
+            readiness.tcp_socket.is_some(),
+            "not /readyz: see statefulset()"
+        );
+        let liveness = c
+            .liveness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap();
+        assert_eq!(liveness.path.as_deref(), Some("/healthz"));
+        let ports: Vec<_> = c
+            .ports
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|p| (p.name.clone().unwrap(), p.container_port))
+            .collect();
+        assert_eq!(ports, vec![("kafka".into(), 9092), ("http".into(), 8080)]);
         assert!(c.lifecycle.as_ref().unwrap().pre_stop.is_some());
         assert_eq!(c.volume_mounts.as_ref().unwrap()[0].mount_path, "/data");
     }

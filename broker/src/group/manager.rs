@@ -200,6 +200,10 @@ impl GroupManager {
             .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
         let stored = match loaded {
             Ok(s) => s,
+            Err(e) if crate::storage::group_log::is_fenced(&e) => {
+                info!(group = group_id, error = %e, "not loading a group another broker claimed");
+                return Err(NotServed(code::NOT_COORDINATOR));
+            }
             Err(e) => {
                 warn!(group = group_id, error = %e, "cannot read the group's log");
                 return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
@@ -379,12 +383,43 @@ impl GroupManager {
     ) {
         let me = self.clone();
         tokio::spawn(async move {
+            let mut fenced = false;
             let result = durable.await.map_err(|e| {
-                warn!(group = %group, error = %e, "{what} is not durable; answering with an error");
-                code::KAFKA_STORAGE_ERROR
+                use crate::storage::group_log::{is_fenced, is_reclaimed};
+                if is_fenced(&e) || is_reclaimed(&e) {
+                    // Another broker owns (or wrote) the group's log: what we
+                    // hold is stale. Retriable for the client; reload later.
+                    info!(group = %group, error = %e, "{what} refused: the group's log moved; unloading");
+                    fenced = true;
+                    if is_fenced(&e) {
+                        code::NOT_COORDINATOR
+                    } else {
+                        kafka_protocol::ResponseError::CoordinatorLoadInProgress.code()
+                    }
+                } else {
+                    warn!(group = %group, error = %e, "{what} is not durable; answering with an error");
+                    code::KAFKA_STORAGE_ERROR
+                }
             });
             me.apply(|core, now| ((), report(core, result, now)));
+            if fenced {
+                me.unload(&group);
+            }
         });
+    }
+
+    /// Unloads one resident group (fenced: its log belongs to another
+    /// broker, or changed under us); the next request reloads it from disk.
+    fn unload(self: &Arc<Self>, group_id: &str) {
+        let mut st = self.lock();
+        if !st.core.is_resident(group_id) {
+            return;
+        }
+        let now = self.now_ms();
+        let fx = st.core.unload_group(group_id, now);
+        st.touched.remove(group_id);
+        self.store.close(group_id);
+        self.execute(&mut st, fx);
     }
 
     /// Drops every resident group this broker no longer coordinates (the

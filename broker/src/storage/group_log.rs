@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use super::log::sync_dir;
 use super::names::safe_file_name;
@@ -55,6 +55,12 @@ use crate::group::manager::{Durable, GroupStore, StoredGroup};
 pub const FORMAT_VERSION: u32 = 1;
 /// Delta records between two snapshots.
 pub const SNAPSHOT_EVERY: usize = 64;
+/// Group logs kept open (file handle and materialised table) at once by
+/// default. Beyond it, the least recently used idle ones are closed; they
+/// reopen (rescanning the file) on their next use. Without a bound every
+/// resident group holds a file descriptor, and 100,000 groups exceed any
+/// usual `ulimit -n`.
+pub const DEFAULT_MAX_OPEN_LOGS: usize = 4096;
 
 const FRAME_HEADER: usize = 8;
 const LOG_SUFFIX: &str = ".log";
@@ -66,6 +72,7 @@ const KIND_COMMIT: u8 = 2;
 const KIND_DELETE: u8 = 3;
 const KIND_METADATA: u8 = 4;
 const KIND_SNAPSHOT: u8 = 5;
+const KIND_CLAIM: u8 = 6;
 
 // ---------------------------------------------------------------- public types
 
@@ -99,6 +106,14 @@ pub struct GroupLogStore {
     root: PathBuf,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
     shared: Arc<Shared>,
+    /// Most entries (open logs) cached before idle ones are closed.
+    max_open: usize,
+    /// The broker claiming the logs it writes (fencing); `None` in tools
+    /// and tests that read logs.
+    owner: Option<Owner>,
+    /// Makes snapshot tmp files unique to this store: two brokers must
+    /// never write one another's.
+    tmp_tag: String,
 }
 
 // ---------------------------------------------------------------- records
@@ -155,6 +170,17 @@ struct MemberMeta {
 struct SnapshotBody {
     offsets: Vec<OffsetEntry>,
     metadata: Option<GroupMeta>,
+    /// The owner's claim, carried over by compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claim: Option<ClaimBody>,
+}
+
+/// Who writes this log: the broker that loaded the group, and the
+/// assignment version under which it did (see docs/design/fencing.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ClaimBody {
+    broker: i32,
+    assignment_version: u64,
 }
 
 #[derive(Debug)]
@@ -164,6 +190,7 @@ enum Record {
     Delete(Vec<PartitionEntry>),
     Metadata(Option<GroupMeta>),
     Snapshot(SnapshotBody),
+    Claim(ClaimBody),
 }
 
 impl OffsetEntry {
@@ -304,6 +331,10 @@ fn encode(record: &Record) -> io::Result<Vec<u8>> {
             buf.push(KIND_SNAPSHOT);
             serde_json::to_writer(&mut buf, b)
         }
+        Record::Claim(b) => {
+            buf.push(KIND_CLAIM);
+            serde_json::to_writer(&mut buf, b)
+        }
     };
     written.map_err(io::Error::other)?;
     let len = u32::try_from(buf.len() - FRAME_HEADER).map_err(|_| {
@@ -326,6 +357,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
         KIND_DELETE => serde_json::from_slice(body).map(Record::Delete),
         KIND_METADATA => serde_json::from_slice(body).map(Record::Metadata),
         KIND_SNAPSHOT => serde_json::from_slice(body).map(Record::Snapshot),
+        KIND_CLAIM => serde_json::from_slice(body).map(Record::Claim),
         other => return Err(format!("unknown record kind {other}")),
     };
     record.map_err(|e| format!("undecodable record of kind {kind}: {e}"))
@@ -379,6 +411,8 @@ fn check_header(h: &HeaderBody, group_id: &str) -> io::Result<()> {
 struct Table {
     offsets: BTreeMap<(String, i32), OffsetAndMetadata>,
     metadata: Option<GroupMetadataRecord>,
+    /// The last owner claim.
+    claim: Option<ClaimBody>,
 }
 
 impl Table {
@@ -397,9 +431,11 @@ impl Table {
                 }
             }
             Record::Metadata(m) => self.metadata = m.map(Into::into),
+            Record::Claim(c) => self.claim = Some(c),
             Record::Snapshot(s) => {
                 self.offsets.clear();
                 self.metadata = s.metadata.map(Into::into);
+                self.claim = s.claim;
                 self.apply(Record::Commit(s.offsets));
             }
         }
@@ -413,6 +449,7 @@ impl Table {
                 .map(|((t, p), o)| OffsetEntry::new(t, *p, o))
                 .collect(),
             metadata: self.metadata.as_ref().map(Into::into),
+            claim: self.claim,
         })
     }
 }
@@ -518,6 +555,100 @@ fn identity(file: &File) -> io::Result<(u64, u64)> {
     Ok((m.dev(), m.ino()))
 }
 
+// ---------------------------------------------------------------- fencing
+
+/// The broker writing through a store, for owner claims (see
+/// docs/design/fencing.md).
+#[derive(Clone)]
+pub struct Owner {
+    pub broker: i32,
+    /// The assignment version the broker follows now.
+    pub version: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+/// A load or write refused: another broker claimed the group's log under an
+/// assignment at least as new as the one this broker follows.
+#[derive(Debug)]
+pub struct Fenced {
+    pub group_id: String,
+    pub by_broker: i32,
+    pub by_version: u64,
+    pub ours: u64,
+}
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "group log of {:?} is claimed by broker {} under assignment version {} (this broker follows {})",
+            self.group_id, self.by_broker, self.by_version, self.ours
+        )
+    }
+}
+
+impl std::error::Error for Fenced {}
+
+/// A write refused because another broker wrote the log since this broker
+/// loaded the group: the log is claimed back, and the group must be
+/// reloaded before it is written again.
+#[derive(Debug)]
+pub struct Reclaimed {
+    pub group_id: String,
+    pub from_broker: i32,
+}
+
+impl std::fmt::Display for Reclaimed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "group log of {:?} was written by broker {} since this broker loaded it; reload needed",
+            self.group_id, self.from_broker
+        )
+    }
+}
+
+impl std::error::Error for Reclaimed {}
+
+/// Whether `e` is a [`Fenced`] refusal.
+pub fn is_fenced(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<Fenced>())
+}
+
+/// Whether `e` is a [`Reclaimed`] refusal.
+pub fn is_reclaimed(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|x| x.is::<Reclaimed>())
+}
+
+/// An exclusive `flock` on an open log, held while its length is checked
+/// and written; released on drop. On a file system without working locks
+/// it degrades (once warned) to the claim check alone.
+struct FileLock(Option<Arc<File>>);
+
+impl FileLock {
+    fn acquire(file: &Arc<File>) -> io::Result<FileLock> {
+        match file.lock() {
+            Ok(()) => Ok(FileLock(Some(file.clone()))),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported || e.raw_os_error() == Some(37) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    warn!(error = %e, "file locks do not work on the data volume; group logs are \
+                          fenced by owner claims alone (see docs/design/fencing.md)")
+                });
+                Ok(FileLock(None))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        if let Some(f) = &self.0 {
+            let _ = f.unlock();
+        }
+    }
+}
+
 /// What an open replayed.
 #[derive(Debug, Default)]
 struct Replay {
@@ -526,27 +657,45 @@ struct Replay {
     deltas: usize,
 }
 
+/// An opened log, its replay, and the file lock held on it.
+type Opened = (OpenLog, Replay, FileLock);
+
 /// Opens (recovering) the log; with `create`, creates a missing one.
 /// `None`: no log and `create` is false. Creating does not fsync: the new
 /// log is marked `dir_dirty` and the next group commit makes it durable.
-fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<(OpenLog, Replay)>> {
-    let file = match OpenOptions::new().read(true).write(true).open(&p.path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-            match create_log(p) {
-                Ok(log) => return Ok(Some((log, Replay::default()))),
-                // Created by someone else meanwhile: open theirs.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    OpenOptions::new().read(true).write(true).open(&p.path)?
+/// Returns with the log's file lock held, taken before the file is read.
+fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Opened>> {
+    let mut attempts = 0;
+    let (file, guard) = loop {
+        let file = match OpenOptions::new().read(true).write(true).open(&p.path) {
+            Ok(f) => Arc::new(f),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                match create_log(p) {
+                    Ok(opened) => return Ok(Some(opened)),
+                    // Created by someone else meanwhile: open theirs.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let guard = FileLock::acquire(&file)?;
+        // Replaced by a snapshot (or removed) between the open and the lock:
+        // open whatever is at the path now.
+        let here = fs::metadata(&p.path).map(|m| (m.dev(), m.ino())).ok();
+        if here == Some(identity(&file)?) {
+            break (file, guard);
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        attempts += 1;
+        if attempts > 100 {
+            return Err(io::Error::other(
+                "group log keeps being replaced while opened",
+            ));
+        }
     };
     let mut data = Vec::new();
-    (&file).read_to_end(&mut data)?;
+    (&*file).read_to_end(&mut data)?;
     let scan = scan(&data, &p.group_id)?;
     let mut len = scan.valid_end;
     let damage = match scan.damage {
@@ -574,7 +723,7 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<(O
     }
     let log = OpenLog {
         identity: identity(&file)?,
-        file: Arc::new(file),
+        file,
         len,
         deltas_since_snapshot: scan.deltas_since_snapshot,
         table: scan.table,
@@ -585,28 +734,37 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<(O
         snapshots: scan.snapshots,
         deltas: scan.deltas,
     };
-    Ok(Some((log, replay)))
+    Ok(Some((log, replay, guard)))
 }
 
 /// Creates a log holding only its header. A crash before the header is
 /// complete leaves a torn header, which the next open starts over.
-fn create_log(p: &LogPaths) -> io::Result<OpenLog> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&p.path)?;
+fn create_log(p: &LogPaths) -> io::Result<Opened> {
+    let file = Arc::new(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&p.path)?,
+    );
     let header = encode(&header_record(&p.group_id))?;
-    let written = file.write_all_at(&header, 0).and_then(|()| identity(&file));
+    let written = FileLock::acquire(&file).and_then(|guard| {
+        file.write_all_at(&header, 0)?;
+        Ok((identity(&file)?, guard))
+    });
     match written {
-        Ok(identity) => Ok(OpenLog {
-            file: Arc::new(file),
-            len: header.len() as u64,
-            identity,
-            deltas_since_snapshot: 0,
-            table: Table::default(),
-            dir_dirty: true,
-        }),
+        Ok((identity, guard)) => Ok((
+            OpenLog {
+                file,
+                len: header.len() as u64,
+                identity,
+                deltas_since_snapshot: 0,
+                table: Table::default(),
+                dir_dirty: true,
+            },
+            Replay::default(),
+            guard,
+        )),
         Err(e) => {
             let _ = fs::remove_file(&p.path);
             Err(e)
@@ -697,6 +855,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Shared {
     fsyncs: AtomicU64,
     snapshots: AtomicU64,
+    /// Use counter: entries remember when they were last used.
+    ticks: AtomicU64,
     #[cfg(test)]
     faults: Faults,
 }
@@ -727,6 +887,8 @@ struct Entry {
     /// One fsync (or snapshot) at a time; appends waiting meanwhile share
     /// the next one.
     sync_lock: tokio::sync::Mutex<()>,
+    /// `Shared::ticks` at the last use, for closing idle logs.
+    last_used: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -785,25 +947,37 @@ impl Entry {
         lock(&self.inner)
     }
 
-    /// Makes sure `inner.log` is the current log (opening or reopening it).
-    fn ensure_open(&self, inner: &mut Inner, create: bool, shared: &Shared) -> io::Result<()> {
+    /// Makes sure `inner.log` is the current log (opening or reopening it),
+    /// and returns with its file lock held (`None` when there is no log).
+    fn ensure_open(
+        &self,
+        inner: &mut Inner,
+        create: bool,
+        shared: &Shared,
+    ) -> io::Result<Option<FileLock>> {
         let failed = std::mem::take(&mut inner.failed);
         if std::mem::take(&mut inner.reopen) || failed {
             inner.retire_log();
         }
         if let Some(log) = &inner.log {
+            // Checked under the lock: nobody can append between the check
+            // and our write.
+            let guard = FileLock::acquire(&log.file)?;
             if log.is_current(&self.paths)? {
-                return Ok(());
+                return Ok(Some(guard));
             }
+            drop(guard);
             inner.retire_log();
         }
         match open_log(&self.paths, create, shared) {
             Ok(opened) => {
-                inner.log = opened.map(|(mut log, _)| {
+                let mut held = None;
+                inner.log = opened.map(|(mut log, _, guard)| {
                     log.dir_dirty |= failed;
+                    held = Some(guard);
                     log
                 });
-                Ok(())
+                Ok(held)
             }
             Err(e) => {
                 inner.failed |= failed;
@@ -931,6 +1105,12 @@ async fn compact_if_due(entry: &Entry, shared: &Arc<Shared>) {
     let swapped = match inner.log.as_mut() {
         Some(log) if Arc::ptr_eq(&log.file, &old) => {
             let swap = (|| {
+                let _guard = FileLock::acquire(&old)?;
+                if !log.is_current(&entry.paths)? {
+                    return Err(io::Error::other(
+                        "the log changed on disk (another owner?); snapshot dropped",
+                    ));
+                }
                 let mut tail = vec![0u8; (log.len - snap_end) as usize];
                 old.read_exact_at(&mut tail, snap_end)?;
                 tmp.write_all_at(&tail, base)?;
@@ -975,7 +1155,25 @@ impl GroupLogStore {
             root,
             entries: Mutex::new(HashMap::new()),
             shared: Arc::default(),
+            max_open: DEFAULT_MAX_OPEN_LOGS,
+            owner: None,
+            tmp_tag: format!(
+                "{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
         })
+    }
+
+    /// Keeps at most about `n` logs open (at least 1); see [`DEFAULT_MAX_OPEN_LOGS`].
+    pub fn with_max_open_logs(mut self, n: usize) -> Self {
+        self.max_open = n.max(1);
+        self
+    }
+
+    /// Logs currently cached (open or being written), for tests and metrics.
+    pub fn open_logs(&self) -> usize {
+        lock(&self.entries).len()
     }
 
     pub fn root(&self) -> &Path {
@@ -1003,23 +1201,37 @@ impl GroupLogStore {
             group_id: group_id.to_string(),
             root: self.root.clone(),
             path: self.root.join(format!("{name}{LOG_SUFFIX}")),
-            tmp: self.root.join(format!("{name}{LOG_SUFFIX}.tmp")),
+            tmp: self
+                .root
+                .join(format!("{name}{LOG_SUFFIX}.tmp.{}", self.tmp_tag)),
         }
     }
 
     /// Runs `f` on the group's live entry, locked.
     fn with_entry<R>(&self, group_id: &str, f: impl FnOnce(&Arc<Entry>, &mut Inner) -> R) -> R {
         loop {
-            let entry = lock(&self.entries)
-                .entry(group_id.to_string())
-                .or_insert_with(|| {
-                    Arc::new(Entry {
-                        paths: self.paths(group_id),
-                        inner: Mutex::new(Inner::default()),
-                        sync_lock: tokio::sync::Mutex::new(()),
-                    })
-                })
-                .clone();
+            let entry = {
+                let mut entries = lock(&self.entries);
+                let entry = match entries.get(group_id) {
+                    Some(e) => e.clone(),
+                    None => {
+                        if entries.len() >= self.max_open {
+                            evict_idle(&mut entries, self.max_open - self.max_open / 4);
+                        }
+                        let e = Arc::new(Entry {
+                            paths: self.paths(group_id),
+                            inner: Mutex::new(Inner::default()),
+                            sync_lock: tokio::sync::Mutex::new(()),
+                            last_used: AtomicU64::new(0),
+                        });
+                        entries.insert(group_id.to_string(), e.clone());
+                        e
+                    }
+                };
+                let tick = self.shared.ticks.fetch_add(1, Ordering::Relaxed);
+                entry.last_used.store(tick, Ordering::Relaxed);
+                entry
+            };
             let mut inner = entry.inner();
             if !inner.closed {
                 return f(&entry, &mut inner);
@@ -1041,6 +1253,17 @@ impl GroupLogStore {
                     inner.failed |= failed;
                     return Err(e);
                 }
+            };
+            let opened = match opened {
+                Some((mut log, replay, guard)) => {
+                    if let Err(e) = self.claim(group_id, &mut log) {
+                        inner.failed |= failed;
+                        return Err(e);
+                    }
+                    drop(guard);
+                    Some((log, replay))
+                }
+                None => None,
             };
             Ok(opened.map(|(mut log, replay)| {
                 log.dir_dirty |= failed;
@@ -1192,6 +1415,67 @@ impl GroupLogStore {
         }
     }
 
+    /// Under the log's file lock: refuses ([`Fenced`]) when another broker
+    /// claimed the log under an assignment at least as new as ours, else
+    /// appends our claim if the log's last claim is not ours. Returns the
+    /// broker the claim was taken from, if any. No-op without an owner.
+    fn claim(&self, group_id: &str, log: &mut OpenLog) -> io::Result<Option<i32>> {
+        let Some(owner) = &self.owner else {
+            return Ok(None);
+        };
+        let ours = (owner.version)();
+        let previous = log.table.claim;
+        match previous {
+            Some(c) if c.broker == owner.broker => return Ok(None),
+            Some(c) if c.assignment_version >= ours => {
+                return Err(io::Error::other(Fenced {
+                    group_id: group_id.to_string(),
+                    by_broker: c.broker,
+                    by_version: c.assignment_version,
+                    ours,
+                }))
+            }
+            _ => {}
+        }
+        let claim = ClaimBody {
+            broker: owner.broker,
+            assignment_version: ours,
+        };
+        let frame = encode(&Record::Claim(claim))?;
+        if let Err(e) = log.file.write_all_at(&frame, log.len) {
+            let _ = log.file.set_len(log.len);
+            return Err(e);
+        }
+        log.len += frame.len() as u64;
+        log.deltas_since_snapshot += 1;
+        log.table.apply(Record::Claim(claim));
+        if let Some(c) = previous {
+            info!(
+                group_id,
+                from = c.broker,
+                from_version = c.assignment_version,
+                to = owner.broker,
+                to_version = ours,
+                "claimed the group log"
+            );
+        }
+        Ok(previous.map(|c| c.broker))
+    }
+
+    /// Claims every log this store loads or writes for `broker`, under the
+    /// assignment version `version()` returns at the time (fencing).
+    pub fn with_owner(
+        mut self,
+        broker: i32,
+        version: impl Fn() -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        self.owner = Some(Owner {
+            broker,
+            version: Arc::new(version),
+        });
+        self
+    }
+
     fn write_frame(&self, file: &File, at: u64, frame: &[u8]) -> io::Result<()> {
         #[cfg(test)]
         if self.shared.faults.short_write.swap(false, Ordering::AcqRel) {
@@ -1206,10 +1490,18 @@ impl GroupLogStore {
     fn append(&self, group_id: &str, record: Record, create: bool) -> io::Result<Option<Pending>> {
         let frame = encode(&record)?;
         self.with_entry(group_id, |entry, inner| {
-            entry.ensure_open(inner, create, &self.shared)?;
+            let _guard = entry.ensure_open(inner, create, &self.shared)?;
             let Some(log) = inner.log.as_mut() else {
                 return Ok(None);
             };
+            if let Some(from_broker) = self.claim(group_id, log)? {
+                // Another broker wrote the log since we loaded the group:
+                // what we hold in memory may miss its records.
+                return Err(io::Error::other(Reclaimed {
+                    group_id: group_id.to_string(),
+                    from_broker,
+                }));
+            }
             if let Err(e) = self.write_frame(&log.file, log.len, &frame) {
                 // Leave no partial record behind; if even that fails, the
                 // next use rescans the file, which cuts the torn tail.
@@ -1229,6 +1521,39 @@ impl GroupLogStore {
                 seq: inner.appended,
             }))
         })
+    }
+}
+
+/// Closes least recently used idle entries until at most `keep` remain (or
+/// no idle one is left). Idle: nobody else holds the entry (no write in
+/// flight, no waiter, no sync), every append is durable, and no failure is
+/// pending a reopen. A closed entry's log reopens from disk on next use.
+fn evict_idle(entries: &mut HashMap<String, Arc<Entry>>, keep: usize) {
+    let excess = entries.len().saturating_sub(keep);
+    if excess == 0 {
+        return;
+    }
+    let mut idle: Vec<(u64, &String)> = entries
+        .iter()
+        .filter(|(_, e)| Arc::strong_count(e) == 1)
+        .filter(|(_, e)| {
+            e.inner.try_lock().is_ok_and(|i| {
+                i.appended == i.durable && i.retired.is_empty() && !i.failed && !i.reopen
+            })
+        })
+        .map(|(k, e)| (e.last_used.load(Ordering::Relaxed), k))
+        .collect();
+    if idle.len() > excess {
+        idle.select_nth_unstable(excess);
+        idle.truncate(excess);
+    }
+    let victims: Vec<String> = idle.into_iter().map(|(_, k)| k.clone()).collect();
+    for k in victims {
+        if let Some(entry) = entries.remove(&k) {
+            let mut inner = entry.inner();
+            inner.retire_log();
+            inner.closed = true;
+        }
     }
 }
 

@@ -279,6 +279,20 @@ impl BrokerProc {
         logs: &Path,
         source: &Source,
     ) -> BrokerProc {
+        Self::spawn_with_kubeconfig(id, ip, port, data, logs, source, None)
+    }
+
+    /// [`BrokerProc::spawn`] with `KUBECONFIG` pointing at `kubeconfig`
+    /// (a file), as a pod would use its own service account.
+    pub fn spawn_with_kubeconfig(
+        id: i32,
+        ip: &str,
+        port: u16,
+        data: &Path,
+        logs: &Path,
+        source: &Source,
+        kubeconfig: Option<&Path>,
+    ) -> BrokerProc {
         let log = logs.join(format!("broker-{id}.log"));
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -293,6 +307,9 @@ impl BrokerProc {
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(file);
+        if let Some(k) = kubeconfig {
+            cmd.env("KUBECONFIG", k);
+        }
         if let Source::ConfigMap { namespace, name } = source {
             cmd.args([
                 "--assignment-configmap",
@@ -518,5 +535,98 @@ pub fn committed_offset(bootstrap: &str, group: &str, topic: &str) -> Option<i64
     match committed.find_partition(topic, 0)?.offset() {
         rdkafka::Offset::Offset(o) => Some(o),
         _ => None,
+    }
+}
+
+impl TestEnv {
+    /// A kubeconfig (YAML) for the same server, authenticating as
+    /// `ns/service_account` with its token: what a pod running under that
+    /// account would be allowed to do. 1.20's token controller creates the
+    /// token Secret shortly after the account; this waits for it.
+    pub async fn kubeconfig_for(&self, ns: &str, service_account: &str) -> String {
+        use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+        let path = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+        let admin = kube::config::Kubeconfig::read_from(&path).expect("admin kubeconfig");
+        let cluster = admin.clusters[0].cluster.clone().expect("a cluster");
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), ns);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let secret = loop {
+            let sa = accounts
+                .get_opt(service_account)
+                .await
+                .expect("get ServiceAccount");
+            if let Some(name) = sa
+                .and_then(|sa| sa.secrets)
+                .and_then(|s| s.into_iter().next())
+                .and_then(|r| r.name)
+            {
+                break name;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no token for {ns}/{service_account}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let secret = Api::<Secret>::namespaced(self.client.clone(), ns)
+            .get(&secret)
+            .await
+            .expect("token Secret");
+        let token = secret.data.expect("token data")["token"].0.clone();
+        let token = String::from_utf8(token).expect("a text token");
+        format!(
+            "apiVersion: v1\nkind: Config\n\
+             clusters: [{{name: k, cluster: {{server: \"{}\", certificate-authority-data: \"{}\"}}}}]\n\
+             users: [{{name: u, user: {{token: \"{token}\"}}}}]\n\
+             contexts: [{{name: c, context: {{cluster: k, user: u, namespace: \"{ns}\"}}}}]\n\
+             current-context: c\n",
+            cluster.server.expect("server"),
+            cluster.certificate_authority_data.expect("CA data"),
+        )
+    }
+
+    /// A client from a kubeconfig made by [`TestEnv::kubeconfig_for`].
+    pub async fn client_from(kubeconfig: &str) -> Client {
+        let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .expect("config");
+        Client::try_from(config).expect("client")
+    }
+
+    /// Creates every object of a multi-document YAML (e.g. `helm template`
+    /// output), resolving each kind through discovery.
+    pub async fn create_all(&self, yaml: &str) -> Vec<String> {
+        use k8s_openapi::serde::Deserialize;
+        let mut created = Vec::new();
+        for doc in serde_yaml::Deserializer::from_str(yaml) {
+            let value = serde_json::Value::deserialize(doc).expect("a YAML document");
+            if value.is_null() {
+                continue;
+            }
+            let obj: kube::api::DynamicObject = serde_json::from_value(value).expect("an object");
+            let types = obj.types.clone().expect("apiVersion and kind");
+            let gvk = kube::api::GroupVersionKind::try_from(&types).expect("a GVK");
+            let (ar, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
+                .await
+                .expect("a served kind");
+            let api: Api<kube::api::DynamicObject> = match caps.scope {
+                kube::discovery::Scope::Namespaced => Api::namespaced_with(
+                    self.client.clone(),
+                    obj.metadata.namespace.as_deref().unwrap_or("default"),
+                    &ar,
+                ),
+                kube::discovery::Scope::Cluster => Api::all_with(self.client.clone(), &ar),
+            };
+            api.create(&PostParams::default(), &obj)
+                .await
+                .unwrap_or_else(|e| panic!("create {} {:?}: {e}", gvk.kind, obj.metadata.name));
+            created.push(format!(
+                "{}/{}",
+                gvk.kind,
+                obj.metadata.name.unwrap_or_default()
+            ));
+        }
+        created
     }
 }

@@ -268,10 +268,12 @@ async fn a_cluster_becomes_ready_and_groups_follow_readiness() {
     })
     .await;
     let old_owner = Routing::new(doc.clone()).owner_of_group(group).unwrap();
-    assert_eq!(
-        coordinator(&running.brokers[&0].addr, group).await,
-        Some(old_owner)
-    );
+    let addr = running.brokers[&0].addr.clone();
+    eventually(WAIT, "the brokers name the hash owner", || {
+        let addr = addr.clone();
+        async move { coordinator(&addr, group).await == Some(old_owner) }
+    })
+    .await;
     await_status(&api, "demo", "the operator sees the active group", |s| {
         s.active_groups >= 1
     })

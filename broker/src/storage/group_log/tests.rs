@@ -643,6 +643,48 @@ async fn close_drops_the_cached_handle() {
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
 }
 
+#[tokio::test]
+async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path())
+        .unwrap()
+        .with_max_open_logs(4);
+    for i in 0..20 {
+        let g = format!("g{i}");
+        store
+            .commit_offsets(&g, &commit("t", 0, oam(i)))
+            .await
+            .unwrap();
+        assert!(store.open_logs() <= 4, "{} logs open", store.open_logs());
+    }
+    // The most recently used stay open; an old one reopens from its file.
+    assert!(lock(&store.entries).contains_key("g19"));
+    assert!(!lock(&store.entries).contains_key("g0"));
+    store
+        .commit_offsets("g0", &commit("t", 1, oam(100)))
+        .await
+        .unwrap();
+    let loaded = store.load("g0").unwrap().unwrap();
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(0)), ("t".to_string(), 1, oam(100))]
+    );
+    // A log with a write in flight is not closed under it.
+    let pending = store.commit_offsets("g1", &commit("t", 0, oam(7)));
+    for i in 20..30 {
+        store
+            .commit_offsets(&format!("g{i}"), &commit("t", 0, oam(i)))
+            .await
+            .unwrap();
+    }
+    assert!(lock(&store.entries).contains_key("g1"));
+    pending.await.unwrap();
+    assert_eq!(
+        store.load("g1").unwrap().unwrap().offsets,
+        vec![("t".to_string(), 0, oam(7))]
+    );
+}
+
 #[test]
 fn records_are_framed_with_length_and_crc() {
     let frame = encode(&header_record("g")).unwrap();
@@ -731,10 +773,7 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
         .unwrap();
     assert_eq!(loaded.replayed_deltas, 3);
     assert!(loaded.offsets.contains(&("t".to_string(), 0, oam(9))));
-    assert!(!store
-        .root()
-        .join(format!("{}.log.tmp", safe_file_name(b"g")))
-        .exists());
+    assert!(!store.paths("g").tmp.exists());
 }
 
 #[tokio::test]

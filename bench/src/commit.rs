@@ -1,0 +1,568 @@
+//! OffsetCommit durability throughput: committers over groups with many
+//! partitions each, every acknowledgement fsynced.
+//!
+//! Measured in the same run, interleaved round by round:
+//! - kaas: OffsetCommit requests over the wire to a local broker;
+//! - baseline (a), the seed's design: rewrite the group's whole JSON file
+//!   (tmp + fsync + rename) per commit, under a per-group lock;
+//! - limit (b): append the same bytes a kaas commit appends, to one file per
+//!   group, and fdatasync, with group commit per file (appends waiting while
+//!   a file syncs share the next fdatasync), which is how kaas batches;
+//! - one fdatasync on an idle disk (one thread, one file).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kaas_broker::client::KafkaClient;
+use serde::Serialize;
+
+use crate::report::{self, emit, median, note, percentile, Figure, Target};
+use crate::sys::Rng;
+use crate::Env;
+
+const TOPIC: &str = "orders";
+const COMMIT_VERSION: i16 = 8;
+
+struct Params {
+    groups: usize,
+    partitions: usize,
+    committers: usize,
+    per_commit: usize,
+    rounds: usize,
+    window: Duration,
+}
+
+/// What one timed window produced.
+#[derive(Default)]
+struct Window {
+    commits: u64,
+    elapsed: Duration,
+    /// Per-commit latency, microseconds.
+    latencies: Vec<u64>,
+}
+
+impl Window {
+    fn rate(&self) -> f64 {
+        self.commits as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn merge(parts: Vec<(u64, Vec<u64>)>, elapsed: Duration) -> Window {
+        let mut w = Window {
+            elapsed,
+            ..Default::default()
+        };
+        for (n, lat) in parts {
+            w.commits += n;
+            w.latencies.extend(lat);
+        }
+        w.latencies.sort_unstable();
+        w
+    }
+
+    fn p(&self, pct: f64) -> f64 {
+        percentile(&self.latencies, pct) as f64 / 1000.0
+    }
+}
+
+pub async fn run(env: &Env) -> anyhow::Result<()> {
+    let p = Params {
+        groups: 1000,
+        partitions: 1000,
+        committers: 100,
+        per_commit: 10,
+        rounds: if env.quick { 1 } else { 3 },
+        window: Duration::from_secs(if env.quick { 2 } else { 4 }),
+    };
+    report::section(&format!(
+        "OffsetCommit durability: {} committers, {} groups x {} partitions, {} partitions per commit, {} rounds of {} s",
+        p.committers,
+        p.groups,
+        p.partitions,
+        p.per_commit,
+        p.rounds,
+        p.window.as_secs()
+    ));
+
+    let server = crate::wire::ChildServer::kaas(1, &env.dir("commit-kaas"))?;
+    let addr = server.bootstrap.clone();
+    let t = Instant::now();
+    prefill_kaas(&addr, &p).await?;
+    println!(
+        "   prefilled kaas: {} groups x {} partitions in {:.1} s",
+        p.groups,
+        p.partitions,
+        t.elapsed().as_secs_f64()
+    );
+    let json_dir = env.dir("commit-json");
+    let json = Arc::new(JsonRewrite::new(&json_dir, &p)?);
+    let raw_dir = env.dir("commit-raw");
+    let record = delta_record_bytes(p.per_commit);
+    let raw = Arc::new(RawAppend::new(&raw_dir, p.groups)?);
+    let idle_file = raw_dir.join("idle.log");
+
+    let mut kaas = Vec::new();
+    let mut rewrite = Vec::new();
+    let mut limit = Vec::new();
+    let mut idle = Vec::new();
+    let only_kaas = std::env::var_os("KAAS_BENCH_ONLY_KAAS").is_some();
+    for round in 0..p.rounds {
+        let cpu0 = crate::sys::own_cpu() + server.cpu();
+        let k = kaas_window(&addr, &p, round as u64).await?;
+        let kaas_cores = (crate::sys::own_cpu() + server.cpu() - cpu0).as_secs_f64() / k.elapsed.as_secs_f64();
+        if only_kaas {
+            println!("   kaas {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, {:.2} cores", k.rate(), k.p(50.0), k.p(99.0), kaas_cores);
+            continue;
+        }
+        let a = {
+            let json = json.clone();
+            let (c, g, pc, w) = (p.committers, p.groups, p.per_commit, p.window);
+            tokio::task::spawn_blocking(move || json.window(c, g, pc, w, round as u64)).await??
+        };
+        let b = {
+            let raw = raw.clone();
+            let record = record.clone();
+            let (c, g, w) = (p.committers, p.groups, p.window);
+            tokio::task::spawn_blocking(move || raw.window(c, g, &record, w, round as u64))
+                .await??
+        };
+        let f = {
+            let path = idle_file.clone();
+            let record = record.clone();
+            tokio::task::spawn_blocking(move || idle_fdatasync(&path, &record, 200)).await??
+        };
+        println!(
+            "   round {}: kaas {:.0}/s (p99 {:.2} ms, {:.2} cores busy), json-rewrite {:.0}/s, append+fdatasync {:.0}/s (p50 {:.2} ms), idle fdatasync {:.2} ms",
+            round + 1,
+            k.rate(),
+            k.p(99.0),
+            kaas_cores,
+            a.rate(),
+            b.rate(),
+            b.p(50.0),
+            f
+        );
+        kaas.push(k);
+        rewrite.push(a);
+        limit.push(b);
+        idle.push(f);
+    }
+    drop(server);
+
+    let rate = |ws: &[Window]| median(&ws.iter().map(Window::rate).collect::<Vec<_>>());
+    let pct = |ws: &[Window], q: f64| median(&ws.iter().map(|w| w.p(q)).collect::<Vec<_>>());
+    let kaas_rate = rate(&kaas);
+    emit(
+        Figure::new("commit: kaas commits/s vs JSON rewrite", kaas_rate, "commits/s")
+            .baseline("json tmp+fsync+rename", rate(&rewrite))
+            .target(Target::RatioAtLeast(20.0)),
+    );
+    emit(
+        Figure::new("commit: kaas commits/s vs raw limit", kaas_rate, "commits/s")
+            .baseline("append+fdatasync, group commit", rate(&limit))
+            .target(Target::RatioAtLeast(0.7)),
+    );
+    emit(
+        Figure::new("commit: kaas p99 latency", pct(&kaas, 99.0), "ms")
+            .baseline("fdatasync p50 at the same load", pct(&limit, 50.0))
+            .target(Target::RatioAtMost(3.0)),
+    );
+    emit(
+        Figure::new("commit: kaas p99 latency vs idle fdatasync", pct(&kaas, 99.0), "ms")
+            .baseline("one fdatasync, idle disk", median(&idle)),
+    );
+    emit(
+        Figure::new("commit: kaas p50 latency", pct(&kaas, 50.0), "ms")
+            .baseline("fdatasync p50 at the same load", pct(&limit, 50.0)),
+    );
+    emit(
+        Figure::new("commit: JSON rewrite p99 latency", pct(&rewrite, 99.0), "ms")
+            .baseline("fdatasync p50 at the same load", pct(&limit, 50.0)),
+    );
+    note(format!(
+        "{} committers keep {} commits in flight, so by Little's law latency >= {} / throughput: \
+         the fair unit for latency is one fdatasync under that same load (limit b), not on an idle disk",
+        p.committers, p.committers, p.committers
+    ));
+    Ok(())
+}
+
+fn commit_request(group: usize, partitions: std::ops::Range<usize>, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group_id(group))))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+            .with_partitions(
+                partitions
+                    .map(|p| {
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(p as i32)
+                            .with_committed_offset(offset)
+                            .with_committed_leader_epoch(-1)
+                            .with_committed_metadata(Some(StrBytes::from_static_str("")))
+                    })
+                    .collect(),
+            )])
+}
+
+fn group_id(g: usize) -> String {
+    format!("bench-commit-{g}")
+}
+
+async fn commit(client: &mut KafkaClient, req: &OffsetCommitRequest) -> anyhow::Result<()> {
+    let resp = client.send(req, COMMIT_VERSION).await?;
+    for t in &resp.topics {
+        for p in &t.partitions {
+            anyhow::ensure!(
+                p.error_code == 0,
+                "OffsetCommit answered error {} for partition {}",
+                p.error_code,
+                p.partition_index
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every group gets an offset for every partition.
+async fn prefill_kaas(addr: &str, p: &Params) -> anyhow::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..p.committers {
+        let addr = addr.to_string();
+        let (groups, partitions, step) = (p.groups, p.partitions, p.committers);
+        tasks.spawn(async move {
+            let mut client = KafkaClient::connect(&addr, Duration::from_secs(10)).await?;
+            for g in (c..groups).step_by(step) {
+                commit(&mut client, &commit_request(g, 0..partitions, 0)).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok(())
+}
+
+async fn kaas_window(addr: &str, p: &Params, round: u64) -> anyhow::Result<Window> {
+    let mut clients = Vec::new();
+    for _ in 0..p.committers {
+        clients.push(KafkaClient::connect(addr, Duration::from_secs(10)).await?);
+    }
+    let start = Instant::now();
+    let stop = start + p.window;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (c, mut client) in clients.into_iter().enumerate() {
+        let (groups, partitions, k) = (p.groups, p.partitions, p.per_commit);
+        tasks.spawn(async move {
+            let mut rng = Rng::new(round * 1000 + c as u64 + 1);
+            let mut lat = Vec::with_capacity(8192);
+            let mut n = 0u64;
+            let mut offset = (round as i64 + 1) * 1_000_000;
+            while Instant::now() < stop {
+                let g = rng.below(groups);
+                let first = rng.below(partitions / k) * k;
+                offset += 1;
+                let req = commit_request(g, first..first + k, offset);
+                let t = Instant::now();
+                commit(&mut client, &req).await?;
+                lat.push(t.elapsed().as_micros() as u64);
+                n += 1;
+            }
+            anyhow::Ok((n, lat))
+        });
+    }
+    let mut parts = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        parts.push(r??);
+    }
+    Ok(Window::merge(parts, start.elapsed()))
+}
+
+/// One committed offset as both kaas's log and the JSON baseline write it.
+#[derive(Serialize, Clone)]
+struct OffsetJson {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    leader_epoch: Option<i32>,
+    metadata: String,
+    commit_timestamp_ms: u64,
+    expire_timestamp_ms: Option<u64>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The bytes one kaas commit of `k` partitions appends to a group log:
+/// an 8-byte frame header, a kind byte and the JSON of `k` offsets.
+fn delta_record_bytes(k: usize) -> Arc<Vec<u8>> {
+    let entries: Vec<OffsetJson> = (0..k)
+        .map(|p| OffsetJson {
+            topic: TOPIC.into(),
+            partition: 100 + p as i32,
+            offset: 1_000_123,
+            leader_epoch: None,
+            metadata: String::new(),
+            commit_timestamp_ms: now_ms(),
+            expire_timestamp_ms: None,
+        })
+        .collect();
+    let mut buf = vec![0u8; 9];
+    serde_json::to_writer(&mut buf, &entries).expect("serialisable");
+    Arc::new(buf)
+}
+
+// ------------------------------------------------------------ baseline (a)
+
+#[derive(Serialize)]
+struct GroupFile<'a> {
+    group_id: &'a str,
+    offsets: &'a [OffsetJson],
+}
+
+/// The seed's design: each group's offsets in one JSON file, rewritten
+/// whole (tmp file, fsync, rename) on every commit.
+struct JsonRewrite {
+    groups: Vec<Mutex<Vec<OffsetJson>>>,
+    dir: PathBuf,
+}
+
+impl JsonRewrite {
+    fn new(dir: &Path, p: &Params) -> anyhow::Result<JsonRewrite> {
+        let me = JsonRewrite {
+            groups: (0..p.groups)
+                .map(|_| {
+                    Mutex::new(
+                        (0..p.partitions)
+                            .map(|i| OffsetJson {
+                                topic: TOPIC.into(),
+                                partition: i as i32,
+                                offset: 0,
+                                leader_epoch: None,
+                                metadata: String::new(),
+                                commit_timestamp_ms: now_ms(),
+                                expire_timestamp_ms: None,
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+            dir: dir.to_path_buf(),
+        };
+        for g in 0..p.groups {
+            let offsets = me.groups[g].lock().expect("lock");
+            me.rewrite(g, &offsets, false)?;
+        }
+        Ok(me)
+    }
+
+    fn rewrite(&self, g: usize, offsets: &[OffsetJson], sync: bool) -> std::io::Result<()> {
+        let id = group_id(g);
+        let bytes = serde_json::to_vec(&GroupFile {
+            group_id: &id,
+            offsets,
+        })?;
+        let path = self.dir.join(format!("{id}.json"));
+        let tmp = self.dir.join(format!("{id}.json.tmp"));
+        let mut f = File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        if sync {
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &path)
+    }
+
+    fn window(
+        &self,
+        committers: usize,
+        groups: usize,
+        k: usize,
+        window: Duration,
+        round: u64,
+    ) -> anyhow::Result<Window> {
+        let start = Instant::now();
+        let stop = start + window;
+        let parts = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..committers)
+                .map(|c| {
+                    s.spawn(move || {
+                        let mut rng = Rng::new(round * 1000 + c as u64 + 1);
+                        let mut lat = Vec::with_capacity(4096);
+                        let mut n = 0u64;
+                        let mut offset = (round as i64 + 1) * 1_000_000;
+                        while Instant::now() < stop {
+                            let g = rng.below(groups);
+                            let first = rng.below(self.groups[g].lock().expect("lock").len() / k) * k;
+                            offset += 1;
+                            let t = Instant::now();
+                            {
+                                let mut offsets = self.groups[g].lock().expect("lock");
+                                let now = now_ms();
+                                for o in &mut offsets[first..first + k] {
+                                    o.offset = offset;
+                                    o.commit_timestamp_ms = now;
+                                }
+                                self.rewrite(g, &offsets, true)?;
+                            }
+                            lat.push(t.elapsed().as_micros() as u64);
+                            n += 1;
+                        }
+                        anyhow::Ok((n, lat))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("committer thread"))
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?;
+        Ok(Window::merge(parts, start.elapsed()))
+    }
+}
+
+// ------------------------------------------------------------ limit (b)
+
+#[derive(Default)]
+struct FileState {
+    len: u64,
+    appended: u64,
+    durable: u64,
+    syncing: bool,
+}
+
+struct GroupFileLog {
+    file: File,
+    state: Mutex<FileState>,
+    synced: Condvar,
+}
+
+/// Appends + fdatasync, one file per group, with group commit per file.
+struct RawAppend {
+    files: Vec<GroupFileLog>,
+}
+
+impl RawAppend {
+    fn new(dir: &Path, groups: usize) -> anyhow::Result<RawAppend> {
+        let mut files = Vec::with_capacity(groups);
+        for g in 0..groups {
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(dir.join(format!("{g}.log")))?;
+            file.sync_all()?;
+            files.push(GroupFileLog {
+                file,
+                state: Mutex::new(FileState::default()),
+                synced: Condvar::new(),
+            });
+        }
+        crate::commit::sync_dir(dir)?;
+        Ok(RawAppend { files })
+    }
+
+    /// Appends `record` and returns once an fdatasync covering it is done.
+    fn append(&self, g: usize, record: &[u8]) -> std::io::Result<()> {
+        let f = &self.files[g];
+        let mut st = f.state.lock().expect("lock");
+        f.file.write_all_at(record, st.len)?;
+        st.len += record.len() as u64;
+        st.appended += 1;
+        let mine = st.appended;
+        loop {
+            if st.durable >= mine {
+                return Ok(());
+            }
+            if !st.syncing {
+                st.syncing = true;
+                let target = st.appended;
+                drop(st);
+                let r = f.file.sync_data();
+                st = f.state.lock().expect("lock");
+                st.syncing = false;
+                if r.is_ok() {
+                    st.durable = st.durable.max(target);
+                }
+                f.synced.notify_all();
+                r?;
+            } else {
+                st = f.synced.wait(st).expect("lock");
+            }
+        }
+    }
+
+    fn window(
+        &self,
+        committers: usize,
+        groups: usize,
+        record: &[u8],
+        window: Duration,
+        round: u64,
+    ) -> anyhow::Result<Window> {
+        let start = Instant::now();
+        let stop = start + window;
+        let parts = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..committers)
+                .map(|c| {
+                    s.spawn(move || {
+                        let mut rng = Rng::new(round * 1000 + c as u64 + 1);
+                        let mut lat = Vec::with_capacity(8192);
+                        let mut n = 0u64;
+                        while Instant::now() < stop {
+                            let g = rng.below(groups);
+                            let t = Instant::now();
+                            self.append(g, record)?;
+                            lat.push(t.elapsed().as_micros() as u64);
+                            n += 1;
+                        }
+                        anyhow::Ok((n, lat))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("appender thread"))
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?;
+        Ok(Window::merge(parts, start.elapsed()))
+    }
+}
+
+/// Median latency (ms) of append + fdatasync, one thread, one file.
+fn idle_fdatasync(path: &Path, record: &[u8], n: usize) -> anyhow::Result<f64> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(path)?;
+    f.sync_all()?;
+    let mut at = 0u64;
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f.write_all_at(record, at)?;
+        f.sync_data()?;
+        at += record.len() as u64;
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(median(&lat))
+}
+
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,325 @@
+//! Rebalance cost at N members: the time from the last JoinGroup to every
+//! member holding its SyncGroup assignment, and the CPU time per member.
+//!
+//! The group is formed first (initial delay 300 ms, not measured). Each
+//! measured rebalance is the one a running group goes through when its
+//! members rejoin: the leader rejoins (which starts the rebalance, as in
+//! Apache Kafka), then every follower rejoins; the join phase completes
+//! once all N have joined (no initial delay applies to a group that is not
+//! Empty), the leader computes and syncs the assignment, followers sync.
+//! The CPU time is the whole process's (broker and the N clients, in
+//! process): both sides are O(N) by construction, so a super-linear term
+//! shows up as per-member CPU growing with N.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{
+    consumer_protocol_assignment, ConsumerProtocolAssignment, ConsumerProtocolSubscription,
+    GroupId, JoinGroupRequest, SyncGroupRequest, TopicName,
+};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use kaas_broker::client::KafkaClient;
+use kaas_broker::group::core::GroupState;
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use kaas_broker::Broker;
+
+use crate::report::{emit, median, note, section, Figure, Target};
+use crate::sys::own_cpu;
+use crate::Env;
+
+const JOIN_VERSION: i16 = 5;
+const SYNC_VERSION: i16 = 3;
+const MEMBER_ID_REQUIRED: i16 = 79;
+const TOPIC: &str = "bench-rebalance";
+
+struct Member {
+    client: KafkaClient,
+    id: String,
+}
+
+/// Per-N outcome.
+struct Outcome {
+    n: usize,
+    /// Median wall time from the last JoinGroup to the last assignment.
+    time_ms: f64,
+    /// CPU time per member, microseconds.
+    cpu_us_per_member: f64,
+}
+
+pub async fn run(env: &Env) -> anyhow::Result<()> {
+    let plan: &[(usize, usize)] = if env.quick {
+        &[(10, 5), (100, 3), (1000, 2)]
+    } else {
+        &[(10, 30), (100, 15), (1000, 6)]
+    };
+    section("Rebalance: N members rejoin one group (leader first), until every member holds its assignment");
+    let mut config = LocalClusterConfig::new(1, env.dir("rebalance"));
+    config.base_port = 0;
+    config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 300;
+    let cluster = LocalCluster::start(config).await?;
+    let addr = cluster.addrs[0].to_string();
+    let broker = cluster.brokers[0].clone();
+    let mut outcomes = Vec::new();
+    for &(n, reps) in plan {
+        let group = format!("bench-rebalance-{n}");
+        let members = form_group(&addr, &group, n).await?;
+        let mut members: Vec<Member> = members;
+        let mut times = Vec::new();
+        let cpu0 = own_cpu();
+        for _ in 0..reps {
+            let (t, back) = rebalance(&broker, &group, members).await?;
+            members = back;
+            times.push(t.as_secs_f64() * 1000.0);
+        }
+        let cpu = own_cpu() - cpu0;
+        let o = Outcome {
+            n,
+            time_ms: median(&times),
+            cpu_us_per_member: cpu.as_secs_f64() * 1e6 / (reps * n) as f64,
+        };
+        println!(
+            "   N={n}: {reps} rebalances, median {:.2} ms, CPU {:.1} us per member",
+            o.time_ms, o.cpu_us_per_member
+        );
+        outcomes.push(o);
+        drop(members);
+    }
+    cluster.shutdown().await;
+
+    for w in outcomes.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        emit(
+            Figure::new(
+                format!("rebalance N={}: CPU per member", b.n),
+                b.cpu_us_per_member,
+                "us",
+            )
+            .baseline(format!("at N={}", a.n), a.cpu_us_per_member)
+            .target(Target::RatioAtMost(2.0)),
+        );
+    }
+    for w in outcomes.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        emit(
+            Figure::new(
+                format!("rebalance N={}: time per member", b.n),
+                b.time_ms * 1000.0 / b.n as f64,
+                "us",
+            )
+            .baseline(format!("at N={}", a.n), a.time_ms * 1000.0 / a.n as f64)
+            .target(Target::RatioAtMost(2.0)),
+        );
+    }
+    for o in &outcomes {
+        emit(Figure::new(
+            format!("rebalance N={}: last join to all assigned", o.n),
+            o.time_ms,
+            "ms",
+        ));
+    }
+    note("flat = per-member cost at 10x the members within 2x of the smaller group's (O(N) total)");
+    Ok(())
+}
+
+fn subscription() -> Bytes {
+    let s = ConsumerProtocolSubscription::default()
+        .with_topics(vec![StrBytes::from_static_str(TOPIC)]);
+    versioned(&s, 1)
+}
+
+fn assignment(partition: i32) -> Bytes {
+    let a = ConsumerProtocolAssignment::default().with_assigned_partitions(vec![
+        consumer_protocol_assignment::TopicPartition::default()
+            .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
+            .with_partitions(vec![partition]),
+    ]);
+    versioned(&a, 1)
+}
+
+/// The consumer protocol's encoding: a version, then the struct.
+fn versioned<T: Encodable>(t: &T, version: i16) -> Bytes {
+    let mut buf = BytesMut::new();
+    buf.put_i16(version);
+    t.encode(&mut buf, version).expect("encodable");
+    buf.freeze()
+}
+
+fn join_request(group: &str, member_id: &str, metadata: &Bytes) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_session_timeout_ms(120_000)
+        .with_rebalance_timeout_ms(120_000)
+        .with_member_id(StrBytes::from_string(member_id.to_string()))
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(metadata.clone())])
+}
+
+fn sync_request(
+    group: &str,
+    member_id: &str,
+    generation: i32,
+    assignments: Vec<SyncGroupRequestAssignment>,
+) -> SyncGroupRequest {
+    SyncGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_generation_id(generation)
+        .with_member_id(StrBytes::from_string(member_id.to_string()))
+        .with_assignments(assignments)
+}
+
+/// One member's join + sync. The leader (whose JoinGroup answer lists the
+/// members) assigns one partition per member. Returns when the member
+/// holds its assignment, with the instant it sent its JoinGroup.
+async fn join_and_sync(
+    m: &mut Member,
+    group: &str,
+    metadata: &Bytes,
+) -> anyhow::Result<(Instant, Instant)> {
+    let sent = Instant::now();
+    let join = m
+        .client
+        .send(&join_request(group, &m.id, metadata), JOIN_VERSION)
+        .await?;
+    anyhow::ensure!(
+        join.error_code == 0,
+        "JoinGroup answered error {}",
+        join.error_code
+    );
+    let assignments = if join.leader == join.member_id {
+        join.members
+            .iter()
+            .enumerate()
+            .map(|(i, mm)| {
+                SyncGroupRequestAssignment::default()
+                    .with_member_id(mm.member_id.clone())
+                    .with_assignment(assignment(i as i32))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let sync = m
+        .client
+        .send(
+            &sync_request(group, &m.id, join.generation_id, assignments),
+            SYNC_VERSION,
+        )
+        .await?;
+    anyhow::ensure!(
+        sync.error_code == 0,
+        "SyncGroup answered error {}",
+        sync.error_code
+    );
+    anyhow::ensure!(!sync.assignment.is_empty(), "empty assignment");
+    Ok((sent, Instant::now()))
+}
+
+/// Connects N members and forms the group (not measured).
+async fn form_group(addr: &str, group: &str, n: usize) -> anyhow::Result<Vec<Member>> {
+    let metadata = subscription();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let addr = addr.to_string();
+        let group = group.to_string();
+        let metadata = metadata.clone();
+        tasks.spawn(async move {
+            let client = KafkaClient::connect(&addr, Duration::from_secs(10))
+                .await?
+                .with_client_id(&format!("bench-member-{i}"));
+            let mut m = Member {
+                client,
+                id: String::new(),
+            };
+            let first = m
+                .client
+                .send(&join_request(&group, "", &metadata), JOIN_VERSION)
+                .await?;
+            anyhow::ensure!(
+                first.error_code == MEMBER_ID_REQUIRED,
+                "first JoinGroup answered {}",
+                first.error_code
+            );
+            m.id = first.member_id.to_string();
+            join_and_sync(&mut m, &group, &metadata).await?;
+            anyhow::Ok(m)
+        });
+    }
+    let mut members = Vec::with_capacity(n);
+    while let Some(r) = tasks.join_next().await {
+        members.push(r??);
+    }
+    Ok(members)
+}
+
+/// One measured rebalance; gives the members back for the next one.
+async fn rebalance(
+    broker: &Arc<Broker>,
+    group: &str,
+    members: Vec<Member>,
+) -> anyhow::Result<(Duration, Vec<Member>)> {
+    let metadata = subscription();
+    let leader_id = broker
+        .groups
+        .read(|c| c.group(group).and_then(|g| g.leader().map(str::to_string)))
+        .ok_or_else(|| anyhow::anyhow!("group has no leader"))?;
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut followers = Vec::new();
+    for m in members {
+        if m.id == leader_id {
+            let group = group.to_string();
+            let metadata = metadata.clone();
+            tasks.spawn(async move {
+                let mut m = m;
+                let r = join_and_sync(&mut m, &group, &metadata).await?;
+                anyhow::Ok((r, m))
+            });
+        } else {
+            followers.push(m);
+        }
+    }
+    // The leader's rejoin starts the rebalance.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while broker
+        .groups
+        .read(|c| c.group(group).map(|g| g.state()))
+        != Some(GroupState::PreparingRebalance)
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the leader's rejoin did not start a rebalance");
+        tokio::task::yield_now().await;
+    }
+    for m in followers {
+        let group = group.to_string();
+        let metadata = metadata.clone();
+        tasks.spawn(async move {
+            let mut m = m;
+            let r = join_and_sync(&mut m, &group, &metadata).await?;
+            anyhow::Ok((r, m))
+        });
+    }
+    let mut back = Vec::new();
+    let mut last_join: Option<Instant> = None;
+    let mut last_assigned: Option<Instant> = None;
+    while let Some(r) = tasks.join_next().await {
+        let ((sent, assigned), m) = r??;
+        back.push(m);
+        if m_is_follower(&back, &leader_id) {
+            last_join = Some(last_join.map_or(sent, |t| t.max(sent)));
+        }
+        last_assigned = Some(last_assigned.map_or(assigned, |t| t.max(assigned)));
+    }
+    let (Some(j), Some(a)) = (last_join, last_assigned) else {
+        anyhow::bail!("no members");
+    };
+    Ok((a.saturating_duration_since(j), back))
+}
+
+/// Whether the member just pushed is a follower.
+fn m_is_follower(back: &[Member], leader_id: &str) -> bool {
+    back.last().is_some_and(|m| m.id != leader_id)
+}
