@@ -36,6 +36,17 @@ pub fn spawn_broker(
         })
         .await;
     });
+    spawn_serving(tasks, listener, broker, shutdown);
+}
+
+/// The tasks every broker runs whatever its assignment source: the group
+/// coordinator's timers and the Kafka listener.
+pub fn spawn_serving(
+    tasks: &mut JoinSet<()>,
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    shutdown: CancellationToken,
+) {
     tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }

@@ -36,7 +36,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::broker::Broker;
-use crate::net::server;
 
 /// `binaryData` key of the gzip-compressed JSON document.
 pub const GZIP_KEY: &str = "assignment.json.gz";
@@ -229,8 +228,7 @@ pub fn spawn_broker(
     tasks.spawn(async move {
         follow(client, source, stop, |a| follower.apply_assignment(a)).await;
     });
-    tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
-    tasks.spawn(server::run(listener, broker, shutdown));
+    crate::local::spawn_serving(tasks, listener, broker, shutdown);
 }
 
 #[cfg(test)]
