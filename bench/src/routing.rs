@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, FindCoordinatorRequest, GroupId, OffsetCommitRequest,
-    OffsetFetchRequest, TopicName,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FindCoordinatorRequest, GroupId,
+    OffsetCommitRequest, OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -36,9 +37,19 @@ enum Load {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Api {
-    FindCoordinator,
-    OffsetFetch,
-    ApiVersions,
+    Find,
+    Fetch,
+    Versions,
+}
+
+impl Api {
+    fn name(self) -> &'static str {
+        match self {
+            Api::Find => "FindCoordinator",
+            Api::Fetch => "OffsetFetch",
+            Api::Versions => "ApiVersions",
+        }
+    }
 }
 
 /// Pre-encoded frames for one server.
@@ -51,9 +62,9 @@ struct Frames {
 impl Frames {
     fn of(&self, api: Api) -> &Arc<Vec<Bytes>> {
         match api {
-            Api::FindCoordinator => &self.find,
-            Api::OffsetFetch => &self.fetch,
-            Api::ApiVersions => &self.versions,
+            Api::Find => &self.find,
+            Api::Fetch => &self.fetch,
+            Api::Versions => &self.versions,
         }
     }
 }
@@ -87,11 +98,11 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         frames.push(prepare(s).await?);
     }
     let loads = [
-        (Api::FindCoordinator, Load::Pipelined),
-        (Api::FindCoordinator, Load::Connections),
-        (Api::OffsetFetch, Load::Pipelined),
-        (Api::OffsetFetch, Load::Connections),
-        (Api::ApiVersions, Load::Pipelined),
+        (Api::Find, Load::Pipelined),
+        (Api::Find, Load::Connections),
+        (Api::Fetch, Load::Pipelined),
+        (Api::Fetch, Load::Connections),
+        (Api::Versions, Load::Pipelined),
     ];
     // results[server][load] = rates per round
     let mut results = vec![vec![Vec::<Rate>::new(); loads.len()]; servers.len()];
@@ -109,35 +120,39 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let peer = servers.len() > 1;
     for (li, &(api, load)) in loads.iter().enumerate() {
         let what = format!(
-            "{api:?} {}",
+            "{} {}",
+            api.name(),
             match load {
                 Load::Pipelined => "pipelined",
                 Load::Connections => "100 conns",
             }
         );
-        for s in &servers {
-            println!(
-                "   {what:<28} {:<6} {:>10.0} req/s, {:>10.0} per CPU-s",
-                s.name,
-                med(servers.iter().position(|x| x.name == s.name).unwrap_or(0), li, |r| r.per_s),
-                med(servers.iter().position(|x| x.name == s.name).unwrap_or(0), li, |r| r.per_cpu_s)
-            );
-        }
-        let mut rps = Figure::new(format!("routing: {what} req/s"), med(0, li, |r| r.per_s), "req/s");
-        let mut core =
-            Figure::new(format!("routing: {what} per core"), med(0, li, |r| r.per_cpu_s), "req/CPU-s");
+        let mut rps = Figure::new(
+            format!("routing: {what} req/s"),
+            med(0, li, |r| r.per_s),
+            "req/s",
+        );
+        let mut core = Figure::new(
+            format!("routing: {what} per core"),
+            med(0, li, |r| r.per_cpu_s),
+            "req/CPU-s",
+        );
         if peer {
             rps = rps.baseline("tansu", med(1, li, |r| r.per_s));
             core = core.baseline("tansu", med(1, li, |r| r.per_cpu_s));
         }
-        if api == Api::FindCoordinator {
+        if api == Api::Find {
             core = core.target(Target::AtLeast(100_000.0));
         }
         emit(rps);
         emit(core);
     }
-    note("per core = requests / CPU-seconds the server process used during the window (utime+stime)");
-    note("ApiVersions is the floor: framing, header decode and response write with no handler work");
+    note(
+        "per core = requests / CPU-seconds the server process used during the window (utime+stime)",
+    );
+    note(
+        "ApiVersions is the floor: framing, header decode and response write with no handler work",
+    );
     Ok(())
 }
 
@@ -149,6 +164,26 @@ async fn prepare(s: &ChildServer) -> anyhow::Result<Frames> {
     let ov = wire::negotiate(addr, ApiKey::OffsetFetch, 7).await?;
     let cv = wire::negotiate(addr, ApiKey::OffsetCommit, 8).await?;
     let mut c = RawConn::connect(addr).await?;
+    let tv = wire::negotiate(addr, ApiKey::CreateTopics, 5).await?;
+    let created = c
+        .call(
+            &CreateTopicsRequest::default()
+                .with_topics(vec![CreatableTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                    .with_num_partitions(PARTITIONS)
+                    .with_replication_factor(1)])
+                .with_timeout_ms(10_000),
+            tv,
+        )
+        .await?;
+    for t in &created.topics {
+        anyhow::ensure!(
+            t.error_code == 0 || t.error_code == 36,
+            "{}: CreateTopics error {}",
+            s.name,
+            t.error_code
+        );
+    }
     for g in 0..FETCH_GROUPS {
         let req = OffsetCommitRequest::default()
             .with_group_id(GroupId(StrBytes::from_string(group(g))))
@@ -169,7 +204,12 @@ async fn prepare(s: &ChildServer) -> anyhow::Result<Frames> {
         let resp = c.call(&req, cv).await?;
         for t in &resp.topics {
             for p in &t.partitions {
-                anyhow::ensure!(p.error_code == 0, "{}: OffsetCommit error {}", s.name, p.error_code);
+                anyhow::ensure!(
+                    p.error_code == 0,
+                    "{}: OffsetCommit error {}",
+                    s.name,
+                    p.error_code
+                );
             }
         }
     }
@@ -210,8 +250,16 @@ async fn prepare(s: &ChildServer) -> anyhow::Result<Frames> {
         .with_client_software_version(StrBytes::from_static_str("1"));
     let n = GROUPS;
     Ok(Frames {
-        find: Arc::new((0..n).map(|i| wire::frame(&find(i), fv, i as i32)).collect::<Result<_, _>>()?),
-        fetch: Arc::new((0..n).map(|i| wire::frame(&fetch(i), ov, i as i32)).collect::<Result<_, _>>()?),
+        find: Arc::new(
+            (0..n)
+                .map(|i| wire::frame(&find(i), fv, i as i32))
+                .collect::<Result<_, _>>()?,
+        ),
+        fetch: Arc::new(
+            (0..n)
+                .map(|i| wire::frame(&fetch(i), ov, i as i32))
+                .collect::<Result<_, _>>()?,
+        ),
         versions: Arc::new(vec![wire::frame(&versions, 3, 1)?]),
     })
 }

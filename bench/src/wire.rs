@@ -43,7 +43,7 @@ where
         &mut body,
         <R::Response as HeaderVersion>::header_version(version),
     )?;
-    Ok(R::Response::decode(&mut body, version)?)
+    R::Response::decode(&mut body, version)
 }
 
 /// A connection that writes pre-encoded frames and reads response frames.

@@ -5,6 +5,8 @@ pub mod api;
 pub mod broker;
 pub mod client;
 pub mod cluster;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod http;
 pub mod local;

@@ -108,6 +108,25 @@ pub struct GroupManager {
     next_token: AtomicU64,
 }
 
+/// Records a use of `group_id` (allocates only for a group not yet seen).
+fn touch(touched: &mut HashMap<String, u64>, group_id: &str, now: u64) {
+    match touched.get_mut(group_id) {
+        Some(t) => *t = now,
+        None => {
+            touched.insert(group_id.to_string(), now);
+        }
+    }
+}
+
+/// Gives memory back after many groups were unloaded (amortised: only maps
+/// at most a quarter full are shrunk).
+fn shrink_if_sparse(st: &mut State) {
+    st.core.shrink_if_sparse();
+    if st.touched.capacity() > 64 && st.touched.len() <= st.touched.capacity() / 4 {
+        st.touched.shrink_to_fit();
+    }
+}
+
 /// Why a request cannot be served here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotServed(pub i16);
@@ -176,12 +195,12 @@ impl GroupManager {
             let mut st = self.lock();
             if st.core.is_resident(group_id) {
                 let now = self.now_ms();
-                st.touched.insert(group_id.to_string(), now);
+                touch(&mut st.touched, group_id, now);
                 return Ok(());
             }
-            if st.core.resident_groups().len() >= self.config.max_resident_groups {
+            if st.core.num_resident_groups() >= self.config.max_resident_groups {
                 self.unload_idle(&mut st, 0);
-                if st.core.resident_groups().len() >= self.config.max_resident_groups {
+                if st.core.num_resident_groups() >= self.config.max_resident_groups {
                     warn!(
                         group = group_id,
                         limit = self.config.max_resident_groups,
@@ -224,7 +243,7 @@ impl GroupManager {
         let (record, offsets) = stored.map_or((None, Vec::new()), |s| (s.metadata, s.offsets));
         let now = self.now_ms();
         let fx = st.core.load_group(group_id, record, offsets, now);
-        st.touched.insert(group_id.to_string(), now);
+        touch(&mut st.touched, group_id, now);
         self.execute(&mut st, fx);
         Ok(())
     }
@@ -259,7 +278,7 @@ impl GroupManager {
             let mut st = self.lock();
             st.waiters.insert(token, tx);
             let now = self.now_ms();
-            st.touched.insert(group_id.to_string(), now);
+            touch(&mut st.touched, group_id, now);
             let fx = f(&mut st.core, token, now);
             self.execute(&mut st, fx);
         }
@@ -440,6 +459,7 @@ impl GroupManager {
             self.store.close(&group_id);
             self.execute(&mut st, fx);
         }
+        shrink_if_sparse(&mut st);
     }
 
     /// Unloads Empty groups idle longer than the configured time; they
@@ -463,12 +483,16 @@ impl GroupManager {
                     .is_none_or(|grp| grp.state() == GroupState::Empty)
             })
             .collect();
+        if idle.is_empty() {
+            return;
+        }
         for g in idle {
             let fx = st.core.unload_group(&g, now);
             st.touched.remove(&g);
             self.store.close(&g);
             self.execute(st, fx);
         }
+        shrink_if_sparse(st);
     }
 
     /// Fires timers as they fall due and unloads idle groups, until shutdown.

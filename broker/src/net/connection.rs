@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::stream::{FuturesOrdered, StreamExt};
-use futures::Future;
+use futures::{Future, FutureExt};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, warn};
 
-use super::frame::read_frame;
+use super::frame::FrameReader;
 use crate::api::{self, Incoming, RequestContext};
 use crate::broker::Broker;
 use crate::metrics::ApiLabel;
@@ -45,25 +45,31 @@ pub async fn serve_connection(
         Ok(a) => a,
         Err(_) => return,
     };
-    let (mut reader, mut writer) = stream.into_split();
+    let (reader, mut writer) = stream.into_split();
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
-    let max_frame = broker.config.max_frame_bytes;
+    let mut reader = FrameReader::new(reader, broker.config.max_frame_bytes);
     let mut reading = true;
+    let mut out: Vec<u8> = Vec::new();
     loop {
         tokio::select! {
             // Finish responses first: they free room for more requests.
             biased;
             Some(response) = pending.next(), if !pending.is_empty() => {
-                if let Some(frame) = response {
-                    if let Err(e) = writer.write_all(&frame).await {
-                        debug!(%peer, error = %e, "client went away while we wrote");
-                        return;
-                    }
+                // Responses already finished behind this one go out in the
+                // same write.
+                let mut batch: Vec<Bytes> = response.into_iter().collect();
+                while let Some(Some(more)) = pending.next().now_or_never() {
+                    batch.extend(more);
+                }
+                if let Err(e) = write_batch(&mut writer, &batch, &mut out).await {
+                    debug!(%peer, error = %e, "client went away while we wrote");
+                    return;
                 }
             }
-            frame = read_frame(&mut reader, max_frame), if reading && pending.len() < MAX_IN_FLIGHT => {
+            // Cancellation safe: a frame read halfway stays in the reader.
+            frame = reader.next(), if reading && pending.len() < MAX_IN_FLIGHT => {
                 match frame {
                     Ok(Some(frame)) => match prepare(frame.freeze(), &broker, peer, local) {
                         Ok(Some(fut)) => pending.push_back(fut),
@@ -91,6 +97,28 @@ pub async fn serve_connection(
         }
     }
     let _ = writer.shutdown().await;
+}
+
+/// Writes response frames in order: small ones gathered into one write.
+async fn write_batch(
+    writer: &mut (impl tokio::io::AsyncWrite + Unpin),
+    batch: &[Bytes],
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    const GATHER_BYTES: usize = 256 * 1024;
+    let total: usize = batch.iter().map(Bytes::len).sum();
+    if batch.len() > 1 && total <= GATHER_BYTES {
+        out.clear();
+        for frame in batch {
+            out.extend_from_slice(frame);
+        }
+        writer.write_all(out).await
+    } else {
+        for frame in batch {
+            writer.write_all(frame).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Decodes a request and returns the future that answers it.

@@ -1,6 +1,6 @@
 //! Kafka framing: a 4-byte big-endian length, then that many bytes.
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -48,6 +48,60 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     Ok(Some(buf))
 }
 
+/// Reads frames through its own buffer: one read can bring in several
+/// pipelined frames, and [`FrameReader::next`] is cancellation safe (a
+/// frame read halfway stays in the buffer), so it can sit in a `select!`
+/// next to other branches without losing bytes.
+pub struct FrameReader<R> {
+    inner: R,
+    buf: BytesMut,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        FrameReader {
+            inner,
+            buf: BytesMut::with_capacity(8 * 1024),
+            max,
+        }
+    }
+
+    /// The next frame; `Ok(None)` on a clean end of stream between frames.
+    pub async fn next(&mut self) -> Result<Option<BytesMut>, FrameError> {
+        loop {
+            if self.buf.len() >= 4 {
+                let size = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                if size < 0 {
+                    return Err(FrameError::Negative(size));
+                }
+                let size = size as usize;
+                if size > self.max {
+                    return Err(FrameError::TooLarge {
+                        size: size as i64,
+                        max: self.max,
+                    });
+                }
+                if self.buf.len() >= 4 + size {
+                    self.buf.advance(4);
+                    return Ok(Some(self.buf.split_to(size)));
+                }
+                self.buf.reserve(4 + size - self.buf.len());
+            } else if self.buf.capacity() - self.buf.len() < 4 {
+                self.buf.reserve(8 * 1024);
+            }
+            // Cancellation safe: bytes read are kept in `buf`.
+            if self.inner.read_buf(&mut self.buf).await? == 0 {
+                return if self.buf.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(FrameError::Truncated)
+                };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +129,47 @@ mod tests {
             read_frame(&mut cut, 10).await,
             Err(FrameError::Truncated)
         ));
+    }
+
+    #[tokio::test]
+    async fn frame_reader_splits_pipelined_frames_and_refuses_bad_lengths() {
+        let data: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0, 0, 0, 0, 0, 0, 1, 9];
+        let mut r = FrameReader::new(data, 10);
+        assert_eq!(&r.next().await.unwrap().unwrap()[..], &[7, 8]);
+        assert!(r.next().await.unwrap().unwrap().is_empty());
+        assert_eq!(&r.next().await.unwrap().unwrap()[..], &[9]);
+        assert!(r.next().await.unwrap().is_none());
+        let big: &[u8] = &[0, 0, 1, 0];
+        assert!(matches!(
+            FrameReader::new(big, 10).next().await,
+            Err(FrameError::TooLarge { .. })
+        ));
+        let neg: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            FrameReader::new(neg, 10).next().await,
+            Err(FrameError::Negative(-1))
+        ));
+        let cut: &[u8] = &[0, 0, 0, 5, 1];
+        assert!(matches!(
+            FrameReader::new(cut, 10).next().await,
+            Err(FrameError::Truncated)
+        ));
+    }
+
+    /// A frame that arrives in pieces survives the read being dropped
+    /// halfway (as `select!` does when another branch wins).
+    #[tokio::test]
+    async fn frame_reader_is_cancellation_safe() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let mut r = FrameReader::new(rx, 100);
+        tokio::io::AsyncWriteExt::write_all(&mut tx, &[0, 0, 0, 3, 1])
+            .await
+            .unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_millis(50), r.next()).await;
+        assert!(first.is_err(), "frame is not complete yet");
+        tokio::io::AsyncWriteExt::write_all(&mut tx, &[2, 3])
+            .await
+            .unwrap();
+        assert_eq!(&r.next().await.unwrap().unwrap()[..], &[1, 2, 3]);
     }
 }

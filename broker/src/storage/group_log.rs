@@ -1061,12 +1061,15 @@ impl Pending {
 }
 
 /// Rewrites the log as Header + Snapshot once enough deltas piled up: the
-/// snapshot goes to a tmp file (fsynced, without holding the log), then,
-/// under the log's lock, records appended meanwhile are copied after it and
-/// it is renamed over the log. The folder fsync is left to the group commit
-/// that follows (`dir_dirty`). A failure leaves the old log in place.
-async fn compact_if_due(entry: &Entry, shared: &Arc<Shared>) {
-    let (bytes, snap_end, old) = {
+/// snapshot is encoded and written to a tmp file (fsynced) on a blocking
+/// thread, without holding the log; then, under the log's lock (also on a
+/// blocking thread, so no async worker waits on the rename), records
+/// appended meanwhile are copied after it and it is renamed over the log.
+/// Only the copy of the table is taken under the log's lock. The folder
+/// fsync is left to the group commit that follows (`dir_dirty`). A failure
+/// leaves the old log in place.
+async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) {
+    let (snapshot, snap_end, old) = {
         let inner = entry.inner();
         let Some(log) = inner.log.as_ref() else {
             return;
@@ -1074,23 +1077,19 @@ async fn compact_if_due(entry: &Entry, shared: &Arc<Shared>) {
         if log.deltas_since_snapshot < SNAPSHOT_EVERY {
             return;
         }
-        let encoded = encode(&header_record(&entry.paths.group_id)).and_then(|mut b| {
-            b.extend_from_slice(&encode(&log.table.snapshot())?);
-            Ok(b)
-        });
-        match encoded {
-            Ok(b) => (b, log.len, log.file.clone()),
-            Err(e) => {
-                warn!(group_id = %entry.paths.group_id, error = %e, "cannot encode a snapshot");
-                return;
-            }
-        }
+        (log.table.snapshot(), log.len, log.file.clone())
     };
-    let base = bytes.len() as u64;
     let paths = entry.paths.clone();
     let sh = shared.clone();
-    let tmp = match blocking(move || write_tmp(&paths, &bytes, &sh)).await {
-        Ok(tmp) => tmp,
+    let written = blocking(move || {
+        let mut bytes = encode(&header_record(&paths.group_id))?;
+        bytes.extend_from_slice(&encode(&snapshot)?);
+        let tmp = write_tmp(&paths, &bytes, &sh)?;
+        Ok((tmp, bytes.len() as u64))
+    })
+    .await;
+    let (tmp, base) = match written {
+        Ok(w) => w,
         Err(e) => {
             warn!(group_id = %entry.paths.group_id, error = %e,
                   "writing a group log snapshot failed; keeping the deltas");
@@ -1101,40 +1100,9 @@ async fn compact_if_due(entry: &Entry, shared: &Arc<Shared>) {
     if let Some(hook) = lock(&shared.faults.after_snapshot_tmp).take() {
         hook();
     }
-    let mut inner = entry.inner();
-    let swapped = match inner.log.as_mut() {
-        Some(log) if Arc::ptr_eq(&log.file, &old) => {
-            let swap = (|| {
-                let _guard = FileLock::acquire(&old)?;
-                if !log.is_current(&entry.paths)? {
-                    return Err(io::Error::other(
-                        "the log changed on disk (another owner?); snapshot dropped",
-                    ));
-                }
-                let mut tail = vec![0u8; (log.len - snap_end) as usize];
-                old.read_exact_at(&mut tail, snap_end)?;
-                tmp.write_all_at(&tail, base)?;
-                let id = identity(&tmp)?;
-                fs::rename(&entry.paths.tmp, &entry.paths.path)?;
-                Ok::<_, io::Error>((tail, id))
-            })();
-            match swap {
-                Ok((tail, id)) => {
-                    log.deltas_since_snapshot = count_frames(&tail);
-                    log.len = base + tail.len() as u64;
-                    log.identity = id;
-                    log.file = Arc::new(tmp);
-                    log.dir_dirty = true;
-                    shared.snapshots.fetch_add(1, Ordering::Relaxed);
-                    Ok(true)
-                }
-                Err(e) => Err(e),
-            }
-        }
-        // Closed or reopened meanwhile: this snapshot may be stale.
-        _ => Ok(false),
-    };
-    drop(inner);
+    let (e, sh) = (entry.clone(), shared.clone());
+    let swapped = blocking(move || Ok(swap_in_snapshot(&e, &sh, tmp, base, snap_end, &old))).await;
+    let swapped = swapped.and_then(|r| r);
     if !matches!(swapped, Ok(true)) {
         let _ = fs::remove_file(&entry.paths.tmp);
     }
@@ -1142,6 +1110,48 @@ async fn compact_if_due(entry: &Entry, shared: &Arc<Shared>) {
         warn!(group_id = %entry.paths.group_id, error = %e,
               "replacing the group log by a snapshot failed; keeping the deltas");
     }
+}
+
+/// The second half of [`compact_if_due`]: under the log's lock, copies the
+/// records appended since the snapshot was taken after it and renames the
+/// tmp file over the log. `Ok(false)`: the log was closed or reopened
+/// meanwhile, so the snapshot may be stale and is dropped.
+fn swap_in_snapshot(
+    entry: &Entry,
+    shared: &Shared,
+    tmp: File,
+    base: u64,
+    snap_end: u64,
+    old: &Arc<File>,
+) -> io::Result<bool> {
+    let mut inner = entry.inner();
+    let Some(log) = inner.log.as_mut() else {
+        return Ok(false);
+    };
+    if !Arc::ptr_eq(&log.file, old) {
+        return Ok(false);
+    }
+    let (tail, id) = {
+        let _guard = FileLock::acquire(old)?;
+        if !log.is_current(&entry.paths)? {
+            return Err(io::Error::other(
+                "the log changed on disk (another owner?); snapshot dropped",
+            ));
+        }
+        let mut tail = vec![0u8; (log.len - snap_end) as usize];
+        old.read_exact_at(&mut tail, snap_end)?;
+        tmp.write_all_at(&tail, base)?;
+        let id = identity(&tmp)?;
+        fs::rename(&entry.paths.tmp, &entry.paths.path)?;
+        (tail, id)
+    };
+    log.deltas_since_snapshot = count_frames(&tail);
+    log.len = base + tail.len() as u64;
+    log.identity = id;
+    log.file = Arc::new(tmp);
+    log.dir_dirty = true;
+    shared.snapshots.fetch_add(1, Ordering::Relaxed);
+    Ok(true)
 }
 
 // ---------------------------------------------------------------- the store

@@ -370,6 +370,11 @@ impl Log {
             for (i, base) in bases.iter().enumerate() {
                 let mut seg = Segment::open_sealed(dir, *base, &config)?;
                 if i == last {
+                    // open_sealed may have rebuilt without cutting (missing
+                    // or inconsistent index) and shrunk `size` to the valid
+                    // end: verify against the whole file, so a damaged tail
+                    // is cut and reported.
+                    seg.size = seg.file.metadata()?.len();
                     report = seg.rebuild(&config, true)?;
                     if report.truncated_bytes > 0 {
                         warn!(
@@ -673,6 +678,34 @@ mod tests {
         let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
         assert!(report.reason.unwrap().contains("corrupt"));
         assert_eq!(log.next_offset(), 6, "batches before the damage stay");
+    }
+
+    /// Found by fuzzing: with the index missing, the first open cut the
+    /// damage in memory only and reported nothing; a second open then cut
+    /// it again.
+    #[test]
+    fn damage_is_cut_and_reported_when_the_index_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = segment_path(dir.path(), 0, "log");
+        {
+            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
+            for _ in 0..5 {
+                log.append(&mut encode_batch(2, 0), 0).unwrap();
+            }
+        }
+        fs::remove_file(segment_path(dir.path(), 0, "index")).unwrap();
+        let mut raw = fs::read(&path).unwrap();
+        let one = raw.len() / 5;
+        raw[one * 3 + 40] ^= 0x55;
+        fs::write(&path, &raw).unwrap();
+        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
+        assert!(report.reason.unwrap().contains("corrupt"));
+        assert_eq!(report.truncated_bytes, (one * 2) as u64);
+        assert_eq!(fs::metadata(&path).unwrap().len(), (one * 3) as u64);
+        assert_eq!(log.next_offset(), 6);
+        drop(log);
+        let (_, again) = Log::open(dir.path(), LogConfig::default()).unwrap();
+        assert_eq!(again.truncated_bytes, 0);
     }
 
     #[test]

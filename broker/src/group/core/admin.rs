@@ -245,8 +245,10 @@ impl GroupCoordinator {
         if !offsets.is_empty() {
             let table = self.offsets.entry(group_id.to_string()).or_default();
             for (t, p, o) in offsets {
-                table.entry(t).or_default().insert(p, o);
+                table.get_or_default(t).insert(p, o);
             }
+            table.values_mut().for_each(|parts| parts.shrink_to_fit());
+            table.shrink_to_fit();
         }
         let max = self.config.max_group_size;
         self.with_group(group_id, now_ms, &mut fx, |g, cx| {

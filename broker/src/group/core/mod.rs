@@ -19,11 +19,12 @@ mod offsets;
 pub mod protocol;
 mod sync;
 mod time;
+mod vecmap;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 pub use api::*;
 pub use errors::{append_error_to_response_error, code, CoreError};
@@ -119,7 +120,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 /// Committed offsets of one group: topic -> partition -> offset.
-pub(crate) type GroupOffsets = BTreeMap<String, BTreeMap<i32, OffsetAndMetadata>>;
+pub(crate) type GroupOffsets = vecmap::VecMap<String, vecmap::VecMap<i32, OffsetAndMetadata>>;
 
 /// Every classic group resident on this coordinator, with its offsets.
 ///
@@ -148,8 +149,9 @@ pub struct GroupCoordinator {
     pub(crate) timers: Timers,
     pub(crate) persist: PersistTable,
     pub(crate) pending_commits: HashMap<RequestToken, PendingCommit>,
-    /// (group, topic, partition) -> number of commits between plan and outcome.
-    pub(crate) inflight: HashMap<(String, String, i32), usize>,
+    /// group -> topic -> partition -> number of commits between plan and
+    /// outcome (nested so lookups by `&str` allocate nothing).
+    pub(crate) inflight: HashMap<String, HashMap<String, HashMap<i32, usize>>>,
     pub(crate) pending_offset_deletes: HashMap<RequestToken, PendingOffsetDelete>,
     pub(crate) pending_group_deletes: HashMap<RequestToken, PendingGroupDelete>,
 }
@@ -190,6 +192,26 @@ impl GroupCoordinator {
 
     pub fn is_resident(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id)
+    }
+
+    /// How many groups are held in memory.
+    pub fn num_resident_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Gives memory back once many groups have left (unload, expiry): maps
+    /// at most a quarter full are shrunk, so the cost is amortised.
+    pub fn shrink_if_sparse(&mut self) {
+        fn shrink<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>) {
+            if m.capacity() > 64 && m.len() <= m.capacity() / 4 {
+                m.shrink_to_fit();
+            }
+        }
+        shrink(&mut self.groups);
+        shrink(&mut self.offsets);
+        shrink(&mut self.inflight);
+        shrink(&mut self.pending_commits);
+        self.timers.shrink_if_sparse();
     }
 
     /// Every group id held in memory (the takeover sweep walks this set).

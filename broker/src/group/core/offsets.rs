@@ -1,7 +1,7 @@
 //! OffsetCommit / OffsetFetch / OffsetDelete and the retention sweep (Apache
 //! `OffsetMetadataManager` + `ClassicGroup.validateOffsetCommit`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::api::{group_id_too_long, invalid_group_id};
 use super::errors::{append_error_to_response_error, code};
@@ -113,29 +113,52 @@ fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u6
 
 impl GroupCoordinator {
     fn inflight_add(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
+        // Looked up before inserting, so a commit allocates keys only for
+        // groups and topics not in flight already.
+        if !self.inflight.contains_key(group_id) {
+            self.inflight.insert(group_id.to_string(), HashMap::new());
+        }
+        let Some(topics) = self.inflight.get_mut(group_id) else {
+            return;
+        };
         for (t, p, _) in offsets {
-            *self
-                .inflight
-                .entry((group_id.to_string(), t.clone(), *p))
-                .or_insert(0) += 1;
+            if !topics.contains_key(t) {
+                topics.insert(t.clone(), HashMap::new());
+            }
+            if let Some(parts) = topics.get_mut(t) {
+                *parts.entry(*p).or_insert(0) += 1;
+            }
         }
     }
 
     fn inflight_remove(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
+        let Some(topics) = self.inflight.get_mut(group_id) else {
+            return;
+        };
         for (t, p, _) in offsets {
-            let key = (group_id.to_string(), t.clone(), *p);
-            if let Some(n) = self.inflight.get_mut(&key) {
+            let Some(parts) = topics.get_mut(t) else {
+                continue;
+            };
+            if let Some(n) = parts.get_mut(p) {
                 *n -= 1;
                 if *n == 0 {
-                    self.inflight.remove(&key);
+                    parts.remove(p);
                 }
             }
+            if parts.is_empty() {
+                topics.remove(t);
+            }
+        }
+        if topics.is_empty() {
+            self.inflight.remove(group_id);
         }
     }
 
     fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
         self.inflight
-            .contains_key(&(group_id.to_string(), topic.to_string(), partition))
+            .get(group_id)
+            .and_then(|topics| topics.get(topic))
+            .is_some_and(|parts| parts.contains_key(&partition))
     }
 
     /// OffsetCommit. Errors are answered at once; otherwise the validated
@@ -260,7 +283,7 @@ impl GroupCoordinator {
             }
             let table = self.offsets.entry(p.group_id.clone()).or_default();
             for (t, part, o) in p.offsets {
-                table.entry(t).or_default().insert(part, o);
+                table.get_or_default(t).insert(part, o);
             }
         }
         vec![Effect::Respond(token, Response::OffsetCommit(p.response))]
@@ -304,7 +327,7 @@ impl GroupCoordinator {
             .groups
             .get(gid)
             .is_some_and(|g| !g.is(GroupState::Dead));
-        let empty = BTreeMap::new();
+        let empty = super::GroupOffsets::default();
         let table = if live {
             self.offsets.get(gid).unwrap_or(&empty)
         } else {
@@ -352,8 +375,8 @@ impl GroupCoordinator {
                     }
                 }
                 if req.require_stable && live {
-                    for (g, t, p) in self.inflight.keys() {
-                        if g == gid {
+                    for (t, parts) in self.inflight.get(gid).into_iter().flatten() {
+                        for p in parts.keys() {
                             all.entry(t.clone()).or_default().entry(*p).or_insert(None);
                         }
                     }
@@ -554,7 +577,7 @@ impl GroupCoordinator {
                 out.offsets
                     .extend(expired_here.into_iter().map(|(t, p)| (gid.clone(), t, p)));
             }
-            let has_inflight = self.inflight.keys().any(|(g, _, _)| *g == gid);
+            let has_inflight = self.inflight.contains_key(&gid);
             if all_expired && group_empty && !has_inflight {
                 tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
                 if let Some(mut g) = self.groups.remove(&gid) {

@@ -3,7 +3,7 @@
 //! core also keeps its own table of armed deadlines so a late or duplicate
 //! `on_timer` call from the shell is ignored instead of acting twice.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::Effect;
@@ -43,23 +43,38 @@ impl fmt::Display for TimerKey {
     }
 }
 
-/// The armed timers: key -> (deadline, arming sequence). The sequence orders
-/// timers that share a deadline by the order they were armed.
+/// The armed timers: key -> (deadline, arming sequence), and the same
+/// timers ordered by (deadline, sequence) so the next one due is found in
+/// O(log n): the shell asks after every request that arms a timer, and a
+/// scan over every member's heartbeat timer would make that O(members).
+/// The sequence orders timers that share a deadline by the order they were
+/// armed.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     armed: HashMap<TimerKey, (u64, u64)>,
+    order: BTreeMap<(u64, u64), TimerKey>,
     seq: u64,
 }
 
 impl Timers {
     pub(crate) fn schedule(&mut self, key: TimerKey, deadline_ms: u64, fx: &mut Vec<Effect>) {
         self.seq += 1;
-        self.armed.insert(key.clone(), (deadline_ms, self.seq));
+        if let Some(old) = self.armed.insert(key.clone(), (deadline_ms, self.seq)) {
+            self.order.remove(&old);
+        }
+        self.order.insert((deadline_ms, self.seq), key.clone());
         fx.push(Effect::ScheduleTimer { key, deadline_ms });
     }
 
+    pub(crate) fn shrink_if_sparse(&mut self) {
+        if self.armed.capacity() > 64 && self.armed.len() <= self.armed.capacity() / 4 {
+            self.armed.shrink_to_fit();
+        }
+    }
+
     pub(crate) fn cancel(&mut self, key: &TimerKey, fx: &mut Vec<Effect>) {
-        if self.armed.remove(key).is_some() {
+        if let Some(old) = self.armed.remove(key) {
+            self.order.remove(&old);
             fx.push(Effect::CancelTimer(key.clone()));
         }
     }
@@ -81,8 +96,9 @@ impl Timers {
     /// Disarms `key` if it is armed and due; false means the firing is stale.
     pub(crate) fn take_due(&mut self, key: &TimerKey, now_ms: u64) -> bool {
         match self.armed.get(key) {
-            Some((deadline, _)) if *deadline <= now_ms => {
+            Some(&(deadline, seq)) if deadline <= now_ms => {
                 self.armed.remove(key);
+                self.order.remove(&(deadline, seq));
                 true
             }
             _ => false,
@@ -95,14 +111,13 @@ impl Timers {
 
     /// The earliest armed timer due at `now_ms` (ties by arming order).
     pub(crate) fn next_due(&self, now_ms: u64) -> Option<TimerKey> {
-        self.armed
-            .iter()
-            .filter(|(_, (d, _))| *d <= now_ms)
-            .min_by_key(|(_, (d, s))| (*d, *s))
-            .map(|(k, _)| k.clone())
+        self.order
+            .first_key_value()
+            .filter(|((deadline, _), _)| *deadline <= now_ms)
+            .map(|(_, k)| k.clone())
     }
 
     pub(crate) fn next_deadline(&self) -> Option<u64> {
-        self.armed.values().map(|(d, _)| *d).min()
+        self.order.first_key_value().map(|((d, _), _)| *d)
     }
 }

@@ -1,0 +1,160 @@
+//! A map kept as one sorted vector: the committed offsets of a group (topic
+//! → partition → offset). Same ordered iteration as a `BTreeMap`, a
+//! fraction of the memory for the few entries a typical group holds: a
+//! `BTreeMap` leaf node reserves room for 11 entries, so one topic with 4
+//! partitions cost ~1.3 KiB as nested `BTreeMap`s and ~350 bytes here.
+//! Lookups are binary searches; inserting a new key shifts the tail, which
+//! is cheap at the sizes groups have (partitions arrive mostly in order).
+
+use std::borrow::Borrow;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        VecMap(Vec::new())
+    }
+}
+
+impl<K: Ord, V> VecMap<K, V> {
+    fn find<Q>(&self, key: &Q) -> Result<usize, usize>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.0.binary_search_by(|(k, _)| k.borrow().cmp(key))
+    }
+
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(move |i| &mut self.0[i].1)
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.find(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        let i = self.find(key).ok()?;
+        let (_, v) = self.0.remove(i);
+        if self.0.len() <= self.0.capacity() / 4 {
+            self.0.shrink_to_fit();
+        }
+        Some(v)
+    }
+
+    /// The value under `key`, inserted as `V::default()` if missing.
+    pub fn get_or_default(&mut self, key: K) -> &mut V
+    where
+        V: Default,
+    {
+        let i = match self.find(&key) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (key, V::default()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+}
+
+impl<K, V> VecMap<K, V> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+
+    /// Drops spare capacity (after a bulk load).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+}
+
+impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
+    type Item = (&'a K, &'a V);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// Behaves like a BTreeMap under any sequence of inserts and removes.
+        #[test]
+        fn matches_btreemap(ops in proptest::collection::vec((any::<bool>(), 0u8..32, any::<u16>()), 0..200)) {
+            let mut a: VecMap<u8, u16> = VecMap::default();
+            let mut b: BTreeMap<u8, u16> = BTreeMap::new();
+            for (insert, k, v) in ops {
+                if insert {
+                    prop_assert_eq!(a.insert(k, v), b.insert(k, v));
+                } else {
+                    prop_assert_eq!(a.remove(&k), b.remove(&k));
+                }
+                prop_assert_eq!(a.len(), b.len());
+            }
+            let av: Vec<(u8, u16)> = a.iter().map(|(k, v)| (*k, *v)).collect();
+            let bv: Vec<(u8, u16)> = b.iter().map(|(k, v)| (*k, *v)).collect();
+            prop_assert_eq!(av, bv);
+            for k in 0u8..32 {
+                prop_assert_eq!(a.get(&k), b.get(&k));
+            }
+        }
+    }
+
+    #[test]
+    fn borrowed_lookups_and_defaults() {
+        let mut m: VecMap<String, VecMap<i32, u8>> = VecMap::default();
+        m.get_or_default("t".to_string()).insert(3, 1);
+        m.get_or_default("t".to_string()).insert(1, 2);
+        assert_eq!(m.get("t").and_then(|p| p.get(&1)), Some(&2));
+        assert_eq!(
+            m.get("t")
+                .map(|p| p.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
+            Some(vec![1, 3])
+        );
+        assert!(m.get_mut("u").is_none());
+    }
+}
