@@ -127,10 +127,44 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     // Profiling aid: only the kaas windows.
     let only_kaas = std::env::var_os("KAAS_BENCH_ONLY_KAAS").is_some();
     let cpu = || crate::sys::own_cpu() + server.cpu();
+    let settle_dir = env.scratch.path().to_path_buf();
     for round in 0..p.rounds {
-        let c0 = cpu();
-        let mut k = kaas_window(&addr, &p, round as u64).await?;
-        k.cpu = cpu() - c0;
+        // Each window starts on a settled disk (the previous window's
+        // writeback flushed), and the order rotates every round so no
+        // system always runs in another's wake.
+        let mut k = Window::default();
+        let mut a = Window::default();
+        let mut b = Window::default();
+        for which in (0..3).map(|i| (i + round) % 3) {
+            if only_kaas && which != 0 {
+                continue;
+            }
+            crate::sys::settle_disk(&settle_dir);
+            let c0 = cpu();
+            match which {
+                0 => {
+                    k = kaas_window(&addr, &p, round as u64).await?;
+                    k.cpu = cpu() - c0;
+                }
+                1 => {
+                    let json = json.clone();
+                    let (c, g, pc, w) = (p.committers, p.groups, p.per_commit, p.window);
+                    a = tokio::task::spawn_blocking(move || json.window(c, g, pc, w, round as u64))
+                        .await??;
+                    a.cpu = cpu() - c0;
+                }
+                _ => {
+                    let raw = raw.clone();
+                    let record = record.clone();
+                    let (c, g, w) = (p.committers, p.groups, p.window);
+                    b = tokio::task::spawn_blocking(move || {
+                        raw.window(c, g, &record, w, round as u64)
+                    })
+                    .await??;
+                    b.cpu = cpu() - c0;
+                }
+            }
+        }
         if only_kaas {
             println!(
                 "   kaas {:.0}/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} CPU-us per commit, {:.2} cores busy",
@@ -142,22 +176,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             );
             continue;
         }
-        let c0 = cpu();
-        let mut a = {
-            let json = json.clone();
-            let (c, g, pc, w) = (p.committers, p.groups, p.per_commit, p.window);
-            tokio::task::spawn_blocking(move || json.window(c, g, pc, w, round as u64)).await??
-        };
-        a.cpu = cpu() - c0;
-        let c0 = cpu();
-        let mut b = {
-            let raw = raw.clone();
-            let record = record.clone();
-            let (c, g, w) = (p.committers, p.groups, p.window);
-            tokio::task::spawn_blocking(move || raw.window(c, g, &record, w, round as u64))
-                .await??
-        };
-        b.cpu = cpu() - c0;
+        crate::sys::settle_disk(&settle_dir);
         let f = {
             let path = idle_file.clone();
             let record = record.clone();

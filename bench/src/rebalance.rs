@@ -38,6 +38,8 @@ const JOIN_VERSION: i16 = 5;
 const SYNC_VERSION: i16 = 3;
 const MEMBER_ID_REQUIRED: i16 = 79;
 const TOPIC: &str = "bench-rebalance";
+/// Time the peer gets for the whole rebalance series.
+const PEER_BUDGET: Duration = Duration::from_secs(15);
 
 struct Member {
     client: KafkaClient,
@@ -67,6 +69,8 @@ struct Outcome {
     time_ms: f64,
     /// CPU time per member, microseconds.
     cpu_us_per_member: f64,
+    /// Median append + fdatasync of a group-record-sized write, ms.
+    floor_ms: f64,
 }
 
 pub async fn run(env: &Env) -> anyhow::Result<()> {
@@ -83,15 +87,28 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let cluster = LocalCluster::start(config).await?;
     let addr = cluster.addrs[0].to_string();
     let broker = cluster.brokers[0].clone();
-    let outcomes = measure("kaas", &addr, Target2::Kaas(&broker), &plan).await?;
+    let floor_dir = env.dir("rebalance-floor");
+    let outcomes = measure("kaas", &addr, Target2::Kaas(&broker), &plan, &floor_dir).await?;
     cluster.shutdown().await;
     let peer = match &env.tansu {
         Some(bin) => match ChildServer::tansu(bin).await {
             Ok(t) => {
-                match measure("tansu", &t.bootstrap.clone(), Target2::Child(&t), &plan).await {
-                    Ok(o) => Some(o),
-                    Err(e) => {
+                let bootstrap = t.bootstrap.clone();
+                let run = measure("tansu", &bootstrap, Target2::Child(&t), &plan, &floor_dir);
+                match tokio::time::timeout(PEER_BUDGET, run).await {
+                    Ok(Ok(o)) => Some(o),
+                    Ok(Err(e)) => {
                         note(format!("tansu rebalance failed ({e:#}); no peer figures"));
+                        None
+                    }
+                    Err(_) => {
+                        note(format!(
+                            "tansu did not form and rebalance a {}-member group within {} s \
+                             (it completes a join phase only when its rebalance timeout expires); \
+                             no peer figures",
+                            plan[0].0,
+                            PEER_BUDGET.as_secs()
+                        ));
                         None
                     }
                 }
@@ -132,26 +149,56 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         );
     }
     for (i, o) in outcomes.iter().enumerate() {
-        let p = peer.as_ref().and_then(|p| p.get(i));
-        let mut time = Figure::new(
-            format!("rebalance N={}: last join to all assigned", o.n),
-            o.time_ms,
-            "ms",
+        emit(
+            Figure::new(
+                format!("rebalance N={}: last join to all assigned", o.n),
+                o.time_ms,
+                "ms",
+            )
+            .baseline("append+fdatasync of the group record", o.floor_ms),
         );
-        let mut cpu = Figure::new(
-            format!("rebalance N={}: CPU per member vs peer", o.n),
-            o.cpu_us_per_member,
-            "us",
-        );
-        if let Some(p) = p {
-            time = time.baseline("tansu", p.time_ms);
-            cpu = cpu.baseline("tansu", p.cpu_us_per_member);
+        if let Some(p) = peer.as_ref().and_then(|p| p.get(i)) {
+            emit(
+                Figure::new(
+                    format!("rebalance N={}: last join to all assigned vs peer", o.n),
+                    o.time_ms,
+                    "ms",
+                )
+                .baseline("tansu", p.time_ms),
+            );
+            emit(
+                Figure::new(
+                    format!("rebalance N={}: CPU per member vs peer", o.n),
+                    o.cpu_us_per_member,
+                    "us",
+                )
+                .baseline("tansu", p.cpu_us_per_member),
+            );
         }
-        emit(time);
-        emit(cpu);
     }
     note("flat = per-member cost at 10x the members within 2x of the smaller group's (O(N) total)");
     Ok(())
+}
+
+/// Bytes of the group record per member (member and client ids, host,
+/// subscription and assignment in hex, JSON keys), for the I/O floor.
+const RECORD_BYTES_PER_MEMBER: usize = 350;
+
+/// The I/O floor of one rebalance: the group's metadata record (about
+/// `RECORD_BYTES_PER_MEMBER` per member) appended to a file in the data
+/// folder and fdatasynced, in ms. Measured after every rebalance, since the
+/// shared disk's fsync latency drifts.
+fn write_floor_ms(dir: &std::path::Path, n: usize) -> anyhow::Result<f64> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("floor-{n}")))?;
+    let record = vec![b'x'; n * RECORD_BYTES_PER_MEMBER];
+    let t = Instant::now();
+    f.write_all(&record)?;
+    f.sync_data()?;
+    Ok(t.elapsed().as_secs_f64() * 1000.0)
 }
 
 /// Forms a group of each size and times its rebalances.
@@ -160,6 +207,7 @@ async fn measure(
     addr: &str,
     target: Target2<'_>,
     plan: &[(usize, usize)],
+    floor_dir: &std::path::Path,
 ) -> anyhow::Result<Vec<Outcome>> {
     let mut outcomes = Vec::new();
     for &(n, reps) in plan {
@@ -169,17 +217,21 @@ async fn measure(
         let formed = t.elapsed().as_secs_f64();
         let mut members: Vec<Member> = members;
         let mut times = Vec::new();
-        let cpu0 = target.cpu();
+        let mut floors = Vec::new();
+        let mut cpu = Duration::ZERO;
         for _ in 0..reps {
+            let cpu0 = target.cpu();
             let (t, back, next_leader) = rebalance(&target, &group, members, &leader).await?;
+            cpu += target.cpu() - cpu0;
             members = back;
             leader = next_leader;
             times.push(t.as_secs_f64() * 1000.0);
+            floors.push(write_floor_ms(floor_dir, n)?);
         }
-        let cpu = target.cpu() - cpu0;
         let o = Outcome {
             n,
             time_ms: median(&times),
+            floor_ms: median(&floors),
             cpu_us_per_member: cpu.as_secs_f64() * 1e6 / (reps * n) as f64,
         };
         println!(

@@ -86,6 +86,17 @@ pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// Flushes the file system holding `dir` (syncfs) and waits a moment, so a
+/// measurement does not pay for the writeback of the one before it.
+pub fn settle_disk(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    if let Ok(f) = std::fs::File::open(dir) {
+        // SAFETY: syncfs takes any open descriptor on the file system.
+        unsafe { libc::syncfs(f.as_raw_fd()) };
+    }
+    std::thread::sleep(Duration::from_millis(200));
+}
+
 /// The 1-minute load average (how busy the shared machine was).
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
