@@ -88,7 +88,11 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let p = Params {
         groups: 1000,
         partitions: 1000,
-        committers: 100,
+        // Profiling aid: KAAS_BENCH_COMMITTERS changes the load.
+        committers: std::env::var("KAAS_BENCH_COMMITTERS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(100),
         per_commit: 10,
         rounds: if env.quick { 1 } else { 3 },
         window: Duration::from_secs(if env.quick { 2 } else { 4 }),

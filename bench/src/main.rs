@@ -97,6 +97,7 @@ fn main() -> anyhow::Result<()> {
             .init();
     }
     if let Cmd::Serve { brokers } = cli.command {
+        sys::stop_counting();
         let dir = cli
             .data_dir
             .clone()

@@ -1,46 +1,59 @@
 //! Process measurements: CPU time (own and of a child), live heap bytes (a
 //! counting allocator), and a small seeded RNG.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Duration;
 
-/// The global allocator of the bench binary: `System`, counting live bytes.
-/// The brokers the bench starts in-process allocate through it too, which is
-/// how the memory figures are measured.
+/// The global allocator of the bench binary: the brokers' allocator
+/// (mimalloc), counting live bytes. The brokers the bench starts in-process
+/// allocate through it too, which is how the memory figures are measured.
+/// A broker serving in a child process stops counting (`stop_counting`),
+/// so it runs as the `kaas-broker` binary does.
 pub struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(true);
+static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Stops counting for the rest of the process (the shared counter costs
+/// every allocation a contended atomic).
+pub fn stop_counting() {
+    COUNTING.store(false, Ordering::Relaxed);
+}
+
+fn count(bytes: isize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
+        let p = INNER.alloc(layout);
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            count(layout.size() as isize);
         }
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
+        let p = INNER.alloc_zeroed(layout);
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            count(layout.size() as isize);
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        INNER.dealloc(ptr, layout);
+        count(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
+        let p = INNER.realloc(ptr, layout, new_size);
         if !p.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
+            count(new_size as isize - layout.size() as isize);
         }
         p
     }

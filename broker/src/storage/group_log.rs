@@ -1,24 +1,17 @@
 //! The durable state of consumer groups: one log per group on the shared
 //! volume, `<data>/__cluster/__consumer_offsets/<safe_file_name(id)>.log`.
 //!
-//! A log is a sequence of records, each framed as
-//! `[u32 BE payload length][u32 BE crc32c of payload][payload]`, where the
-//! payload is one kind byte followed by a JSON body:
+//! A log is a sequence of records (format: [`records`]): a header, then
+//! commits, offset deletes, group metadata, owner claims and snapshots.
 //!
-//! | kind | record          | JSON body                                              |
-//! | ---- | --------------- | ------------------------------------------------------ |
-//! | 1    | Header          | `{"version":1,"group_id":"…"}`, always first            |
-//! | 2    | OffsetCommit    | `[{"topic","partition","offset","leader_epoch","metadata","commit_timestamp_ms","expire_timestamp_ms"}…]` |
-//! | 3    | OffsetDelete    | `[{"topic","partition"}…]`                             |
-//! | 4    | GroupMetadata   | the whole record (replacing the previous one) or `null` |
-//! | 5    | Snapshot        | `{"offsets":[…as in OffsetCommit…],"metadata":…}`     |
-//!
-//! Byte fields of member records (subscription, assignment) are hex strings.
-//!
-//! Every [`SNAPSHOT_EVERY`] delta records (commits, deletes, metadata) the
-//! store writes a new file holding Header + Snapshot (tmp file, fsync,
-//! rename over the log, fsync of the folder), which drops everything below
-//! it: a load replays at most one snapshot and [`SNAPSHOT_EVERY`] deltas.
+//! Once [`SNAPSHOT_EVERY`] delta records (commits, deletes, metadata,
+//! claims) have been appended since the last snapshot, and they take at
+//! least as many bytes as that snapshot, the store writes a new file
+//! holding Header + Snapshot (tmp file, fsync, rename over the log, then a
+//! sync of the folder), which drops everything below it: a load replays one
+//! snapshot and deltas of about its size (for small groups, at most
+//! [`SNAPSHOT_EVERY`]), so replay stays proportional to the group's state
+//! and writing snapshots costs at most as much as writing the deltas.
 //!
 //! A load verifies every record's length and checksum, stops at the first
 //! torn or corrupt one, truncates the file there (durably) and reports the
@@ -28,12 +21,14 @@
 //!
 //! Writes are ordered when called: the record is appended (without fsync)
 //! before the call returns, so records of one group land in call order.
-//! The returned future resolves once the write is durable (fdatasync);
-//! appends to one group waiting at the same time share one fsync (group
-//! commit), as in [`super::partition`]. The task that holds a group's sync
-//! turn also writes the snapshot when one is due.
+//! The returned future resolves once the write is durable. By default
+//! ([`GroupLogSync::Volume`]) one `syncfs` round makes the appends to every
+//! group log durable at once ([`super::volume_sync`]); with
+//! [`GroupLogSync::PerFile`] each log is fdatasynced, and appends to one
+//! group waiting at the same time share one fsync. The task that holds a
+//! group's sync turn writes the snapshot when one is due, after answering.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io::{self, Read};
@@ -42,18 +37,22 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use tracing::{error, info, warn};
 
 use super::log::sync_dir;
 use super::names::safe_file_name;
-use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
+use super::volume_sync::VolumeSync;
+use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
 use crate::group::manager::{Durable, GroupStore, StoredGroup};
+pub use records::FORMAT_VERSION;
+use records::{
+    check_header, encode, encode_commit, header_record, invalid_data, read_frame, ClaimBody,
+    PartitionEntry, Record, Table, FRAME_HEADER,
+};
 
-/// Version written in every header; a log with another version is refused.
-pub const FORMAT_VERSION: u32 = 1;
-/// Delta records between two snapshots.
+mod records;
+
+/// Delta records between two snapshots, at least.
 pub const SNAPSHOT_EVERY: usize = 64;
 /// Group logs kept open (file handle and materialised table) at once by
 /// default. Beyond it, the least recently used idle ones are closed; they
@@ -62,19 +61,22 @@ pub const SNAPSHOT_EVERY: usize = 64;
 /// usual `ulimit -n`.
 pub const DEFAULT_MAX_OPEN_LOGS: usize = 4096;
 
-const FRAME_HEADER: usize = 8;
 const LOG_SUFFIX: &str = ".log";
 /// Largest header record `list_groups` accepts (ids are short).
 const MAX_HEADER_BYTES: u32 = 1 << 20;
 
-const KIND_HEADER: u8 = 1;
-const KIND_COMMIT: u8 = 2;
-const KIND_DELETE: u8 = 3;
-const KIND_METADATA: u8 = 4;
-const KIND_SNAPSHOT: u8 = 5;
-const KIND_CLAIM: u8 = 6;
-
 // ---------------------------------------------------------------- public types
+
+/// How the store makes appends durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupLogSync {
+    /// One `syncfs` of the volume per round covers the appends to every
+    /// group log made before it (group commit across groups).
+    #[default]
+    Volume,
+    /// One `fdatasync` per log file (group commit within one group only).
+    PerFile,
+}
 
 /// A group's state as read from its log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,344 +118,6 @@ pub struct GroupLogStore {
     tmp_tag: String,
 }
 
-// ---------------------------------------------------------------- records
-
-#[derive(Debug, Serialize, Deserialize)]
-struct HeaderBody {
-    version: u32,
-    group_id: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct OffsetEntry {
-    topic: String,
-    partition: i32,
-    offset: i64,
-    leader_epoch: Option<i32>,
-    metadata: String,
-    commit_timestamp_ms: u64,
-    expire_timestamp_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct PartitionEntry {
-    topic: String,
-    partition: i32,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct GroupMeta {
-    group_id: String,
-    protocol_type: Option<String>,
-    generation: i32,
-    protocol: Option<String>,
-    leader: Option<String>,
-    current_state_timestamp_ms: Option<u64>,
-    members: Vec<MemberMeta>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct MemberMeta {
-    member_id: String,
-    group_instance_id: Option<String>,
-    client_id: String,
-    client_host: String,
-    rebalance_timeout_ms: i32,
-    session_timeout_ms: i32,
-    #[serde(with = "hex_bytes")]
-    subscription: Bytes,
-    #[serde(with = "hex_bytes")]
-    assignment: Bytes,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotBody {
-    offsets: Vec<OffsetEntry>,
-    metadata: Option<GroupMeta>,
-    /// The owner's claim, carried over by compaction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    claim: Option<ClaimBody>,
-}
-
-/// Who writes this log: the broker that loaded the group, and the
-/// assignment version under which it did (see docs/design/fencing.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct ClaimBody {
-    broker: i32,
-    assignment_version: u64,
-}
-
-#[derive(Debug)]
-enum Record {
-    Header(HeaderBody),
-    Commit(Vec<OffsetEntry>),
-    Delete(Vec<PartitionEntry>),
-    Metadata(Option<GroupMeta>),
-    Snapshot(SnapshotBody),
-    Claim(ClaimBody),
-}
-
-impl OffsetEntry {
-    fn new(topic: &str, partition: i32, o: &OffsetAndMetadata) -> Self {
-        OffsetEntry {
-            topic: topic.to_string(),
-            partition,
-            offset: o.offset,
-            leader_epoch: o.leader_epoch,
-            metadata: o.metadata.clone(),
-            commit_timestamp_ms: o.commit_timestamp_ms,
-            expire_timestamp_ms: o.expire_timestamp_ms,
-        }
-    }
-
-    fn into_parts(self) -> ((String, i32), OffsetAndMetadata) {
-        let value = OffsetAndMetadata {
-            offset: self.offset,
-            leader_epoch: self.leader_epoch,
-            metadata: self.metadata,
-            commit_timestamp_ms: self.commit_timestamp_ms,
-            expire_timestamp_ms: self.expire_timestamp_ms,
-        };
-        ((self.topic, self.partition), value)
-    }
-}
-
-impl From<&GroupMetadataRecord> for GroupMeta {
-    fn from(r: &GroupMetadataRecord) -> Self {
-        GroupMeta {
-            group_id: r.group_id.clone(),
-            protocol_type: r.protocol_type.clone(),
-            generation: r.generation,
-            protocol: r.protocol.clone(),
-            leader: r.leader.clone(),
-            current_state_timestamp_ms: r.current_state_timestamp_ms,
-            members: r
-                .members
-                .iter()
-                .map(|m| MemberMeta {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: m.subscription.clone(),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<GroupMeta> for GroupMetadataRecord {
-    fn from(r: GroupMeta) -> Self {
-        GroupMetadataRecord {
-            group_id: r.group_id,
-            protocol_type: r.protocol_type,
-            generation: r.generation,
-            protocol: r.protocol,
-            leader: r.leader,
-            current_state_timestamp_ms: r.current_state_timestamp_ms,
-            members: r
-                .members
-                .into_iter()
-                .map(|m| MemberMetadataRecord {
-                    member_id: m.member_id,
-                    group_instance_id: m.group_instance_id,
-                    client_id: m.client_id,
-                    client_host: m.client_host,
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: m.subscription,
-                    assignment: m.assignment,
-                })
-                .collect(),
-        }
-    }
-}
-
-mod hex_bytes {
-    use bytes::Bytes;
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error> {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(b.len() * 2);
-        for &x in b.iter() {
-            out.push(DIGITS[usize::from(x >> 4)] as char);
-            out.push(DIGITS[usize::from(x & 15)] as char);
-        }
-        s.serialize_str(&out)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
-        let s = String::deserialize(d)?;
-        if s.len() % 2 != 0 || !s.is_ascii() {
-            return Err(D::Error::custom("malformed hex string"));
-        }
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map(Bytes::from)
-            .map_err(D::Error::custom)
-    }
-}
-
-fn header_record(group_id: &str) -> Record {
-    Record::Header(HeaderBody {
-        version: FORMAT_VERSION,
-        group_id: group_id.to_string(),
-    })
-}
-
-/// Frames a record: `[len][crc32c][kind byte + JSON body]`.
-fn encode(record: &Record) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; FRAME_HEADER];
-    let written = match record {
-        Record::Header(b) => {
-            buf.push(KIND_HEADER);
-            serde_json::to_writer(&mut buf, b)
-        }
-        Record::Commit(b) => {
-            buf.push(KIND_COMMIT);
-            serde_json::to_writer(&mut buf, b)
-        }
-        Record::Delete(b) => {
-            buf.push(KIND_DELETE);
-            serde_json::to_writer(&mut buf, b)
-        }
-        Record::Metadata(b) => {
-            buf.push(KIND_METADATA);
-            serde_json::to_writer(&mut buf, b)
-        }
-        Record::Snapshot(b) => {
-            buf.push(KIND_SNAPSHOT);
-            serde_json::to_writer(&mut buf, b)
-        }
-        Record::Claim(b) => {
-            buf.push(KIND_CLAIM);
-            serde_json::to_writer(&mut buf, b)
-        }
-    };
-    written.map_err(io::Error::other)?;
-    let len = u32::try_from(buf.len() - FRAME_HEADER).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "group log record exceeds 4 GiB",
-        )
-    })?;
-    let crc = crc32c::crc32c(&buf[FRAME_HEADER..]);
-    buf[0..4].copy_from_slice(&len.to_be_bytes());
-    buf[4..8].copy_from_slice(&crc.to_be_bytes());
-    Ok(buf)
-}
-
-fn decode(payload: &[u8]) -> Result<Record, String> {
-    let (&kind, body) = payload.split_first().ok_or("empty record")?;
-    let record = match kind {
-        KIND_HEADER => serde_json::from_slice(body).map(Record::Header),
-        KIND_COMMIT => serde_json::from_slice(body).map(Record::Commit),
-        KIND_DELETE => serde_json::from_slice(body).map(Record::Delete),
-        KIND_METADATA => serde_json::from_slice(body).map(Record::Metadata),
-        KIND_SNAPSHOT => serde_json::from_slice(body).map(Record::Snapshot),
-        KIND_CLAIM => serde_json::from_slice(body).map(Record::Claim),
-        other => return Err(format!("unknown record kind {other}")),
-    };
-    record.map_err(|e| format!("undecodable record of kind {kind}: {e}"))
-}
-
-/// The record at the start of `buf` and its framed size, or why there is none.
-fn read_frame(buf: &[u8]) -> Result<(Record, usize), String> {
-    if buf.len() < FRAME_HEADER {
-        return Err(format!("torn frame header ({} of 8 bytes)", buf.len()));
-    }
-    let len = u32::from_be_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
-    let crc = u32::from_be_bytes(buf[4..8].try_into().expect("4 bytes"));
-    let rest = &buf[FRAME_HEADER..];
-    if len > rest.len() {
-        return Err(format!(
-            "torn record ({len} byte payload, {} bytes present)",
-            rest.len()
-        ));
-    }
-    let payload = &rest[..len];
-    if crc32c::crc32c(payload) != crc {
-        return Err("checksum mismatch".to_string());
-    }
-    Ok((decode(payload)?, FRAME_HEADER + len))
-}
-
-fn invalid_data(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg)
-}
-
-fn check_header(h: &HeaderBody, group_id: &str) -> io::Result<()> {
-    if h.version != FORMAT_VERSION {
-        return Err(invalid_data(format!(
-            "group log of {group_id:?} has format version {}, this broker reads {FORMAT_VERSION}",
-            h.version
-        )));
-    }
-    if h.group_id != group_id {
-        return Err(invalid_data(format!(
-            "group log at the path of {group_id:?} belongs to group {:?}",
-            h.group_id
-        )));
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------- table
-
-/// The materialised state: what the records so far add up to.
-#[derive(Debug, Default)]
-struct Table {
-    offsets: BTreeMap<(String, i32), OffsetAndMetadata>,
-    metadata: Option<GroupMetadataRecord>,
-    /// The last owner claim.
-    claim: Option<ClaimBody>,
-}
-
-impl Table {
-    fn apply(&mut self, record: Record) {
-        match record {
-            Record::Header(_) => {}
-            Record::Commit(entries) => {
-                for e in entries {
-                    let (key, value) = e.into_parts();
-                    self.offsets.insert(key, value);
-                }
-            }
-            Record::Delete(keys) => {
-                for k in keys {
-                    self.offsets.remove(&(k.topic, k.partition));
-                }
-            }
-            Record::Metadata(m) => self.metadata = m.map(Into::into),
-            Record::Claim(c) => self.claim = Some(c),
-            Record::Snapshot(s) => {
-                self.offsets.clear();
-                self.metadata = s.metadata.map(Into::into);
-                self.claim = s.claim;
-                self.apply(Record::Commit(s.offsets));
-            }
-        }
-    }
-
-    fn snapshot(&self) -> Record {
-        Record::Snapshot(SnapshotBody {
-            offsets: self
-                .offsets
-                .iter()
-                .map(|((t, p), o)| OffsetEntry::new(t, *p, o))
-                .collect(),
-            metadata: self.metadata.as_ref().map(Into::into),
-            claim: self.claim,
-        })
-    }
-}
-
 #[derive(Default)]
 struct Scan {
     table: Table,
@@ -461,8 +125,28 @@ struct Scan {
     valid_end: u64,
     snapshots: usize,
     deltas: usize,
-    deltas_since_snapshot: usize,
+    since_snapshot: SinceSnapshot,
     damage: Option<(u64, String)>,
+}
+
+/// What was appended since the last snapshot, to decide the next one.
+#[derive(Clone, Copy, Debug, Default)]
+struct SinceSnapshot {
+    /// Size of the last snapshot record (0: none yet).
+    snapshot_bytes: u64,
+    deltas: usize,
+    delta_bytes: u64,
+}
+
+impl SinceSnapshot {
+    fn delta(&mut self, bytes: usize) {
+        self.deltas += 1;
+        self.delta_bytes += bytes as u64;
+    }
+
+    fn due(&self) -> bool {
+        self.deltas >= SNAPSHOT_EVERY && self.delta_bytes >= self.snapshot_bytes
+    }
 }
 
 /// Replays a whole log. Errors only for a log that is not this group's (or
@@ -491,11 +175,14 @@ fn scan(data: &[u8], group_id: &str) -> io::Result<Scan> {
             }
             (Record::Snapshot(_), _) => {
                 s.snapshots += 1;
-                s.deltas_since_snapshot = 0;
+                s.since_snapshot = SinceSnapshot {
+                    snapshot_bytes: size as u64,
+                    ..SinceSnapshot::default()
+                };
             }
             _ => {
                 s.deltas += 1;
-                s.deltas_since_snapshot += 1;
+                s.since_snapshot.delta(size);
             }
         }
         s.table.apply(record);
@@ -523,7 +210,7 @@ struct OpenLog {
     len: u64,
     /// (device, inode) of the file, to notice a log replaced underneath us.
     identity: (u64, u64),
-    deltas_since_snapshot: usize,
+    since_snapshot: SinceSnapshot,
     table: Table,
     /// The file was created or renamed into place: the folder must be
     /// fsynced before anything in it counts as durable.
@@ -533,6 +220,13 @@ struct OpenLog {
 impl OpenLog {
     /// Whether the file at `path` is still the one we write, as we left it.
     fn is_current(&self, paths: &LogPaths) -> io::Result<bool> {
+        // Our file, still linked (a log replaced or removed by anyone is
+        // unlinked) and as long as we left it: no path lookup needed.
+        if let Ok(m) = self.file.metadata() {
+            if m.nlink() > 0 && m.len() == self.len {
+                return Ok(true);
+            }
+        }
         match fs::metadata(&paths.path) {
             Ok(m) if (m.dev(), m.ino()) == self.identity && m.len() == self.len => Ok(true),
             Ok(m) => {
@@ -725,7 +419,7 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
         identity: identity(&file)?,
         file,
         len,
-        deltas_since_snapshot: scan.deltas_since_snapshot,
+        since_snapshot: scan.since_snapshot,
         table: scan.table,
         dir_dirty: false,
     };
@@ -758,7 +452,7 @@ fn create_log(p: &LogPaths) -> io::Result<Opened> {
                 file,
                 len: header.len() as u64,
                 identity,
-                deltas_since_snapshot: 0,
+                since_snapshot: SinceSnapshot::default(),
                 table: Table::default(),
                 dir_dirty: true,
             },
@@ -853,6 +547,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// State shared by the store and the durability futures it hands out.
 #[derive(Default)]
 struct Shared {
+    /// Sync rounds over the whole volume ([`GroupLogSync::Volume`]); `None`
+    /// syncs each log file by itself.
+    volume: Option<VolumeSync>,
     fsyncs: AtomicU64,
     snapshots: AtomicU64,
     /// Use counter: entries remember when they were last used.
@@ -864,6 +561,63 @@ struct Shared {
 impl Shared {
     fn synced(&self) {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Makes every append made so far to `entry` durable (or failed): one
+    /// sync turn. The caller holds the entry's sync lock.
+    async fn sync_turn(self: &Arc<Self>, entry: &Entry) {
+        let (files, current, target, dir) = {
+            let mut inner = entry.inner();
+            let mut files = std::mem::take(&mut inner.retired);
+            let (current, dir) = match &inner.log {
+                Some(log) => (Some(log.file.clone()), log.dir_dirty),
+                None => (None, false),
+            };
+            files.extend(current.clone());
+            // Every append up to `target` is in one of `files`.
+            (files, current, inner.appended, dir)
+        };
+        #[cfg(test)]
+        if self.faults.fsync.swap(false, Ordering::AcqRel) {
+            entry.inner().fail_upto(target);
+            return;
+        }
+        let result = match &self.volume {
+            // One round covers every file, and the folder, at once.
+            Some(volume) => volume.sync().await,
+            None => {
+                let root = entry.paths.root.clone();
+                let shared = self.clone();
+                blocking(move || {
+                    for f in &files {
+                        f.sync_data()?;
+                        shared.synced();
+                    }
+                    if dir {
+                        sync_dir(&root)?;
+                        shared.synced();
+                    }
+                    Ok(())
+                })
+                .await
+            }
+        };
+        let mut inner = entry.inner();
+        match result {
+            Ok(()) => {
+                inner.durable = inner.durable.max(target);
+                if let (Some(log), Some(current)) = (inner.log.as_mut(), current) {
+                    if dir && Arc::ptr_eq(&log.file, &current) {
+                        log.dir_dirty = false;
+                    }
+                }
+            }
+            Err(e) => {
+                error!(group_id = %entry.paths.group_id, error = %e,
+                       "fsync of group log failed; the log will be reopened");
+                inner.fail_upto(target);
+            }
+        }
     }
 }
 
@@ -886,7 +640,7 @@ struct Entry {
     inner: Mutex<Inner>,
     /// One fsync (or snapshot) at a time; appends waiting meanwhile share
     /// the next one.
-    sync_lock: tokio::sync::Mutex<()>,
+    sync_lock: Arc<tokio::sync::Mutex<()>>,
     /// `Shared::ticks` at the last use, for closing idle logs.
     last_used: AtomicU64,
 }
@@ -995,69 +749,43 @@ struct Pending {
 }
 
 impl Pending {
-    /// Returns once the append is durable. One fsync covers every append
-    /// written before it started (group commit); the task that holds the
-    /// sync lock also writes the snapshot when one is due.
+    /// Returns once the append is durable. One sync turn covers every
+    /// append written before it started (group commit). When a snapshot is
+    /// due, the turn is kept past the answer: the snapshot is written and
+    /// synced before any later append to this log becomes durable, so no
+    /// record is acknowledged while it exists only in an unsynced copy.
     async fn wait(self) -> io::Result<()> {
         let Pending { entry, shared, seq } = self;
         if let Some(r) = entry.inner().settled(seq) {
             return r;
         }
-        let _sync = entry.sync_lock.lock().await;
+        let turn = entry.sync_lock.clone().lock_owned().await;
         if let Some(r) = entry.inner().settled(seq) {
             return r;
         }
-        compact_if_due(&entry, &shared).await;
-        let (files, current, target, dir) = {
-            let mut inner = entry.inner();
-            let mut files = std::mem::take(&mut inner.retired);
-            let (current, dir) = match &inner.log {
-                Some(log) => (Some(log.file.clone()), log.dir_dirty),
-                None => (None, false),
-            };
-            files.extend(current.clone());
-            // Every append up to `target` is in one of `files`.
-            (files, current, inner.appended, dir)
-        };
-        #[cfg(test)]
-        if shared.faults.fsync.swap(false, Ordering::AcqRel) {
-            let e = io::Error::other("injected fsync failure");
-            entry.inner().fail_upto(target);
-            return Err(e);
-        }
-        let root = entry.paths.root.clone();
-        let shared2 = shared.clone();
-        let result = blocking(move || {
-            for f in &files {
-                f.sync_data()?;
-                shared2.synced();
-            }
-            if dir {
-                sync_dir(&root)?;
-                shared2.synced();
-            }
-            Ok(())
-        })
-        .await;
-        let mut inner = entry.inner();
-        match result {
-            Ok(()) => {
-                inner.durable = inner.durable.max(target);
-                if let (Some(log), Some(current)) = (inner.log.as_mut(), current) {
-                    if dir && Arc::ptr_eq(&log.file, &current) {
-                        log.dir_dirty = false;
-                    }
+        shared.sync_turn(&entry).await;
+        let result = entry
+            .inner()
+            .settled(seq)
+            .expect("settled by the sync turn");
+        if result.is_ok() && compaction_due(&entry) {
+            tokio::spawn(async move {
+                let _turn = turn;
+                if compact_if_due(&entry, &shared).await {
+                    shared.sync_turn(&entry).await;
                 }
-                inner.settled(seq).expect("durable")
-            }
-            Err(e) => {
-                error!(group_id = %entry.paths.group_id, error = %e,
-                       "fsync of group log failed; the log will be reopened");
-                inner.fail_upto(target);
-                Err(e)
-            }
+            });
         }
+        result
     }
+}
+
+fn compaction_due(entry: &Entry) -> bool {
+    entry
+        .inner()
+        .log
+        .as_ref()
+        .is_some_and(|log| log.since_snapshot.due())
 }
 
 /// Rewrites the log as Header + Snapshot once enough deltas piled up: the
@@ -1068,32 +796,33 @@ impl Pending {
 /// Only the copy of the table is taken under the log's lock. The folder
 /// fsync is left to the group commit that follows (`dir_dirty`). A failure
 /// leaves the old log in place.
-async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) {
+async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
     let (snapshot, snap_end, old) = {
         let inner = entry.inner();
         let Some(log) = inner.log.as_ref() else {
-            return;
+            return false;
         };
-        if log.deltas_since_snapshot < SNAPSHOT_EVERY {
-            return;
+        if !log.since_snapshot.due() {
+            return false;
         }
-        (log.table.snapshot(), log.len, log.file.clone())
+        (log.table.encode_snapshot(), log.len, log.file.clone())
     };
     let paths = entry.paths.clone();
     let sh = shared.clone();
     let written = blocking(move || {
         let mut bytes = encode(&header_record(&paths.group_id))?;
-        bytes.extend_from_slice(&encode(&snapshot)?);
+        let header_len = bytes.len() as u64;
+        bytes.extend_from_slice(&snapshot?);
         let tmp = write_tmp(&paths, &bytes, &sh)?;
-        Ok((tmp, bytes.len() as u64))
+        Ok((tmp, bytes.len() as u64, bytes.len() as u64 - header_len))
     })
     .await;
-    let (tmp, base) = match written {
+    let (tmp, base, snapshot_bytes) = match written {
         Ok(w) => w,
         Err(e) => {
             warn!(group_id = %entry.paths.group_id, error = %e,
                   "writing a group log snapshot failed; keeping the deltas");
-            return;
+            return false;
         }
     };
     #[cfg(test)]
@@ -1101,14 +830,28 @@ async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) {
         hook();
     }
     let (e, sh) = (entry.clone(), shared.clone());
-    let swapped = blocking(move || Ok(swap_in_snapshot(&e, &sh, tmp, base, snap_end, &old))).await;
+    let swapped = blocking(move || {
+        Ok(swap_in_snapshot(
+            &e,
+            &sh,
+            tmp,
+            (base, snapshot_bytes),
+            snap_end,
+            &old,
+        ))
+    })
+    .await;
     let swapped = swapped.and_then(|r| r);
     if !matches!(swapped, Ok(true)) {
         let _ = fs::remove_file(&entry.paths.tmp);
     }
-    if let Err(e) = swapped {
-        warn!(group_id = %entry.paths.group_id, error = %e,
-              "replacing the group log by a snapshot failed; keeping the deltas");
+    match swapped {
+        Ok(swapped) => swapped,
+        Err(e) => {
+            warn!(group_id = %entry.paths.group_id, error = %e,
+                  "replacing the group log by a snapshot failed; keeping the deltas");
+            false
+        }
     }
 }
 
@@ -1120,7 +863,7 @@ fn swap_in_snapshot(
     entry: &Entry,
     shared: &Shared,
     tmp: File,
-    base: u64,
+    (base, snapshot_bytes): (u64, u64),
     snap_end: u64,
     old: &Arc<File>,
 ) -> io::Result<bool> {
@@ -1145,7 +888,11 @@ fn swap_in_snapshot(
         fs::rename(&entry.paths.tmp, &entry.paths.path)?;
         (tail, id)
     };
-    log.deltas_since_snapshot = count_frames(&tail);
+    log.since_snapshot = SinceSnapshot {
+        snapshot_bytes,
+        deltas: count_frames(&tail),
+        delta_bytes: tail.len() as u64,
+    };
     log.len = base + tail.len() as u64;
     log.identity = id;
     log.file = Arc::new(tmp);
@@ -1161,10 +908,14 @@ impl GroupLogStore {
     pub fn new(data_dir: &Path) -> io::Result<GroupLogStore> {
         let root = data_dir.join("__cluster").join("__consumer_offsets");
         fs::create_dir_all(&root)?;
+        let shared = Shared {
+            volume: Some(VolumeSync::new(&root)?),
+            ..Shared::default()
+        };
         Ok(GroupLogStore {
             root,
             entries: Mutex::new(HashMap::new()),
-            shared: Arc::default(),
+            shared: Arc::new(shared),
             max_open: DEFAULT_MAX_OPEN_LOGS,
             owner: None,
             tmp_tag: format!(
@@ -1173,6 +924,18 @@ impl GroupLogStore {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
         })
+    }
+
+    /// How appends are made durable; [`GroupLogSync::Volume`] by default.
+    pub fn with_sync(mut self, sync: GroupLogSync) -> io::Result<Self> {
+        let volume = match sync {
+            GroupLogSync::Volume => Some(VolumeSync::new(&self.root)?),
+            GroupLogSync::PerFile => None,
+        };
+        Arc::get_mut(&mut self.shared)
+            .expect("configured before use")
+            .volume = volume;
+        Ok(self)
     }
 
     /// Keeps at most about `n` logs open (at least 1); see [`DEFAULT_MAX_OPEN_LOGS`].
@@ -1197,7 +960,8 @@ impl GroupLogStore {
 
     /// Fsyncs issued so far (files and folder), for tests and metrics.
     pub fn fsync_count(&self) -> u64 {
-        self.shared.fsyncs.load(Ordering::Relaxed)
+        let rounds = self.shared.volume.as_ref().map_or(0, VolumeSync::syncs);
+        self.shared.fsyncs.load(Ordering::Relaxed) + rounds
     }
 
     /// Snapshots written so far.
@@ -1231,7 +995,7 @@ impl GroupLogStore {
                         let e = Arc::new(Entry {
                             paths: self.paths(group_id),
                             inner: Mutex::new(Inner::default()),
-                            sync_lock: tokio::sync::Mutex::new(()),
+                            sync_lock: Arc::default(),
                             last_used: AtomicU64::new(0),
                         });
                         entries.insert(group_id.to_string(), e.clone());
@@ -1279,12 +1043,7 @@ impl GroupLogStore {
                 log.dir_dirty |= failed;
                 let loaded = LoadedGroup {
                     metadata: log.table.metadata.clone(),
-                    offsets: log
-                        .table
-                        .offsets
-                        .iter()
-                        .map(|((t, p), o)| (t.clone(), *p, o.clone()))
-                        .collect(),
+                    offsets: log.table.offsets(),
                     damage: replay.damage,
                     replayed_snapshots: replay.snapshots,
                     replayed_deltas: replay.deltas,
@@ -1309,13 +1068,13 @@ impl GroupLogStore {
         let ordered = if offsets.is_empty() {
             Ok(None)
         } else {
-            let record = Record::Commit(
-                offsets
-                    .iter()
-                    .map(|(t, p, o)| OffsetEntry::new(t, *p, o))
-                    .collect(),
-            );
-            self.append(group_id, record, true)
+            encode_commit(offsets).and_then(|frame| {
+                self.append(group_id, &frame, true, |table| {
+                    for (t, p, o) in offsets {
+                        table.commit(t, *p, o.clone());
+                    }
+                })
+            })
         };
         durable(ordered)
     }
@@ -1339,7 +1098,7 @@ impl GroupLogStore {
                     })
                     .collect(),
             );
-            self.append(group_id, record, false)
+            self.append_record(group_id, record, false)
         };
         durable(ordered)
     }
@@ -1353,7 +1112,8 @@ impl GroupLogStore {
         record: Option<&GroupMetadataRecord>,
     ) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let create = record.is_some();
-        let ordered = self.append(group_id, Record::Metadata(record.map(Into::into)), create);
+        let ordered =
+            self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
         durable(ordered)
     }
 
@@ -1376,14 +1136,20 @@ impl GroupLogStore {
         self.close(group_id);
         let root = self.root.clone();
         let shared = self.shared.clone();
+        let round = shared.volume.as_ref().map(VolumeSync::sync);
         async move {
             removed?;
-            blocking(move || {
-                sync_dir(&root)?;
-                shared.synced();
-                Ok(())
-            })
-            .await
+            match round {
+                Some(round) => round.await,
+                None => {
+                    blocking(move || {
+                        sync_dir(&root)?;
+                        shared.synced();
+                        Ok(())
+                    })
+                    .await
+                }
+            }
         }
     }
 
@@ -1457,7 +1223,7 @@ impl GroupLogStore {
             return Err(e);
         }
         log.len += frame.len() as u64;
-        log.deltas_since_snapshot += 1;
+        log.since_snapshot.delta(frame.len());
         log.table.apply(Record::Claim(claim));
         if let Some(c) = previous {
             info!(
@@ -1495,10 +1261,27 @@ impl GroupLogStore {
         file.write_all_at(frame, at)
     }
 
-    /// Writes one delta record at the end of the log (no fsync). `None`:
-    /// there is no log and `create` is false.
-    fn append(&self, group_id: &str, record: Record, create: bool) -> io::Result<Option<Pending>> {
+    /// [`Self::append`] of a JSON-bodied record.
+    fn append_record(
+        &self,
+        group_id: &str,
+        record: Record,
+        create: bool,
+    ) -> io::Result<Option<Pending>> {
         let frame = encode(&record)?;
+        self.append(group_id, &frame, create, |table| table.apply(record))
+    }
+
+    /// Writes one framed delta record at the end of the log (no fsync) and
+    /// applies it to the log's table. `None`: there is no log and `create`
+    /// is false.
+    fn append(
+        &self,
+        group_id: &str,
+        frame: &[u8],
+        create: bool,
+        apply: impl FnOnce(&mut Table),
+    ) -> io::Result<Option<Pending>> {
         self.with_entry(group_id, |entry, inner| {
             let _guard = entry.ensure_open(inner, create, &self.shared)?;
             let Some(log) = inner.log.as_mut() else {
@@ -1512,7 +1295,7 @@ impl GroupLogStore {
                     from_broker,
                 }));
             }
-            if let Err(e) = self.write_frame(&log.file, log.len, &frame) {
+            if let Err(e) = self.write_frame(&log.file, log.len, frame) {
                 // Leave no partial record behind; if even that fails, the
                 // next use rescans the file, which cuts the torn tail.
                 if let Err(te) = log.file.set_len(log.len) {
@@ -1522,8 +1305,8 @@ impl GroupLogStore {
                 return Err(e);
             }
             log.len += frame.len() as u64;
-            log.deltas_since_snapshot += 1;
-            log.table.apply(record);
+            log.since_snapshot.delta(frame.len());
+            apply(&mut log.table);
             inner.appended += 1;
             Ok(Some(Pending {
                 entry: entry.clone(),
@@ -1609,6 +1392,20 @@ impl GroupStore for GroupLogStore {
 
     fn close(&self, group_id: &str) {
         GroupLogStore::close(self, group_id)
+    }
+}
+
+#[cfg(test)]
+impl GroupLogStore {
+    /// Waits until the group's sync turn is free: a snapshot started after
+    /// an awaited commit is then in place.
+    async fn turn_free(&self, group_id: &str) {
+        let turn = lock(&self.entries)
+            .get(group_id)
+            .map(|e| e.sync_lock.clone());
+        if let Some(turn) = turn {
+            drop(turn.lock().await);
+        }
     }
 }
 

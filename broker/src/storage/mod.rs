@@ -8,6 +8,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod topics;
+pub mod volume_sync;
 
 use std::collections::HashMap;
 use std::io;

@@ -281,7 +281,10 @@ impl GroupCoordinator {
                 self.groups
                     .insert(p.group_id.clone(), ClassicGroup::new(&p.group_id, _now_ms));
             }
-            let table = self.offsets.entry(p.group_id.clone()).or_default();
+            if !self.offsets.contains_key(&p.group_id) {
+                self.offsets.insert(p.group_id.clone(), Default::default());
+            }
+            let table = self.offsets.get_mut(&p.group_id).expect("inserted above");
             for (t, part, o) in p.offsets {
                 table.get_or_default(t).insert(part, o);
             }

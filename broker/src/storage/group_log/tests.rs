@@ -4,7 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use super::records::KIND_HEADER;
 use super::*;
+use crate::group::core::MemberMetadataRecord;
 
 fn oam(offset: i64) -> OffsetAndMetadata {
     OffsetAndMetadata {
@@ -219,6 +221,7 @@ async fn exactly_at_a_snapshot_nothing_is_replayed_but_the_snapshot() {
             .await
             .unwrap();
     }
+    store.turn_free("g").await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 0));
     assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY);
@@ -699,7 +702,10 @@ fn records_are_framed_with_length_and_crc() {
 #[tokio::test]
 async fn writes_are_ordered_when_called_and_durable_when_awaited() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path()).unwrap();
+    let store = GroupLogStore::new(dir.path())
+        .unwrap()
+        .with_sync(GroupLogSync::PerFile)
+        .unwrap();
     let first = store.commit_offsets("g", &commit("t", 0, oam(1)));
     let second = store.commit_offsets("g", &commit("t", 0, oam(2)));
     let meta = store.write_metadata("g", Some(&metadata(3)));
@@ -719,6 +725,30 @@ async fn writes_are_ordered_when_called_and_durable_when_awaited() {
     second.await.unwrap();
     first.await.unwrap();
     assert_eq!(store.fsync_count() - before, 2);
+}
+
+#[tokio::test]
+async fn one_volume_round_makes_appends_to_many_logs_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    assert_eq!(store.fsync_count(), 0);
+    // New logs in ten groups, all waiting before a round starts: one
+    // syncfs covers every file and the folder.
+    let volume = store.shared.volume.as_ref().unwrap();
+    volume.hold(true);
+    let writes = futures::future::join_all(
+        (0..10).map(|g| store.commit_offsets(&format!("g{g}"), &commit("t", 0, oam(g)))),
+    );
+    futures::pin_mut!(writes);
+    assert!(futures::poll!(&mut writes).is_pending());
+    volume.hold(false);
+    assert!(writes.await.iter().all(|w| w.is_ok()));
+    assert_eq!(store.fsync_count(), 1);
+    let again = GroupLogStore::new(dir.path()).unwrap();
+    for g in 0..10 {
+        let loaded = again.load(&format!("g{g}")).unwrap().unwrap();
+        assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(g))]);
+    }
 }
 
 #[tokio::test]
@@ -744,6 +774,7 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
         .commit_offsets("g", &commit("t", 63, oam(1)))
         .await
         .unwrap();
+    store.turn_free("g").await;
     assert_eq!(store.snapshot_count(), 1);
     let late: Vec<Durable> = std::mem::take(&mut *lock(&late));
     assert_eq!(late.len(), 2);

@@ -1,0 +1,738 @@
+//! The records of a group log, their encoding, and the table they add up to.
+//!
+//! A record is framed as `[u32 BE payload length][u32 BE crc32c of
+//! payload][payload]`; the payload is one kind byte and a body:
+//!
+//! | kind | record        | body                                                     |
+//! | ---- | ------------- | -------------------------------------------------------- |
+//! | 1    | Header        | JSON `{"version":1,"group_id":"…"}`, always first         |
+//! | 2    | OffsetCommit  | JSON `[{"topic","partition","offset","leader_epoch","metadata","commit_timestamp_ms","expire_timestamp_ms"}…]` (read only) |
+//! | 3    | OffsetDelete  | JSON `[{"topic","partition"}…]`                          |
+//! | 4    | GroupMetadata | JSON: the whole record (replacing the previous one) or `null` |
+//! | 5    | Snapshot      | JSON `{"offsets":[…as in 2…],"metadata":…,"claim":…}` (read only) |
+//! | 6    | Claim         | JSON `{"broker","assignment_version"}`                    |
+//! | 7    | OffsetCommit  | binary offsets (below)                                   |
+//! | 8    | Snapshot      | binary offsets, then metadata and claim (below)          |
+//!
+//! Commits and snapshots are most of what a coordinator writes, so they are
+//! binary (big-endian, as Kafka's own records): encoding a 1000-offset
+//! snapshot as JSON cost more CPU than the commits it replaced. Logs
+//! written with kinds 2 and 5 stay readable.
+//!
+//! Binary offsets: `u32 count`, then per offset `u16 topic length, topic
+//! (UTF-8), i32 partition, i64 offset, i32 leader epoch (-1: none), u64
+//! commit timestamp, i64 expire timestamp (-1: none), u32 metadata length,
+//! metadata (UTF-8)`. A binary snapshot follows its offsets with `u8` 0/1
+//! and, if 1, `u32 length` + the metadata record as JSON (as in kind 4),
+//! then `u8` 0/1 and, if 1, `i32 broker, u64 assignment version`.
+//!
+//! Byte fields of member records (subscription, assignment) are hex strings.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use bytes::{Buf, BufMut, Bytes};
+use serde::{Deserialize, Serialize};
+
+use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
+
+/// Version written in every header; a log with another version is refused.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub(super) const FRAME_HEADER: usize = 8;
+
+pub(super) const KIND_HEADER: u8 = 1;
+const KIND_COMMIT_JSON: u8 = 2;
+const KIND_DELETE: u8 = 3;
+const KIND_METADATA: u8 = 4;
+const KIND_SNAPSHOT_JSON: u8 = 5;
+const KIND_CLAIM: u8 = 6;
+const KIND_COMMIT: u8 = 7;
+const KIND_SNAPSHOT: u8 = 8;
+
+/// Offsets as the store takes and returns them: (topic, partition, offset).
+pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct HeaderBody {
+    pub version: u32,
+    pub group_id: String,
+}
+
+/// An offset in the JSON records of earlier logs.
+#[derive(Debug, Deserialize)]
+struct OffsetEntry {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    leader_epoch: Option<i32>,
+    metadata: String,
+    commit_timestamp_ms: u64,
+    expire_timestamp_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct PartitionEntry {
+    pub topic: String,
+    pub partition: i32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct GroupMeta {
+    group_id: String,
+    protocol_type: Option<String>,
+    generation: i32,
+    protocol: Option<String>,
+    leader: Option<String>,
+    current_state_timestamp_ms: Option<u64>,
+    members: Vec<MemberMeta>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct MemberMeta {
+    member_id: String,
+    group_instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    rebalance_timeout_ms: i32,
+    session_timeout_ms: i32,
+    #[serde(with = "hex_bytes")]
+    subscription: Bytes,
+    #[serde(with = "hex_bytes")]
+    assignment: Bytes,
+}
+
+/// The JSON snapshot of earlier logs.
+#[derive(Debug, Deserialize)]
+struct SnapshotJson {
+    offsets: Vec<OffsetEntry>,
+    metadata: Option<GroupMeta>,
+    #[serde(default)]
+    claim: Option<ClaimBody>,
+}
+
+/// Who writes this log: the broker that loaded the group, and the
+/// assignment version under which it did (see docs/design/fencing.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct ClaimBody {
+    pub broker: i32,
+    pub assignment_version: u64,
+}
+
+#[derive(Debug)]
+pub(super) struct Snapshot {
+    offsets: Offsets,
+    metadata: Option<GroupMetadataRecord>,
+    claim: Option<ClaimBody>,
+}
+
+#[derive(Debug)]
+pub(super) enum Record {
+    Header(HeaderBody),
+    Commit(Offsets),
+    Delete(Vec<PartitionEntry>),
+    Metadata(Option<GroupMeta>),
+    Snapshot(Snapshot),
+    Claim(ClaimBody),
+}
+
+impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
+    fn from(e: OffsetEntry) -> Self {
+        let value = OffsetAndMetadata {
+            offset: e.offset,
+            leader_epoch: e.leader_epoch,
+            metadata: e.metadata,
+            commit_timestamp_ms: e.commit_timestamp_ms,
+            expire_timestamp_ms: e.expire_timestamp_ms,
+        };
+        (e.topic, e.partition, value)
+    }
+}
+
+impl From<&GroupMetadataRecord> for GroupMeta {
+    fn from(r: &GroupMetadataRecord) -> Self {
+        GroupMeta {
+            group_id: r.group_id.clone(),
+            protocol_type: r.protocol_type.clone(),
+            generation: r.generation,
+            protocol: r.protocol.clone(),
+            leader: r.leader.clone(),
+            current_state_timestamp_ms: r.current_state_timestamp_ms,
+            members: r
+                .members
+                .iter()
+                .map(|m| MemberMeta {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    session_timeout_ms: m.session_timeout_ms,
+                    subscription: m.subscription.clone(),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<GroupMeta> for GroupMetadataRecord {
+    fn from(r: GroupMeta) -> Self {
+        GroupMetadataRecord {
+            group_id: r.group_id,
+            protocol_type: r.protocol_type,
+            generation: r.generation,
+            protocol: r.protocol,
+            leader: r.leader,
+            current_state_timestamp_ms: r.current_state_timestamp_ms,
+            members: r
+                .members
+                .into_iter()
+                .map(|m| MemberMetadataRecord {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    session_timeout_ms: m.session_timeout_ms,
+                    subscription: m.subscription,
+                    assignment: m.assignment,
+                })
+                .collect(),
+        }
+    }
+}
+
+mod hex_bytes {
+    use bytes::Bytes;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(b.len() * 2);
+        for &x in b.iter() {
+            out.push(DIGITS[usize::from(x >> 4)] as char);
+            out.push(DIGITS[usize::from(x & 15)] as char);
+        }
+        s.serialize_str(&out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.len() % 2 != 0 || !s.is_ascii() {
+            return Err(D::Error::custom("malformed hex string"));
+        }
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map(Bytes::from)
+            .map_err(D::Error::custom)
+    }
+}
+
+pub(super) fn header_record(group_id: &str) -> Record {
+    Record::Header(HeaderBody {
+        version: FORMAT_VERSION,
+        group_id: group_id.to_string(),
+    })
+}
+
+// ---------------------------------------------------------------- encoding
+
+/// A frame being written: the header is filled in by `finish`.
+struct FrameBuf(Vec<u8>);
+
+impl FrameBuf {
+    fn new(kind: u8, capacity: usize) -> FrameBuf {
+        let mut buf = Vec::with_capacity(FRAME_HEADER + 1 + capacity);
+        buf.extend_from_slice(&[0; FRAME_HEADER]);
+        buf.push(kind);
+        FrameBuf(buf)
+    }
+
+    fn json(kind: u8, body: &impl Serialize) -> io::Result<Vec<u8>> {
+        let mut f = FrameBuf::new(kind, 64);
+        serde_json::to_writer(&mut f.0, body).map_err(io::Error::other)?;
+        f.finish()
+    }
+
+    fn finish(mut self) -> io::Result<Vec<u8>> {
+        let buf = &mut self.0;
+        let len = u32::try_from(buf.len() - FRAME_HEADER).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "group log record exceeds 4 GiB",
+            )
+        })?;
+        let crc = crc32c::crc32c(&buf[FRAME_HEADER..]);
+        buf[0..4].copy_from_slice(&len.to_be_bytes());
+        buf[4..8].copy_from_slice(&crc.to_be_bytes());
+        Ok(self.0)
+    }
+}
+
+/// Bytes one offset takes in binary, without its strings.
+const OFFSET_FIXED_BYTES: usize = 2 + 4 + 8 + 4 + 8 + 8 + 4;
+
+fn put_offsets<'a>(
+    buf: &mut Vec<u8>,
+    count: usize,
+    offsets: impl Iterator<Item = (&'a str, i32, &'a OffsetAndMetadata)>,
+) -> io::Result<()> {
+    let too_long = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} too long for a group log record"),
+        )
+    };
+    buf.put_u32(u32::try_from(count).map_err(|_| too_long("offset list"))?);
+    for (topic, partition, o) in offsets {
+        buf.put_u16(u16::try_from(topic.len()).map_err(|_| too_long("topic name"))?);
+        buf.put_slice(topic.as_bytes());
+        buf.put_i32(partition);
+        buf.put_i64(o.offset);
+        buf.put_i32(o.leader_epoch.unwrap_or(-1));
+        buf.put_u64(o.commit_timestamp_ms);
+        buf.put_i64(o.expire_timestamp_ms.map_or(-1, |t| t as i64));
+        buf.put_u32(u32::try_from(o.metadata.len()).map_err(|_| too_long("offset metadata"))?);
+        buf.put_slice(o.metadata.as_bytes());
+    }
+    Ok(())
+}
+
+fn offsets_capacity<'a>(offsets: impl Iterator<Item = (&'a str, &'a OffsetAndMetadata)>) -> usize {
+    4 + offsets
+        .map(|(t, o)| OFFSET_FIXED_BYTES + t.len() + o.metadata.len())
+        .sum::<usize>()
+}
+
+/// The framed commit record of `offsets`.
+pub(super) fn encode_commit(offsets: &[(String, i32, OffsetAndMetadata)]) -> io::Result<Vec<u8>> {
+    let capacity = offsets_capacity(offsets.iter().map(|(t, _, o)| (t.as_str(), o)));
+    let mut f = FrameBuf::new(KIND_COMMIT, capacity);
+    put_offsets(
+        &mut f.0,
+        offsets.len(),
+        offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o)),
+    )?;
+    f.finish()
+}
+
+/// Frames a JSON-bodied record. Commits and snapshots have their own
+/// encoders ([`encode_commit`], [`Table::encode_snapshot`]).
+pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
+    match record {
+        Record::Header(b) => FrameBuf::json(KIND_HEADER, b),
+        Record::Delete(b) => FrameBuf::json(KIND_DELETE, b),
+        Record::Metadata(b) => FrameBuf::json(KIND_METADATA, b),
+        Record::Claim(b) => FrameBuf::json(KIND_CLAIM, b),
+        Record::Commit(offsets) => encode_commit(offsets),
+        Record::Snapshot(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "snapshots are encoded from a table",
+        )),
+    }
+}
+
+// ---------------------------------------------------------------- decoding
+
+/// Reads a binary body, refusing (never panicking on) truncated input.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn need(&self, n: usize) -> Result<(), String> {
+        if self.0.remaining() < n {
+            Err(format!(
+                "truncated binary record ({n} bytes needed, {} left)",
+                self.0.remaining()
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        self.need(n)?;
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn string(&mut self, n: usize) -> Result<String, String> {
+        let b = self.bytes(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| "string is not UTF-8".to_string())
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        self.need(1)?;
+        Ok(self.0.get_u8())
+    }
+
+    fn u16(&mut self) -> Result<u16, String> {
+        self.need(2)?;
+        Ok(self.0.get_u16())
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        self.need(4)?;
+        Ok(self.0.get_u32())
+    }
+
+    fn i32(&mut self) -> Result<i32, String> {
+        self.need(4)?;
+        Ok(self.0.get_i32())
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        self.need(8)?;
+        Ok(self.0.get_u64())
+    }
+
+    fn i64(&mut self) -> Result<i64, String> {
+        self.need(8)?;
+        Ok(self.0.get_i64())
+    }
+
+    fn offsets(&mut self) -> Result<Offsets, String> {
+        let count = self.u32()? as usize;
+        // Each offset takes at least its fixed bytes: a count larger than
+        // the record can hold is corrupt, not a reason to reserve memory.
+        if count > self.0.len() / OFFSET_FIXED_BYTES {
+            return Err(format!("offset count {count} exceeds the record"));
+        }
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let topic_len = self.u16()? as usize;
+            let topic = self.string(topic_len)?;
+            let partition = self.i32()?;
+            let offset = self.i64()?;
+            let leader_epoch = self.i32()?;
+            let commit_timestamp_ms = self.u64()?;
+            let expire = self.i64()?;
+            let metadata_len = self.u32()? as usize;
+            let metadata = self.string(metadata_len)?;
+            out.push((
+                topic,
+                partition,
+                OffsetAndMetadata {
+                    offset,
+                    leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
+                    metadata,
+                    commit_timestamp_ms,
+                    expire_timestamp_ms: (expire >= 0).then_some(expire as u64),
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    fn end(&self) -> Result<(), String> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} trailing bytes after the record", self.0.len()))
+        }
+    }
+}
+
+fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
+    let mut r = Reader(body);
+    let offsets = r.offsets()?;
+    let metadata = match r.u8()? {
+        0 => None,
+        1 => {
+            let len = r.u32()? as usize;
+            let json = r.bytes(len)?;
+            let meta: GroupMeta = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+            Some(meta.into())
+        }
+        other => return Err(format!("bad metadata flag {other}")),
+    };
+    let claim = match r.u8()? {
+        0 => None,
+        1 => Some(ClaimBody {
+            broker: r.i32()?,
+            assignment_version: r.u64()?,
+        }),
+        other => return Err(format!("bad claim flag {other}")),
+    };
+    r.end()?;
+    Ok(Snapshot {
+        offsets,
+        metadata,
+        claim,
+    })
+}
+
+fn decode(payload: &[u8]) -> Result<Record, String> {
+    let (&kind, body) = payload.split_first().ok_or("empty record")?;
+    let json_err = |e: serde_json::Error| format!("undecodable record of kind {kind}: {e}");
+    let bin_err = |e: String| format!("undecodable record of kind {kind}: {e}");
+    match kind {
+        KIND_HEADER => serde_json::from_slice(body)
+            .map(Record::Header)
+            .map_err(json_err),
+        KIND_COMMIT_JSON => serde_json::from_slice::<Vec<OffsetEntry>>(body)
+            .map(|v| Record::Commit(v.into_iter().map(Into::into).collect()))
+            .map_err(json_err),
+        KIND_DELETE => serde_json::from_slice(body)
+            .map(Record::Delete)
+            .map_err(json_err),
+        KIND_METADATA => serde_json::from_slice(body)
+            .map(Record::Metadata)
+            .map_err(json_err),
+        KIND_SNAPSHOT_JSON => serde_json::from_slice::<SnapshotJson>(body)
+            .map(|s| {
+                Record::Snapshot(Snapshot {
+                    offsets: s.offsets.into_iter().map(Into::into).collect(),
+                    metadata: s.metadata.map(Into::into),
+                    claim: s.claim,
+                })
+            })
+            .map_err(json_err),
+        KIND_CLAIM => serde_json::from_slice(body)
+            .map(Record::Claim)
+            .map_err(json_err),
+        KIND_COMMIT => {
+            let mut r = Reader(body);
+            let offsets = r.offsets().map_err(bin_err)?;
+            r.end().map_err(bin_err)?;
+            Ok(Record::Commit(offsets))
+        }
+        KIND_SNAPSHOT => decode_snapshot(body).map(Record::Snapshot).map_err(bin_err),
+        other => Err(format!("unknown record kind {other}")),
+    }
+}
+
+/// The record at the start of `buf` and its framed size, or why there is none.
+pub(super) fn read_frame(buf: &[u8]) -> Result<(Record, usize), String> {
+    if buf.len() < FRAME_HEADER {
+        return Err(format!("torn frame header ({} of 8 bytes)", buf.len()));
+    }
+    let len = u32::from_be_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_be_bytes(buf[4..8].try_into().expect("4 bytes"));
+    let rest = &buf[FRAME_HEADER..];
+    if len > rest.len() {
+        return Err(format!(
+            "torn record ({len} byte payload, {} bytes present)",
+            rest.len()
+        ));
+    }
+    let payload = &rest[..len];
+    if crc32c::crc32c(payload) != crc {
+        return Err("checksum mismatch".to_string());
+    }
+    Ok((decode(payload)?, FRAME_HEADER + len))
+}
+
+pub(super) fn invalid_data(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+pub(super) fn check_header(h: &HeaderBody, group_id: &str) -> io::Result<()> {
+    if h.version != FORMAT_VERSION {
+        return Err(invalid_data(format!(
+            "group log of {group_id:?} has format version {}, this broker reads {FORMAT_VERSION}",
+            h.version
+        )));
+    }
+    if h.group_id != group_id {
+        return Err(invalid_data(format!(
+            "group log at the path of {group_id:?} belongs to group {:?}",
+            h.group_id
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- table
+
+/// The materialised state: what the records so far add up to. Offsets are
+/// nested by topic, so updating a known partition allocates nothing.
+#[derive(Debug, Default)]
+pub(super) struct Table {
+    offsets: BTreeMap<String, BTreeMap<i32, OffsetAndMetadata>>,
+    pub metadata: Option<GroupMetadataRecord>,
+    /// The last owner claim.
+    pub claim: Option<ClaimBody>,
+}
+
+impl Table {
+    /// Sets one committed offset.
+    pub fn commit(&mut self, topic: &str, partition: i32, o: OffsetAndMetadata) {
+        match self.offsets.get_mut(topic) {
+            Some(partitions) => {
+                partitions.insert(partition, o);
+            }
+            None => {
+                self.offsets
+                    .entry(topic.to_string())
+                    .or_default()
+                    .insert(partition, o);
+            }
+        }
+    }
+
+    pub fn apply(&mut self, record: Record) {
+        match record {
+            Record::Header(_) => {}
+            Record::Commit(offsets) => {
+                for (t, p, o) in offsets {
+                    self.commit(&t, p, o);
+                }
+            }
+            Record::Delete(keys) => {
+                for k in keys {
+                    if let Some(partitions) = self.offsets.get_mut(&k.topic) {
+                        partitions.remove(&k.partition);
+                        if partitions.is_empty() {
+                            self.offsets.remove(&k.topic);
+                        }
+                    }
+                }
+            }
+            Record::Metadata(m) => self.metadata = m.map(Into::into),
+            Record::Claim(c) => self.claim = Some(c),
+            Record::Snapshot(s) => {
+                self.offsets.clear();
+                self.metadata = s.metadata;
+                self.claim = s.claim;
+                self.apply(Record::Commit(s.offsets));
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, i32, &OffsetAndMetadata)> {
+        self.offsets
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |(p, o)| (t.as_str(), *p, o)))
+    }
+
+    /// Every offset, sorted by topic, then partition.
+    pub fn offsets(&self) -> Offsets {
+        self.iter()
+            .map(|(t, p, o)| (t.to_string(), p, o.clone()))
+            .collect()
+    }
+
+    /// The framed snapshot record of the table.
+    pub fn encode_snapshot(&self) -> io::Result<Vec<u8>> {
+        let count = self.offsets.values().map(BTreeMap::len).sum();
+        let capacity = offsets_capacity(self.iter().map(|(t, _, o)| (t, o)));
+        let mut f = FrameBuf::new(KIND_SNAPSHOT, capacity + 32);
+        put_offsets(&mut f.0, count, self.iter())?;
+        match &self.metadata {
+            None => f.0.put_u8(0),
+            Some(m) => {
+                let json = serde_json::to_vec(&GroupMeta::from(m)).map_err(io::Error::other)?;
+                f.0.put_u8(1);
+                f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
+                f.0.put_slice(&json);
+            }
+        }
+        match self.claim {
+            None => f.0.put_u8(0),
+            Some(c) => {
+                f.0.put_u8(1);
+                f.0.put_i32(c.broker);
+                f.0.put_u64(c.assignment_version);
+            }
+        }
+        f.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oam(
+        offset: i64,
+        metadata: &str,
+        epoch: Option<i32>,
+        expire: Option<u64>,
+    ) -> OffsetAndMetadata {
+        OffsetAndMetadata {
+            offset,
+            leader_epoch: epoch,
+            metadata: metadata.to_string(),
+            commit_timestamp_ms: 1_700_000_000_000,
+            expire_timestamp_ms: expire,
+        }
+    }
+
+    #[test]
+    fn binary_commits_and_snapshots_read_back_exactly() {
+        let offsets: Offsets = vec![
+            ("orders".into(), 3, oam(42, "", None, None)),
+            ("orders".into(), 1, oam(7, "läuft", Some(5), Some(9))),
+            ("pay/ments".into(), 0, oam(-1, "x", Some(0), None)),
+        ];
+        let frame = encode_commit(&offsets).unwrap();
+        let (record, size) = read_frame(&frame).unwrap();
+        assert_eq!(size, frame.len());
+        let Record::Commit(back) = record else {
+            panic!("not a commit: {record:?}")
+        };
+        assert_eq!(back, offsets);
+
+        let mut table = Table::default();
+        table.apply(Record::Commit(back));
+        table.claim = Some(ClaimBody {
+            broker: 2,
+            assignment_version: 17,
+        });
+        let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
+        let mut again = Table::default();
+        again.apply(record);
+        assert_eq!(again.offsets(), table.offsets());
+        assert_eq!(again.claim, table.claim);
+        // Sorted by topic, then partition.
+        let keys: Vec<_> = again
+            .offsets()
+            .into_iter()
+            .map(|(t, p, _)| (t, p))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                ("orders".into(), 1),
+                ("orders".into(), 3),
+                ("pay/ments".into(), 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn json_records_of_earlier_logs_still_read() {
+        let commit = br#"[{"topic":"t","partition":2,"offset":5,"leader_epoch":null,"metadata":"m","commit_timestamp_ms":1,"expire_timestamp_ms":null}]"#;
+        let mut payload = vec![KIND_COMMIT_JSON];
+        payload.extend_from_slice(commit);
+        let Ok(Record::Commit(offsets)) = decode(&payload) else {
+            panic!("JSON commit not read")
+        };
+        assert_eq!(offsets[0].0, "t");
+        assert_eq!(offsets[0].2.offset, 5);
+
+        let snapshot = br#"{"offsets":[{"topic":"t","partition":0,"offset":9,"leader_epoch":3,"metadata":"","commit_timestamp_ms":1,"expire_timestamp_ms":null}],"metadata":null}"#;
+        let mut payload = vec![KIND_SNAPSHOT_JSON];
+        payload.extend_from_slice(snapshot);
+        let mut table = Table::default();
+        table.apply(decode(&payload).unwrap());
+        assert_eq!(table.offsets()[0].2.leader_epoch, Some(3));
+    }
+
+    #[test]
+    fn truncated_or_inflated_binary_records_are_refused() {
+        let frame = encode_commit(&[("t".into(), 0, oam(1, "meta", None, None))]).unwrap();
+        let payload = &frame[FRAME_HEADER..];
+        for cut in 1..payload.len() {
+            assert!(decode(&payload[..cut]).is_err(), "cut at {cut} accepted");
+        }
+        // A count far beyond what the record holds reserves nothing.
+        let mut inflated = payload.to_vec();
+        inflated[1..5].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode(&inflated).unwrap_err().contains("exceeds"));
+    }
+}
