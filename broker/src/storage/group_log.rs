@@ -6,12 +6,12 @@
 //!
 //! Once [`SNAPSHOT_EVERY`] delta records (commits, deletes, metadata,
 //! claims) have been appended since the last snapshot, and they take at
-//! least as many bytes as that snapshot, the store writes a new file
-//! holding Header + Snapshot (tmp file, fsync, rename over the log, then a
-//! sync of the folder), which drops everything below it: a load replays one
-//! snapshot and deltas of about its size (for small groups, at most
-//! [`SNAPSHOT_EVERY`]), so replay stays proportional to the group's state
-//! and writing snapshots costs at most as much as writing the deltas.
+//! least four times as many bytes as that snapshot, the store writes a new
+//! file holding Header + Snapshot (tmp file, fsync, rename over the log,
+//! then a sync of the folder), which drops everything below it: a load
+//! replays one snapshot and deltas of about four times its size (for small
+//! groups, [`SNAPSHOT_EVERY`]), so replay stays proportional to the group's
+//! state and snapshots add at most a quarter to what the log writes.
 //!
 //! A load verifies every record's length and checksum, stops at the first
 //! torn or corrupt one, truncates the file there (durably) and reports the
@@ -54,6 +54,10 @@ mod records;
 
 /// Delta records between two snapshots, at least.
 pub const SNAPSHOT_EVERY: usize = 64;
+/// Bytes of delta records between two snapshots, at least, as a multiple
+/// of the last snapshot's size: snapshots then add at most 1/4 to what the
+/// log writes, and a load reads at most 5 snapshots' worth.
+const SNAPSHOT_BYTES_FACTOR: u64 = 4;
 /// Group logs kept open (file handle and materialised table) at once by
 /// default. Beyond it, the least recently used idle ones are closed; they
 /// reopen (rescanning the file) on their next use. Without a bound every
@@ -145,7 +149,8 @@ impl SinceSnapshot {
     }
 
     fn due(&self) -> bool {
-        self.deltas >= SNAPSHOT_EVERY && self.delta_bytes >= self.snapshot_bytes
+        self.deltas >= SNAPSHOT_EVERY
+            && self.delta_bytes >= SNAPSHOT_BYTES_FACTOR * self.snapshot_bytes
     }
 }
 

@@ -46,6 +46,9 @@ struct Rounds {
     /// The owner is gone: answer the waiters, then stop. (Nobody can
     /// register after: registering needs the owner.)
     closing: bool,
+    /// Threads asleep waiting for work: only then does a caller wake one
+    /// (a wake is a system call; a running thread looks again by itself).
+    idle: usize,
     /// Tests hold rounds back to line callers up deterministically.
     #[cfg(test)]
     held: bool,
@@ -132,7 +135,9 @@ impl Shared {
                     if rounds.closing {
                         return;
                     }
+                    rounds.idle += 1;
                     rounds = self.wake.wait(rounds).unwrap_or_else(|p| p.into_inner());
+                    rounds.idle -= 1;
                 }
             };
             let outcome = self.syncfs();
@@ -173,8 +178,13 @@ impl VolumeSync {
     /// durable (or with the error of the round that covered them).
     pub fn sync(&self) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        self.shared.rounds().register(tx);
-        self.shared.wake.notify_one();
+        let mut rounds = self.shared.rounds();
+        rounds.register(tx);
+        let idle = rounds.idle > 0;
+        drop(rounds);
+        if idle {
+            self.shared.wake.notify_one();
+        }
         async move {
             let outcome = rx.await.unwrap_or_else(|_| {
                 Err((

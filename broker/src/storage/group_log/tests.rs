@@ -175,7 +175,7 @@ async fn snapshots_bound_the_log_and_the_replay() {
     let path = store.log_path("g");
     let mut model = BTreeMap::new();
     let mut max_len = 0;
-    for i in 1..5 * SNAPSHOT_EVERY + 10 {
+    for i in 1..10 * SNAPSHOT_EVERY + 10 {
         // Four partitions, rewritten over and over; one deleted now and then.
         let p = (i % 4) as i32;
         store
@@ -189,7 +189,11 @@ async fn snapshots_bound_the_log_and_the_replay() {
         }
         max_len = max_len.max(file_len(&path));
     }
-    assert!(store.snapshot_count() >= 5);
+    assert!(
+        store.snapshot_count() >= 5,
+        "{} snapshots",
+        store.snapshot_count()
+    );
     // One delta is ~150 bytes: without snapshots the log would be ~50 KB.
     assert!(
         max_len < (SNAPSHOT_EVERY as u64 + 8) * 200,
@@ -202,7 +206,14 @@ async fn snapshots_bound_the_log_and_the_replay() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.replayed_snapshots, 1);
-    assert!(loaded.replayed_deltas <= SNAPSHOT_EVERY);
+    // The snapshot (~1.1 KB: the member's 300-byte assignment, in hex)
+    // allows 4x its size of ~52-byte deltas: ~85, far below the ~650
+    // written.
+    assert!(
+        loaded.replayed_deltas < 2 * SNAPSHOT_EVERY,
+        "{} deltas replayed",
+        loaded.replayed_deltas
+    );
     assert_eq!(loaded.metadata, Some(metadata(7)));
     let expect: Vec<_> = model
         .into_iter()
