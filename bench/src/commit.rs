@@ -395,23 +395,13 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The bytes one kaas commit of `k` partitions appends to a group log:
-/// an 8-byte frame header, a kind byte and the JSON of `k` offsets.
+/// As many bytes as one kaas commit of `k` partitions appends to a group
+/// log: frame header (8), kind (1), count (4), and per offset the topic
+/// (2 + name), partition, offset, leader epoch, two timestamps and an
+/// empty metadata string (4 + 8 + 4 + 8 + 8 + 4).
 fn delta_record_bytes(k: usize) -> Arc<Vec<u8>> {
-    let entries: Vec<OffsetJson> = (0..k)
-        .map(|p| OffsetJson {
-            topic: TOPIC.into(),
-            partition: 100 + p as i32,
-            offset: 1_000_123,
-            leader_epoch: None,
-            metadata: String::new(),
-            commit_timestamp_ms: now_ms(),
-            expire_timestamp_ms: None,
-        })
-        .collect();
-    let mut buf = vec![0u8; 9];
-    serde_json::to_writer(&mut buf, &entries).expect("serialisable");
-    Arc::new(buf)
+    let per_offset = 2 + TOPIC.len() + 4 + 8 + 4 + 8 + 8 + 4;
+    Arc::new(vec![0x5a; 8 + 1 + 4 + k * per_offset])
 }
 
 // ------------------------------------------------------------ baseline (a)

@@ -10,7 +10,7 @@ use tracing::info;
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
-use crate::storage::group_log::GroupLogStore;
+use crate::storage::group_log::{GroupLogStore, GroupLogSync};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::{LogConfig, Storage};
 
@@ -30,6 +30,8 @@ pub struct BrokerConfig {
     pub default_partitions: i32,
     pub log: LogConfig,
     pub groups: GroupManagerConfig,
+    /// How group logs are made durable.
+    pub group_log_sync: GroupLogSync,
 }
 
 impl BrokerConfig {
@@ -44,6 +46,7 @@ impl BrokerConfig {
             default_partitions: 1,
             log: LogConfig::default(),
             groups: GroupManagerConfig::default(),
+            group_log_sync: GroupLogSync::default(),
         }
     }
 }
@@ -68,9 +71,11 @@ impl Broker {
         // follows, so a broker on an older one is fenced (docs/design/fencing.md).
         let followed = cluster.subscribe();
         let store = Arc::new(
-            GroupLogStore::new(&config.data_dir)?.with_owner(config.id, move || {
-                followed.borrow().as_ref().map_or(0, |r| r.version())
-            }),
+            GroupLogStore::new(&config.data_dir)?
+                .with_sync(config.group_log_sync)?
+                .with_owner(config.id, move || {
+                    followed.borrow().as_ref().map_or(0, |r| r.version())
+                }),
         );
         let groups = GroupManager::new(
             config.id,

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use kaas_broker::cluster::controller::{self, BrokerAddress, ControllerConfig};
 use kaas_broker::cluster::{assignment_file, configmap_source};
 use kaas_broker::local::{self, LocalCluster, LocalClusterConfig};
+use kaas_broker::storage::group_log::GroupLogSync;
 use kaas_broker::{Broker, BrokerConfig};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -137,6 +138,11 @@ struct Tuning {
     /// Most groups held in memory at once.
     #[arg(long, default_value_t = 200_000)]
     max_loaded_groups: usize,
+    /// How committed offsets are made durable: `volume` (one syncfs of the
+    /// data volume covers every group's writes) or `file` (one fdatasync
+    /// per group log; for file systems whose syncfs does not flush).
+    #[arg(long, value_enum, default_value_t = SyncMode::Volume)]
+    group_log_sync: SyncMode,
     /// Serve /healthz, /readyz and /metrics on this address (with `local`,
     /// broker N uses this port + N).
     #[arg(long)]
@@ -157,7 +163,17 @@ impl Tuning {
         g.core.offsets_retention_ms = self.offsets_retention_minutes * 60 * 1000;
         g.idle_unload_ms = self.group_idle_unload_ms;
         g.max_resident_groups = self.max_loaded_groups;
+        c.group_log_sync = match self.group_log_sync {
+            SyncMode::Volume => GroupLogSync::Volume,
+            SyncMode::File => GroupLogSync::PerFile,
+        };
     }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SyncMode {
+    Volume,
+    File,
 }
 
 fn init_logging(format: LogFormat) {

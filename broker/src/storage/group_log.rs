@@ -34,7 +34,7 @@ use std::future::Future;
 use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::{error, info, warn};
@@ -643,9 +643,13 @@ struct Faults {
 struct Entry {
     paths: LogPaths,
     inner: Mutex<Inner>,
-    /// One fsync (or snapshot) at a time; appends waiting meanwhile share
-    /// the next one.
-    sync_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Sync turns. With volume rounds, waiters share it (each joins the
+    /// rounds, which cover every log); with per-file syncs, one fsync at a
+    /// time, and appends waiting meanwhile share the next one. A snapshot
+    /// takes it exclusively, from before it is taken until it is synced.
+    sync_lock: Arc<tokio::sync::RwLock<()>>,
+    /// A snapshot task is spawned or running.
+    compacting: AtomicBool,
     /// `Shared::ticks` at the last use, for closing idle logs.
     last_used: AtomicU64,
 }
@@ -764,7 +768,13 @@ impl Pending {
         if let Some(r) = entry.inner().settled(seq) {
             return r;
         }
-        let turn = entry.sync_lock.clone().lock_owned().await;
+        // Per-file syncs keep the exclusive turn into the snapshot task:
+        // no other fsync of this log may run before the snapshot is in.
+        let (_shared_turn, exclusive_turn) = if shared.volume.is_some() {
+            (Some(entry.sync_lock.clone().read_owned().await), None)
+        } else {
+            (None, Some(entry.sync_lock.clone().write_owned().await))
+        };
         if let Some(r) = entry.inner().settled(seq) {
             return r;
         }
@@ -773,12 +783,19 @@ impl Pending {
             .inner()
             .settled(seq)
             .expect("settled by the sync turn");
-        if result.is_ok() && compaction_due(&entry) {
+        if result.is_ok()
+            && compaction_due(&entry)
+            && !entry.compacting.swap(true, Ordering::AcqRel)
+        {
             tokio::spawn(async move {
-                let _turn = turn;
+                let _turn = match exclusive_turn {
+                    Some(turn) => turn,
+                    None => entry.sync_lock.clone().write_owned().await,
+                };
                 if compact_if_due(&entry, &shared).await {
                     shared.sync_turn(&entry).await;
                 }
+                entry.compacting.store(false, Ordering::Release);
             });
         }
         result
@@ -933,13 +950,14 @@ impl GroupLogStore {
 
     /// How appends are made durable; [`GroupLogSync::Volume`] by default.
     pub fn with_sync(mut self, sync: GroupLogSync) -> io::Result<Self> {
-        let volume = match sync {
-            GroupLogSync::Volume => Some(VolumeSync::new(&self.root)?),
-            GroupLogSync::PerFile => None,
-        };
-        Arc::get_mut(&mut self.shared)
-            .expect("configured before use")
-            .volume = volume;
+        let shared = Arc::get_mut(&mut self.shared).expect("configured before use");
+        match sync {
+            GroupLogSync::Volume if shared.volume.is_none() => {
+                shared.volume = Some(VolumeSync::new(&self.root)?);
+            }
+            GroupLogSync::PerFile => shared.volume = None,
+            GroupLogSync::Volume => {}
+        }
         Ok(self)
     }
 
@@ -1001,6 +1019,7 @@ impl GroupLogStore {
                             paths: self.paths(group_id),
                             inner: Mutex::new(Inner::default()),
                             sync_lock: Arc::default(),
+                            compacting: AtomicBool::new(false),
                             last_used: AtomicU64::new(0),
                         });
                         entries.insert(group_id.to_string(), e.clone());
@@ -1402,14 +1421,14 @@ impl GroupStore for GroupLogStore {
 
 #[cfg(test)]
 impl GroupLogStore {
-    /// Waits until the group's sync turn is free: a snapshot started after
-    /// an awaited commit is then in place.
+    /// Waits until no snapshot of the group is pending or running: one
+    /// started after an awaited commit is then in place.
     async fn turn_free(&self, group_id: &str) {
-        let turn = lock(&self.entries)
-            .get(group_id)
-            .map(|e| e.sync_lock.clone());
-        if let Some(turn) = turn {
-            drop(turn.lock().await);
+        let entry = lock(&self.entries).get(group_id).cloned();
+        if let Some(entry) = entry {
+            while entry.compacting.load(Ordering::Acquire) {
+                tokio::task::yield_now().await;
+            }
         }
     }
 }

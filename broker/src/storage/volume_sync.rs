@@ -4,13 +4,10 @@
 //! Per-file group commit only batches appends to the *same* file, and a
 //! coordinator's commits are spread over thousands of group logs: with one
 //! `fdatasync` per commit, the broker spends most of its CPU handing each
-//! one to a blocking thread and back. Here a few threads run sync
-//! *rounds*: a caller registers after its write, and is answered by the
-//! first round that starts after it registered and finishes. Callers that
-//! arrive together share a round; up to [`ROUNDS_IN_FLIGHT`] rounds overlap,
-//! because a disk with a write-back cache completes concurrent flushes
-//! about as fast as one, so a caller never waits for a whole round to end
-//! before its own can start.
+//! one to a blocking thread and back. Here a thread runs sync *rounds*: a
+//! caller registers after its write, and is answered by the first round
+//! that starts after it registered and finishes. Callers that arrive while
+//! a round runs share the next one.
 //!
 //! `syncfs` reports write-back errors of any file on the volume since the
 //! folder was opened (Linux ≥ 5.8), so a failed round fails every write it
@@ -27,7 +24,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tracing::error;
 
-/// Rounds that may run at once (threads).
+/// Rounds that may run at once (threads). The bookkeeping allows overlap,
+/// but measured on the commit benchmark one at a time costs the least CPU
+/// and latency: concurrent `syncfs` calls wait on each other's write-back.
 pub const ROUNDS_IN_FLIGHT: usize = 1;
 
 /// How a round ended, for every caller it covered.

@@ -614,6 +614,7 @@ async fn a_log_replaced_by_another_broker_is_reopened_before_appending() {
             .await
             .unwrap();
     }
+    new_owner.turn_free("g").await;
     assert_eq!(new_owner.snapshot_count(), 1);
 
     // The old owner's next append goes to the current file, not the
