@@ -265,17 +265,50 @@ fn replay(recs: &[(usize, usize, u8, &[u8])]) -> BTreeMap<i32, i64> {
     };
     for (_, _, kind, body) in recs {
         match kind {
+            // JSON records of earlier logs.
             2 => apply(&mut table, &serde_json::from_slice(body).unwrap()),
             5 => {
                 let v: serde_json::Value = serde_json::from_slice(body).unwrap();
                 table.clear();
                 apply(&mut table, &v["offsets"]);
             }
+            // Binary commit and snapshot (offsets first).
+            7 => table.extend(binary_offsets(body)),
+            8 => {
+                table.clear();
+                table.extend(binary_offsets(body));
+            }
             3 => table.clear(), // deletes are not used here; be conservative
             _ => {}
         }
     }
     table
+}
+
+/// (partition, offset) of this test's topic in a binary offsets section,
+/// decoded from the format documented in storage/group_log/records.rs.
+fn binary_offsets(body: &[u8]) -> Vec<(i32, i64)> {
+    let mut at = 0;
+    let mut take = |n: usize| {
+        let field = &body[at..at + n];
+        at += n;
+        field
+    };
+    let count = u32::from_be_bytes(take(4).try_into().unwrap());
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let topic_len = u16::from_be_bytes(take(2).try_into().unwrap()) as usize;
+        let topic = take(topic_len).to_vec();
+        let partition = i32::from_be_bytes(take(4).try_into().unwrap());
+        let offset = i64::from_be_bytes(take(8).try_into().unwrap());
+        take(4 + 8 + 8); // leader epoch, commit and expire timestamps
+        let metadata_len = u32::from_be_bytes(take(4).try_into().unwrap()) as usize;
+        take(metadata_len);
+        if topic == TOPIC.as_bytes() {
+            out.push((partition, offset));
+        }
+    }
+    out
 }
 
 fn log_file(data: &Path, group: &str) -> PathBuf {

@@ -121,6 +121,13 @@ async fn stale_owner_is_fenced_and_no_acknowledged_commit_is_lost() {
         "the new owner loads v1's commit"
     );
     assert_eq!(commit(&b1, 0, 20).await, 0, "new owner commits");
+    // The stale owner does not answer from its memory (offset 10): the log
+    // changed under it, and the new owner's claim is the newer one.
+    assert_eq!(
+        fetch(&b0, 0).await.0,
+        NOT_COORDINATOR,
+        "stale owner refuses to read"
+    );
     // The stale owner still has the group in memory and believes it owns
     // it: its write must be refused, retriably.
     assert_eq!(

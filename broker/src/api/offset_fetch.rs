@@ -88,7 +88,7 @@ async fn fetch(
     require_stable: bool,
 ) -> core::OffsetFetchResponse {
     let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
+    if let Err(e) = manager.prepare_read(&group_id).await {
         return core::OffsetFetchResponse {
             error_code: group_error(e),
             topics: Vec::new(),

@@ -52,6 +52,11 @@ pub trait GroupStore: Send + Sync + 'static {
     fn list_groups(&self) -> io::Result<Vec<String>>;
     /// Forget any cached handle: the group was unloaded or moved.
     fn close(&self, group_id: &str);
+    /// Whether another broker wrote the group's log since this one last
+    /// read or wrote it, as far as the store can tell cheaply.
+    fn written_elsewhere(&self, _group_id: &str) -> bool {
+        false
+    }
 }
 
 /// Milliseconds since the Unix epoch; injected so tests can drive time.
@@ -246,6 +251,23 @@ impl GroupManager {
         touch(&mut st.touched, group_id, now);
         self.execute(&mut st, fx);
         Ok(())
+    }
+
+    /// [`Self::prepare`] for an answer read from memory (OffsetFetch): a
+    /// resident group whose log another broker wrote since is stale here
+    /// (this broker has not seen the assignment that moved it yet), so it
+    /// is unloaded and loaded again, which refuses it if the other broker's
+    /// claim is the newer one (docs/design/fencing.md).
+    pub async fn prepare_read(self: &Arc<Self>, group_id: &str) -> Result<(), NotServed> {
+        let resident = self.lock().core.is_resident(group_id);
+        if resident && self.store.written_elsewhere(group_id) {
+            info!(
+                group = group_id,
+                "the group's log was written by another broker; reloading before answering"
+            );
+            self.unload(group_id);
+        }
+        self.prepare(group_id).await
     }
 
     /// Runs `f` on the core and executes its effects, under the lock.

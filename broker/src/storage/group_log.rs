@@ -1203,6 +1203,20 @@ impl GroupLogStore {
         Ok(groups)
     }
 
+    /// Whether the group's open log was appended to, replaced or removed
+    /// by another writer since this store last read or wrote it (one
+    /// `fstat`). A log that is not open here (never used, or closed as
+    /// least recently used) reads as unchanged.
+    pub fn written_elsewhere(&self, group_id: &str) -> bool {
+        let Some(entry) = lock(&self.entries).get(group_id).cloned() else {
+            return false;
+        };
+        let inner = entry.inner();
+        inner.log.as_ref().is_some_and(
+            |log| !matches!(log.file.metadata(), Ok(m) if m.nlink() > 0 && m.len() == log.len),
+        )
+    }
+
     /// Drops the cached handle of a group (unloaded or moved away): the next
     /// use reopens the log from disk. Appends already made still become
     /// durable.
@@ -1416,6 +1430,10 @@ impl GroupStore for GroupLogStore {
 
     fn close(&self, group_id: &str) {
         GroupLogStore::close(self, group_id)
+    }
+
+    fn written_elsewhere(&self, group_id: &str) -> bool {
+        GroupLogStore::written_elsewhere(self, group_id)
     }
 }
 
