@@ -149,14 +149,17 @@ impl Shared {
 }
 
 /// Sync rounds over the volume holding a folder, run by
-/// [`ROUNDS_IN_FLIGHT`] threads that stop once the `VolumeSync` is dropped
-/// and every caller is answered.
+/// [`ROUNDS_IN_FLIGHT`] threads that start with the first caller and stop
+/// once the `VolumeSync` is dropped and every caller is answered.
 pub struct VolumeSync {
     shared: Arc<Shared>,
+    /// The threads start with the first caller: a store that only reads
+    /// (tools, tests, the fuzzer) never starts them.
+    started: std::sync::OnceLock<io::Result<()>>,
 }
 
 impl VolumeSync {
-    /// Starts the round thread for the volume of `dir`.
+    /// Rounds over the volume of `dir` (opened now).
     pub fn new(dir: &Path) -> io::Result<VolumeSync> {
         let shared = Arc::new(Shared {
             dir: File::open(dir)?,
@@ -164,27 +167,47 @@ impl VolumeSync {
             wake: Condvar::new(),
             syncs: AtomicU64::new(0),
         });
+        Ok(VolumeSync {
+            shared,
+            started: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn start_threads(&self) -> io::Result<()> {
         for _ in 0..ROUNDS_IN_FLIGHT {
-            let runner = shared.clone();
+            let runner = self.shared.clone();
             std::thread::Builder::new()
                 .name("kaas-volume-sync".into())
                 .spawn(move || runner.run())?;
         }
-        Ok(VolumeSync { shared })
+        Ok(())
     }
 
     /// Registers now, for writes already made; resolves once they are
     /// durable (or with the error of the round that covered them).
     pub fn sync(&self) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        let mut rounds = self.shared.rounds();
-        rounds.register(tx);
-        let idle = rounds.idle > 0;
-        drop(rounds);
-        if idle {
-            self.shared.wake.notify_one();
-        }
+        let started = self.started.get_or_init(|| self.start_threads());
+        let refused = match started {
+            Ok(()) => {
+                let mut rounds = self.shared.rounds();
+                rounds.register(tx);
+                let idle = rounds.idle > 0;
+                drop(rounds);
+                if idle {
+                    self.shared.wake.notify_one();
+                }
+                None
+            }
+            Err(e) => Some(io::Error::new(
+                e.kind(),
+                format!("cannot start the volume sync thread: {e}"),
+            )),
+        };
         async move {
+            if let Some(e) = refused {
+                return Err(e);
+            }
             let outcome = rx.await.unwrap_or_else(|_| {
                 Err((
                     io::ErrorKind::Other,
