@@ -39,7 +39,14 @@ impl Clock for ManualClock {
     }
 }
 
-fn manager(dir: &std::path::Path, clock: Arc<ManualClock>) -> anyhow::Result<Arc<GroupManager>> {
+type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
+
+/// A group manager that owns every group; the routing sender comes back
+/// with it, since the manager stops following routing once it is dropped.
+fn manager(
+    dir: &std::path::Path,
+    clock: Arc<ManualClock>,
+) -> anyhow::Result<(Arc<GroupManager>, RoutingSender)> {
     let routing = Routing::new(Assignment {
         version: 1,
         brokers: vec![BrokerInfo {
@@ -51,8 +58,6 @@ fn manager(dir: &std::path::Path, clock: Arc<ManualClock>) -> anyhow::Result<Arc
         ..Default::default()
     });
     let (tx, rx) = watch::channel(Some(Arc::new(routing)));
-    // The sender must outlive the manager's receiver.
-    std::mem::forget(tx);
     let config = GroupManagerConfig {
         core: GroupCoordinatorConfig {
             initial_rebalance_delay_ms: 0,
@@ -62,7 +67,7 @@ fn manager(dir: &std::path::Path, clock: Arc<ManualClock>) -> anyhow::Result<Arc
         ..Default::default()
     };
     let store = Arc::new(GroupLogStore::new(dir)?);
-    Ok(GroupManager::new(0, config, store, clock, rx))
+    Ok((GroupManager::new(0, config, store, clock, rx), tx))
 }
 
 fn group_id(i: usize) -> String {
@@ -101,7 +106,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     );
 
     let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000_000)));
-    let m = manager(&dir, clock.clone())?;
+    let (m, _routing) = manager(&dir, clock.clone())?;
     let before = live_heap_bytes();
     let rss_before = rss_bytes();
     let t = Instant::now();
@@ -173,7 +178,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     // Members.
     let clock = Arc::new(ManualClock(AtomicU64::new(2_000_000_000)));
     let dir = env.dir("memory-members");
-    let m = manager(&dir, clock)?;
+    let (m, _routing) = manager(&dir, clock)?;
     // Warm the manager's maps with one group so the measured one pays only
     // for itself.
     form_group(&m, "warm-up", 1).await?;
