@@ -1,6 +1,7 @@
 //! The broker's HTTP endpoints: `/healthz` (the process serves),
 //! `/readyz` (it follows an assignment that counts it alive) and `/metrics`
-//! (Prometheus text).
+//! (Prometheus text), and `/debug/groups` (the groups held in memory, for
+//! the soak's ownership check).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -57,8 +58,24 @@ fn route(broker: &Broker, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                 broker.metrics.render(),
             )
         }
+        "/debug/groups" => reply(StatusCode::OK, "application/json", debug_groups(broker)),
         _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n".into()),
     }
+}
+
+/// The broker id, the assignment version it follows and every group
+/// resident in its memory. A new assignment is installed before its sweep
+/// runs, so an answer taken in between may list a group the version no
+/// longer gives this broker: a checker must see it twice to call it a leak.
+fn debug_groups(broker: &Broker) -> String {
+    let version = broker.routing().map_or(0, |r| r.version());
+    let resident = broker.groups.read(|core| core.resident_groups());
+    serde_json::json!({
+        "broker": broker.id(),
+        "assignment_version": version,
+        "resident": resident,
+    })
+    .to_string()
 }
 
 /// Serves the endpoints on a bound listener until `shutdown`.

@@ -60,3 +60,63 @@ async fn health_readiness_and_metrics() {
     assert_eq!(missing.0, 404);
     cluster.shutdown().await;
 }
+
+/// `/debug/groups` lists the groups a broker holds in memory, under the
+/// assignment version it follows: a committed group shows on its
+/// coordinator only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_groups_lists_resident_groups_on_their_coordinator() {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = LocalClusterConfig::new(2, dir.path().to_path_buf());
+    config.base_port = 0;
+    config.http = Some("127.0.0.1:0".parse().unwrap());
+    let cluster = LocalCluster::start(config).await.unwrap();
+    let group = "debug-groups-probe";
+    let routing = cluster.brokers[0].routing().expect("assignment");
+    let owner = routing.owner_of_group(group).expect("an owner") as usize;
+    let mut client = kaas_broker::client::KafkaClient::connect(
+        &cluster.addrs[owner].to_string(),
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(group)))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(7)])]);
+    let resp = client.send(&commit, 7).await.unwrap();
+    assert_eq!(resp.topics[0].partitions[0].error_code, 0);
+
+    let http = cluster.http_addrs.clone();
+    let answers = tokio::task::spawn_blocking(move || {
+        http.iter()
+            .map(|a| get(*a, "/debug/groups"))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for (id, (status, body)) in answers.iter().enumerate() {
+        assert_eq!(*status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["broker"], id as i64, "{body}");
+        assert_eq!(v["assignment_version"], routing.version(), "{body}");
+        let resident: Vec<&str> = v["resident"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap())
+            .collect();
+        assert_eq!(resident.contains(&group), id == owner, "{body}");
+    }
+    cluster.shutdown().await;
+}
