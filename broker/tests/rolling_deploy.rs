@@ -47,6 +47,24 @@ impl Pod {
     /// JoinGroup v5, doing the KIP-394 member-id round trip.
     async fn join(&mut self) -> JoinGroupResponse {
         loop {
+            let resp = self.join_once().await;
+            if resp.error_code != MEMBER_ID_REQUIRED {
+                return resp;
+            }
+        }
+    }
+
+    /// The first half of the KIP-394 round trip: the coordinator hands out a
+    /// member id and holds the next join phase open for it (a pending
+    /// member), as Apache Kafka does.
+    async fn take_member_id(&mut self) {
+        let resp = self.join_once().await;
+        assert_eq!(resp.error_code, MEMBER_ID_REQUIRED);
+    }
+
+    /// One JoinGroup v5 request.
+    async fn join_once(&mut self) -> JoinGroupResponse {
+        {
             let req = JoinGroupRequest::default()
                 .with_group_id(GroupId(s(&self.group)))
                 .with_session_timeout_ms(30_000)
@@ -68,13 +86,12 @@ impl Pod {
             let resp = self.client.send(&req, 5).await.unwrap();
             if resp.error_code == MEMBER_ID_REQUIRED {
                 self.member_id = resp.member_id.to_string();
-                continue;
             }
             if resp.error_code == 0 {
                 self.member_id = resp.member_id.to_string();
                 self.generation = resp.generation_id;
             }
-            return resp;
+            resp
         }
     }
 
@@ -106,6 +123,14 @@ impl Pod {
             .with_group_id(GroupId(s(&self.group)))
             .with_member_id(s(&self.member_id));
         assert_eq!(self.client.send(&req, 2).await.unwrap().error_code, 0);
+    }
+}
+
+/// Every pod takes its member id first, so the first join phase waits for
+/// all of them (not only for those that arrive within the initial delay).
+async fn take_member_ids(pods: &mut [Pod]) {
+    for p in pods {
+        p.take_member_id().await;
     }
 }
 
@@ -164,6 +189,7 @@ async fn one_step_change_is_refused_while_old_members_keep_consuming() {
     for _ in 0..3 {
         pods.push(Pod::new(&addr, "deploy-one-step", &["range"]).await);
     }
+    take_member_ids(&mut pods).await;
     assert_eq!(rebalance(&mut pods).await, "range");
     let generation = pods[0].generation;
 
@@ -191,12 +217,18 @@ async fn two_step_change_flips_the_protocol_on_the_first_restart_of_step_two() {
     for _ in 0..3 {
         pods.push(Pod::new(&addr, group, &["range", "cooperative-sticky"]).await);
     }
+    take_member_ids(&mut pods).await;
     assert_eq!(rebalance(&mut pods).await, "range");
 
     // Step two, first restart: one pod comes back offering only
     // cooperative-sticky. It is admitted, and the intersection flips the group.
     pods[0].leave().await;
     pods[0] = Pod::new(&addr, group, &["cooperative-sticky"]).await;
+    // The restarted pod holds a member id before the others rejoin, so the
+    // join phase waits for it. (Without it, the two old members may rejoin
+    // first and complete a generation of two: a race of the test, not a
+    // coordinator choice; Apache Kafka does the same.)
+    pods[0].take_member_id().await;
     for p in &mut pods[1..] {
         assert_eq!(p.heartbeat().await, REBALANCE_IN_PROGRESS);
     }
