@@ -8,7 +8,6 @@
 //! would load it; then the clock moves past the idle time and the manager
 //! unloads them. Members: one group of 1,000 members joins and syncs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,7 +17,7 @@ use kaas_broker::group::core::{
     GroupCoordinatorConfig, GroupState, JoinGroupRequest, OffsetAndMetadata, Protocol, Response,
     SyncGroupRequest,
 };
-use kaas_broker::group::manager::{Clock, GroupManager, GroupManagerConfig};
+use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
 use kaas_broker::storage::group_log::GroupLogStore;
 use kaas_shared::{Assignment, BrokerInfo, BrokerState, Routing};
 use tokio::sync::watch;
@@ -30,14 +29,6 @@ use crate::Env;
 const TOPIC: &str = "orders";
 const OFFSETS_PER_GROUP: i32 = 4;
 const IDLE_MS: u64 = 60_000;
-
-struct ManualClock(AtomicU64);
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
 
@@ -105,7 +96,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         t.elapsed().as_secs_f64()
     );
 
-    let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000_000)));
+    let clock = Arc::new(ManualClock::new(1_000_000_000));
     let (m, _routing) = manager(&dir, clock.clone())?;
     let before = live_heap_bytes();
     let rss_before = rss_bytes();
@@ -130,7 +121,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         resident == groups,
         "only {resident} of {groups} groups loaded ({failures} refused)"
     );
-    clock.0.fetch_add(IDLE_MS + 1, Ordering::SeqCst);
+    clock.advance(IDLE_MS + 1);
     m.unload_idle_groups();
     let unloaded = live_heap_bytes();
     let still = m.read(|c| c.resident_groups().len());
@@ -176,7 +167,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     drop(m);
 
     // Members.
-    let clock = Arc::new(ManualClock(AtomicU64::new(2_000_000_000)));
+    let clock = Arc::new(ManualClock::new(2_000_000_000));
     let dir = env.dir("memory-members");
     let (m, _routing) = manager(&dir, clock)?;
     // Warm the manager's maps with one group so the measured one pays only

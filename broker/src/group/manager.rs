@@ -74,6 +74,25 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock moved by hand, for tests and benchmarks of idle timeouts.
+pub struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    pub fn new(now_ms: u64) -> ManualClock {
+        ManualClock(AtomicU64::new(now_ms))
+    }
+
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct GroupManagerConfig {
     pub core: GroupCoordinatorConfig,
@@ -568,20 +587,12 @@ impl GroupManager {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicU64;
 
     use kaas_shared::{Assignment, BrokerInfo, BrokerState};
 
     use super::*;
     use crate::group::core::{OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic};
     use crate::storage::group_log::GroupLogStore;
-
-    struct ManualClock(AtomicU64);
-    impl Clock for ManualClock {
-        fn now_ms(&self) -> u64 {
-            self.0.load(Ordering::SeqCst)
-        }
-    }
 
     type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
 
@@ -638,13 +649,13 @@ mod tests {
     #[tokio::test]
     async fn idle_empty_groups_unload_and_reload_from_their_log() {
         let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
+        let clock = Arc::new(ManualClock::new(1_000_000));
         let (m, _routing) = manager(dir.path(), clock.clone());
         commit(&m, "idle", 42).await;
         commit(&m, "busy", 7).await;
-        clock.0.fetch_add(59_000, Ordering::SeqCst);
+        clock.advance(59_000);
         commit(&m, "busy", 8).await;
-        clock.0.fetch_add(2_000, Ordering::SeqCst);
+        clock.advance(2_000);
         m.unload_idle_groups();
         assert!(
             !m.read(|c| c.is_resident("idle")),
