@@ -36,7 +36,6 @@ use kafka_protocol::records::{
 const TOPIC: &str = "disk";
 const GROUP: &str = "disk-group";
 const KAFKA_STORAGE_ERROR: i16 = 56;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const WAIT: Duration = Duration::from_secs(5);
 
 /// A mount (a tmpfs on a fresh folder, or a bind mount); unmounted
@@ -166,19 +165,6 @@ async fn commit(c: &mut KafkaClient, offset: i64) -> i16 {
     r.topics[0].partitions[0].error_code
 }
 
-/// The group-level error of an OffsetFetch.
-async fn offset_fetch_error(c: &mut KafkaClient) -> i16 {
-    let req = OffsetFetchRequest::default()
-        .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
-        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
-            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-            .with_partition_indexes(vec![0])]));
-    c.send(&req, 7)
-        .await
-        .expect("OffsetFetch answered")
-        .error_code
-}
-
 async fn committed(c: &mut KafkaClient) -> i64 {
     let req = OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
@@ -229,26 +215,6 @@ async fn fetch_all(c: &mut KafkaClient) -> Vec<(i64, String)> {
             return out;
         }
     }
-}
-
-/// The error code of a Fetch from offset 0.
-async fn fetch_error(c: &mut KafkaClient) -> i16 {
-    let req = FetchRequest::default()
-        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(0)
-                .with_partition_max_bytes(1 << 20)])]);
-    let r = c.send(&req, 11).await.expect("Fetch answered");
-    if r.error_code != 0 {
-        return r.error_code;
-    }
-    r.responses[0].partitions[0].error_code
 }
 
 async fn metadata_ok(c: &mut KafkaClient) {
@@ -429,6 +395,22 @@ async fn read_only_volume_refuses_writes_and_serves_reads() {
     let offsets_ro = fs.path().join("offsets");
     std::fs::rename(&offsets, &offsets_ro).unwrap();
     let assignment = std::fs::read(data.join("__cluster/assignment.json")).unwrap();
+    // Torn tails too: a read-only volume cannot cut them, so reads must
+    // stop before them.
+    let segment = data.join(format!("{TOPIC}/0/{:020}.log", 0));
+    let group_logs: Vec<PathBuf> = std::fs::read_dir(&offsets_ro)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    assert_eq!(group_logs.len(), 1, "one group log");
+    for damaged in [&segment, &group_logs[0]] {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(damaged)
+            .unwrap();
+        f.write_all(&[0x5a; 40]).unwrap();
+    }
     fs.remount("ro");
     let cluster_dir = Mount::tmpfs_at(&data.join("__cluster"), "1m");
     std::fs::write(cluster_dir.path().join("assignment.json"), assignment).unwrap();
@@ -442,13 +424,29 @@ async fn read_only_volume_refuses_writes_and_serves_reads() {
     assert_ne!(code, 0, "OffsetCommit on a read-only volume");
     println!("read-only volume: Produce -> {KAFKA_STORAGE_ERROR}, OffsetCommit -> {code}");
     metadata_ok(&mut c).await;
-    // Known gap: partition and group logs are opened read-write, so a
-    // broker started on a read-only volume cannot open them: Fetch answers
-    // KAFKA_STORAGE_ERROR and OffsetFetch COORDINATOR_NOT_AVAILABLE (clean,
-    // retriable errors, never wrong data) until the volume is writable
-    // again. docs/security.md, "Disk faults".
-    assert_eq!(fetch_error(&mut c).await, KAFKA_STORAGE_ERROR);
-    assert_eq!(offset_fetch_error(&mut c).await, COORDINATOR_NOT_AVAILABLE);
+    // Reads are served from logs opened read-only.
+    acked.check(&mut c, "on a read-only volume").await;
+    assert_eq!(
+        committed(&mut c).await,
+        7,
+        "OffsetFetch on a read-only volume"
+    );
+    // Writes keep failing cleanly, and reads keep working after them.
+    let (code, _) = produce(&mut c, batch("ro2", 100)).await;
+    assert_eq!(
+        code, KAFKA_STORAGE_ERROR,
+        "Produce on a read-only volume, again"
+    );
+    assert_ne!(
+        commit(&mut c, 8).await,
+        0,
+        "OffsetCommit on a read-only volume, again"
+    );
+    assert_eq!(
+        committed(&mut c).await,
+        7,
+        "OffsetFetch after a refused commit"
+    );
 
     // Writable again (a bind mount keeps its own read-only flag).
     fs.remount("rw");

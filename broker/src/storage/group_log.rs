@@ -220,6 +220,9 @@ struct OpenLog {
     /// The file was created or renamed into place: the folder must be
     /// fsynced before anything in it counts as durable.
     dir_dirty: bool,
+    /// Opened for reads only (the volume is read-only): served, never
+    /// appended to; the next write reopens it read-write.
+    read_only: bool,
 }
 
 impl OpenLog {
@@ -365,8 +368,18 @@ type Opened = (OpenLog, Replay, FileLock);
 /// Returns with the log's file lock held, taken before the file is read.
 fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Opened>> {
     let mut attempts = 0;
+    let mut read_only = false;
     let (file, guard) = loop {
-        let file = match OpenOptions::new().read(true).write(true).open(&p.path) {
+        let opened = match OpenOptions::new().read(true).write(true).open(&p.path) {
+            // A read-only volume still serves reads (`flock` works on a
+            // descriptor opened for reading).
+            Err(e) if super::is_read_only(&e) => {
+                read_only = true;
+                File::open(&p.path)
+            }
+            opened => opened,
+        };
+        let file = match opened {
             Ok(f) => Arc::new(f),
             Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
                 match create_log(p) {
@@ -396,9 +409,26 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
     let mut data = Vec::new();
     (&*file).read_to_end(&mut data)?;
     let scan = scan(&data, &p.group_id)?;
-    let mut len = scan.valid_end;
+    // A read-only log is never appended to: its `len` is the file's, so
+    // a damaged tail left in place does not read as written elsewhere.
+    let mut len = if read_only {
+        data.len() as u64
+    } else {
+        scan.valid_end
+    };
     let damage = match scan.damage {
         None => None,
+        Some((position, reason)) if read_only => {
+            let truncated_bytes = data.len() as u64 - position;
+            warn!(group_id = %p.group_id, position, damaged_bytes = truncated_bytes, %reason,
+                  "group log damaged; the volume is read-only, so the damage stays in place \
+                   and only the records before it are served");
+            Some(LogDamage {
+                position,
+                truncated_bytes,
+                reason,
+            })
+        }
         Some((position, reason)) => {
             let truncated_bytes = data.len() as u64 - position;
             warn!(group_id = %p.group_id, position, truncated_bytes, %reason,
@@ -413,7 +443,7 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
             })
         }
     };
-    if len == 0 {
+    if len == 0 && !read_only {
         // Not even the header was intact: start the log again (made durable
         // by the next group commit, like any append).
         let header = encode(&header_record(&p.group_id))?;
@@ -427,6 +457,7 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
         since_snapshot: scan.since_snapshot,
         table: scan.table,
         dir_dirty: false,
+        read_only,
     };
     let replay = Replay {
         damage,
@@ -460,6 +491,7 @@ fn create_log(p: &LogPaths) -> io::Result<Opened> {
                 since_snapshot: SinceSnapshot::default(),
                 table: Table::default(),
                 dir_dirty: true,
+                read_only: false,
             },
             Replay::default(),
             guard,
@@ -719,7 +751,8 @@ impl Entry {
         shared: &Shared,
     ) -> io::Result<Option<FileLock>> {
         let failed = std::mem::take(&mut inner.failed);
-        if std::mem::take(&mut inner.reopen) || failed {
+        let read_only = inner.log.as_ref().is_some_and(|log| log.read_only);
+        if std::mem::take(&mut inner.reopen) || failed || read_only {
             inner.retire_log();
         }
         if let Some(log) = &inner.log {
@@ -1237,6 +1270,11 @@ impl GroupLogStore {
         let Some(owner) = &self.owner else {
             return Ok(None);
         };
+        if log.read_only {
+            // Nothing can be written, so there is nothing to fence; the
+            // first write reopens the log read-write and claims it then.
+            return Ok(None);
+        }
         let ours = (owner.version)();
         let previous = log.table.claim;
         match previous {
@@ -1325,6 +1363,9 @@ impl GroupLogStore {
             let Some(log) = inner.log.as_mut() else {
                 return Ok(None);
             };
+            if log.read_only {
+                return Err(io::Error::from_raw_os_error(libc::EROFS));
+            }
             if let Some(from_broker) = self.claim(group_id, log)? {
                 // Another broker wrote the log since we loaded the group:
                 // what we hold in memory may miss its records.

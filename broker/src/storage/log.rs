@@ -67,7 +67,8 @@ impl IndexEntry {
 struct Segment {
     base_offset: i64,
     file: Arc<File>,
-    index_file: File,
+    /// `None` for a log opened read-only: its index lives in memory only.
+    index_file: Option<File>,
     size: u64,
     next_offset: i64,
     index: Vec<IndexEntry>,
@@ -107,6 +108,8 @@ pub struct Log {
     config: LogConfig,
     segments: Vec<Segment>,
     producers: ProducerStates,
+    /// False when opened by [`Log::open_read_only`].
+    writable: bool,
 }
 
 fn identity(h: &BatchHeader) -> BatchIdentity {
@@ -154,7 +157,7 @@ impl Segment {
         Ok(Segment {
             base_offset,
             file: Arc::new(file),
-            index_file,
+            index_file: Some(index_file),
             size: 0,
             next_offset: base_offset,
             index: Vec::new(),
@@ -164,10 +167,16 @@ impl Segment {
     }
 
     /// Opens a sealed segment, trusting its index when it is consistent.
-    fn open_sealed(dir: &Path, base_offset: i64, config: &LogConfig) -> io::Result<Segment> {
+    /// Without `writable`, nothing on disk is created or changed.
+    fn open_sealed(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        writable: bool,
+    ) -> io::Result<Segment> {
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(writable)
             .open(segment_path(dir, base_offset, "log"))?;
         let size = file.metadata()?.len();
         let index_path = segment_path(dir, base_offset, "index");
@@ -186,12 +195,18 @@ impl Segment {
         if !consistent {
             index.clear();
         }
-        let index_file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .write(true)
-            .truncate(false)
-            .open(&index_path)?;
+        let index_file = if writable {
+            Some(
+                OpenOptions::new()
+                    .create(true)
+                    .read(true)
+                    .write(true)
+                    .truncate(false)
+                    .open(&index_path)?,
+            )
+        } else {
+            None
+        };
         let mut seg = Segment {
             base_offset,
             file: Arc::new(file),
@@ -266,8 +281,9 @@ impl Segment {
         (pos, None)
     }
 
-    /// Rebuilds index and end from the data; with `verify` every CRC is
-    /// checked. Returns what was cut.
+    /// Rebuilds index and end from the data; with `verify` a damaged tail
+    /// is cut off the file (on a writable log; a read-only one stops
+    /// serving at the damage). Returns what was cut.
     fn rebuild(&mut self, config: &LogConfig, verify: bool) -> io::Result<RecoveryReport> {
         self.index.clear();
         self.max_ts = -1;
@@ -277,18 +293,20 @@ impl Segment {
         if valid_end < self.size {
             report.truncated_bytes = self.size - valid_end;
             report.reason = reason;
-            if verify {
+            if verify && self.index_file.is_some() {
                 self.file.set_len(valid_end)?;
                 self.file.sync_all()?;
             }
             self.size = valid_end;
         }
-        let mut raw = Vec::with_capacity(self.index.len() * INDEX_ENTRY_LEN);
-        for e in &self.index {
-            raw.extend_from_slice(&e.encode());
+        if let Some(index_file) = &self.index_file {
+            let mut raw = Vec::with_capacity(self.index.len() * INDEX_ENTRY_LEN);
+            for e in &self.index {
+                raw.extend_from_slice(&e.encode());
+            }
+            index_file.set_len(0)?;
+            index_file.write_all_at(&raw, 0)?;
         }
-        self.index_file.set_len(0)?;
-        self.index_file.write_all_at(&raw, 0)?;
         Ok(report)
     }
 
@@ -315,7 +333,11 @@ impl Segment {
                 // entry only costs a longer scan, so a failed write is not
                 // an error for the producer.
                 let at = (self.index.len() * INDEX_ENTRY_LEN) as u64;
-                if self.index_file.write_all_at(&entry.encode(), at).is_ok() {
+                let written = self
+                    .index_file
+                    .as_ref()
+                    .is_some_and(|f| f.write_all_at(&entry.encode(), at).is_ok());
+                if written {
                     self.index.push(entry);
                 }
                 self.bytes_since_index = 0;
@@ -351,7 +373,24 @@ impl Log {
     /// Opens (or creates) the log in `dir`, recovering the active segment:
     /// a torn or corrupt tail is cut off so no corrupt batch is ever served.
     pub fn open(dir: &Path, config: LogConfig) -> io::Result<(Log, RecoveryReport)> {
-        fs::create_dir_all(dir)?;
+        Log::open_mode(dir, config, true)
+    }
+
+    /// Opens the log in `dir` for reads only (a read-only volume): nothing
+    /// on disk is created or changed, a damaged tail is left in place but
+    /// never served, and appends fail (EROFS).
+    pub fn open_read_only(dir: &Path, config: LogConfig) -> io::Result<(Log, RecoveryReport)> {
+        Log::open_mode(dir, config, false)
+    }
+
+    fn open_mode(
+        dir: &Path,
+        config: LogConfig,
+        writable: bool,
+    ) -> io::Result<(Log, RecoveryReport)> {
+        if writable {
+            fs::create_dir_all(dir)?;
+        }
         let mut bases: Vec<i64> = fs::read_dir(dir)?
             .filter_map(|e| e.ok())
             .filter_map(|e| {
@@ -362,13 +401,16 @@ impl Log {
         bases.sort_unstable();
         let mut segments = Vec::with_capacity(bases.len().max(1));
         let mut report = RecoveryReport::default();
+        if bases.is_empty() && !writable {
+            return Err(io::Error::from_raw_os_error(libc::EROFS));
+        }
         if bases.is_empty() {
             segments.push(Segment::create(dir, 0)?);
             sync_dir(dir)?;
         } else {
             let last = bases.len() - 1;
             for (i, base) in bases.iter().enumerate() {
-                let mut seg = Segment::open_sealed(dir, *base, &config)?;
+                let mut seg = Segment::open_sealed(dir, *base, &config, writable)?;
                 if i == last {
                     // open_sealed may have rebuilt without cutting (missing
                     // or inconsistent index) and shrunk `size` to the valid
@@ -376,7 +418,15 @@ impl Log {
                     // is cut and reported.
                     seg.size = seg.file.metadata()?.len();
                     report = seg.rebuild(&config, true)?;
-                    if report.truncated_bytes > 0 {
+                    if report.truncated_bytes > 0 && !writable {
+                        warn!(
+                            dir = %dir.display(),
+                            damaged_bytes = report.truncated_bytes,
+                            reason = report.reason.as_deref().unwrap_or(""),
+                            "partition log has a damaged tail; the volume is read-only, so \
+                             it is left in place and only the batches before it are served"
+                        );
+                    } else if report.truncated_bytes > 0 {
                         warn!(
                             dir = %dir.display(),
                             truncated_bytes = report.truncated_bytes,
@@ -402,6 +452,7 @@ impl Log {
                 config,
                 segments,
                 producers,
+                writable,
             },
             report,
         ))
@@ -430,6 +481,9 @@ impl Log {
     /// Appends already validated batches, assigning offsets in place. A
     /// retried idempotent batch is answered with its original offsets.
     pub fn append(&mut self, data: &mut [u8], leader_epoch: i32) -> Result<Appended, AppendError> {
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EROFS).into());
+        }
         let parts = batch::split_batches(data)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if parts.is_empty() {
@@ -490,7 +544,9 @@ impl Log {
         }
         // Seal the old segment durably before anything lands in the new one.
         active.file.sync_data()?;
-        active.index_file.sync_data()?;
+        if let Some(index_file) = &active.index_file {
+            index_file.sync_data()?;
+        }
         let seg = Segment::create(&self.dir, active.next_offset)?;
         sync_dir(&self.dir)?;
         self.segments.push(seg);

@@ -81,3 +81,8 @@ impl Storage {
         self.retain_partitions(|t, _| t != topic);
     }
 }
+
+/// Whether an I/O error says the volume is mounted read-only.
+pub fn is_read_only(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EROFS)
+}

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use tokio::sync::watch;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use super::log::{AppendError, Appended, Log, LogConfig};
 
@@ -36,12 +36,20 @@ impl Partition {
     /// Opens the log for this broker. Fails with `WouldBlock` while another
     /// broker (or an earlier handle) still has it open.
     pub fn open(topic: &str, index: i32, dir: PathBuf, config: LogConfig) -> io::Result<Partition> {
-        std::fs::create_dir_all(&dir)?;
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("leader.lock"))?;
+        let lock_path = dir.join("leader.lock");
+        let lock = std::fs::create_dir_all(&dir).and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+        });
+        // On a read-only volume the log can still be served: `flock` works
+        // on a descriptor opened for reading.
+        let lock = match lock {
+            Err(e) if super::is_read_only(&e) => std::fs::File::open(&lock_path).map_err(|_| e)?,
+            lock => lock?,
+        };
         lock.try_lock().map_err(|e| match e {
             std::fs::TryLockError::WouldBlock => io::Error::new(
                 io::ErrorKind::WouldBlock,
@@ -49,7 +57,22 @@ impl Partition {
             ),
             std::fs::TryLockError::Error(e) => e,
         })?;
-        let (log, report) = Log::open(&dir, config)?;
+        let (log, report, read_only) = match Log::open(&dir, config) {
+            Err(e) if super::is_read_only(&e) => {
+                let (log, report) = Log::open_read_only(&dir, config)?;
+                warn!(
+                    topic,
+                    partition = index,
+                    "the data volume is read-only: serving the \
+                      partition for reads; produce fails until it is writable"
+                );
+                (log, report, true)
+            }
+            opened => {
+                let (log, report) = opened?;
+                (log, report, false)
+            }
+        };
         let end = log.next_offset();
         if report.truncated_bytes > 0 {
             info!(topic, partition = index, end, "partition log recovered");
@@ -63,7 +86,8 @@ impl Partition {
             high_watermark: watch::channel(end).0,
             _leader_lock: lock,
             sync_lock: tokio::sync::Mutex::new(()),
-            failed: AtomicBool::new(false),
+            // A read-only log is reopened (read-write) before any append.
+            failed: AtomicBool::new(read_only),
         })
     }
 
