@@ -233,7 +233,8 @@ impl OffsetCommitResponse {
 pub struct OffsetCommitPlan {
     pub token: RequestToken,
     pub group_id: String,
-    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    /// Shared with the pending commit, which applies them once durable.
+    pub offsets: std::sync::Arc<[(String, i32, OffsetAndMetadata)]>,
 }
 
 #[derive(Clone, Debug)]

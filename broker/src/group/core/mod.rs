@@ -19,7 +19,7 @@ mod offsets;
 pub mod protocol;
 mod sync;
 mod time;
-mod vecmap;
+pub(crate) mod vecmap;
 
 #[cfg(test)]
 mod tests;

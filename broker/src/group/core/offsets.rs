@@ -17,7 +17,7 @@ use super::{
 pub(crate) struct PendingCommit {
     group_id: String,
     response: OffsetCommitResponse,
-    offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    offsets: std::sync::Arc<[(String, i32, OffsetAndMetadata)]>,
     /// The group was unloaded meanwhile: answer, but do not touch memory.
     orphaned: bool,
 }
@@ -250,6 +250,7 @@ impl GroupCoordinator {
             return fx;
         }
         self.inflight_add(&req.group_id, &offsets);
+        let offsets: std::sync::Arc<[_]> = offsets.into();
         let plan = OffsetCommitPlan {
             token,
             group_id: req.group_id.clone(),
@@ -285,8 +286,12 @@ impl GroupCoordinator {
                 self.offsets.insert(p.group_id.clone(), Default::default());
             }
             let table = self.offsets.get_mut(&p.group_id).expect("inserted above");
-            for (t, part, o) in p.offsets {
-                table.get_or_default(t).insert(part, o);
+            for (t, part, o) in p.offsets.iter() {
+                let partitions = match table.get_mut(t.as_str()) {
+                    Some(partitions) => partitions,
+                    None => table.get_or_default(t.clone()),
+                };
+                partitions.insert(*part, o.clone());
             }
         }
         vec![Effect::Respond(token, Response::OffsetCommit(p.response))]

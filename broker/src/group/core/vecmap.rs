@@ -17,19 +17,49 @@ impl<K, V> Default for VecMap<K, V> {
     }
 }
 
-impl<K: Ord, V> VecMap<K, V> {
+/// Where a key would sit if the map's keys were exactly 0, 1, 2, …: a
+/// group's partitions usually are, so a lookup checks that slot first and
+/// touches one entry instead of a binary search's ~10 (cache misses, with
+/// a million offsets resident).
+pub trait SlotHint {
+    fn slot(&self) -> Option<usize> {
+        None
+    }
+}
+
+impl SlotHint for str {}
+impl SlotHint for String {}
+
+impl SlotHint for i32 {
+    fn slot(&self) -> Option<usize> {
+        usize::try_from(*self).ok()
+    }
+}
+
+impl SlotHint for u8 {
+    fn slot(&self) -> Option<usize> {
+        Some(usize::from(*self))
+    }
+}
+
+impl<K: Ord + SlotHint, V> VecMap<K, V> {
     fn find<Q>(&self, key: &Q) -> Result<usize, usize>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + SlotHint + ?Sized,
     {
+        if let Some(i) = key.slot() {
+            if self.0.get(i).is_some_and(|(k, _)| k.borrow() == key) {
+                return Ok(i);
+            }
+        }
         self.0.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
 
     pub fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + SlotHint + ?Sized,
     {
         self.find(key).ok().map(|i| &self.0[i].1)
     }
@@ -37,7 +67,7 @@ impl<K: Ord, V> VecMap<K, V> {
     pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + SlotHint + ?Sized,
     {
         self.find(key).ok().map(move |i| &mut self.0[i].1)
     }
@@ -56,7 +86,7 @@ impl<K: Ord, V> VecMap<K, V> {
     pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + SlotHint + ?Sized,
     {
         let i = self.find(key).ok()?;
         let (_, v) = self.0.remove(i);

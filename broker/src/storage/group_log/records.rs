@@ -28,12 +28,12 @@
 //!
 //! Byte fields of member records (subscription, assignment) are hex strings.
 
-use std::collections::BTreeMap;
 use std::io;
 
 use bytes::{Buf, BufMut, Bytes};
 use serde::{Deserialize, Serialize};
 
+use crate::group::core::vecmap::VecMap;
 use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
 
 /// Version written in every header; a log with another version is refused.
@@ -552,7 +552,7 @@ pub(super) fn check_header(h: &HeaderBody, group_id: &str) -> io::Result<()> {
 /// nested by topic, so updating a known partition allocates nothing.
 #[derive(Debug, Default)]
 pub(super) struct Table {
-    offsets: BTreeMap<String, BTreeMap<i32, OffsetAndMetadata>>,
+    offsets: VecMap<String, VecMap<i32, OffsetAndMetadata>>,
     pub metadata: Option<GroupMetadataRecord>,
     /// The last owner claim.
     pub claim: Option<ClaimBody>,
@@ -567,8 +567,7 @@ impl Table {
             }
             None => {
                 self.offsets
-                    .entry(topic.to_string())
-                    .or_default()
+                    .get_or_default(topic.to_string())
                     .insert(partition, o);
             }
         }
@@ -584,10 +583,10 @@ impl Table {
             }
             Record::Delete(keys) => {
                 for k in keys {
-                    if let Some(partitions) = self.offsets.get_mut(&k.topic) {
+                    if let Some(partitions) = self.offsets.get_mut(k.topic.as_str()) {
                         partitions.remove(&k.partition);
                         if partitions.is_empty() {
-                            self.offsets.remove(&k.topic);
+                            self.offsets.remove(k.topic.as_str());
                         }
                     }
                 }
@@ -595,7 +594,7 @@ impl Table {
             Record::Metadata(m) => self.metadata = m.map(Into::into),
             Record::Claim(c) => self.claim = Some(c),
             Record::Snapshot(s) => {
-                self.offsets.clear();
+                self.offsets = VecMap::default();
                 self.metadata = s.metadata;
                 self.claim = s.claim;
                 self.apply(Record::Commit(s.offsets));
@@ -618,7 +617,7 @@ impl Table {
 
     /// The framed snapshot record of the table.
     pub fn encode_snapshot(&self) -> io::Result<Vec<u8>> {
-        let count = self.offsets.values().map(BTreeMap::len).sum();
+        let count = self.offsets.iter().map(|(_, ps)| ps.len()).sum();
         let capacity = offsets_capacity(self.iter().map(|(t, _, o)| (t, o)));
         let mut f = FrameBuf::new(KIND_SNAPSHOT, capacity + 32);
         put_offsets(&mut f.0, count, self.iter())?;
