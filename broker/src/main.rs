@@ -138,10 +138,12 @@ struct Tuning {
     /// Most groups held in memory at once.
     #[arg(long, default_value_t = 200_000)]
     max_loaded_groups: usize,
-    /// How committed offsets are made durable: `volume` (one syncfs of the
-    /// data volume covers every group's writes) or `file` (one fdatasync
-    /// per group log; for file systems whose syncfs does not flush).
-    #[arg(long, value_enum, default_value_t = SyncMode::Volume)]
+    /// How committed offsets are made durable: `journal` (the broker's
+    /// commit journal: one write and one fdatasync of one file per round,
+    /// whatever the groups; the logs follow by syncfs), `volume` (one
+    /// syncfs of the data volume per round) or `file` (one fdatasync per
+    /// group log; for file systems whose syncfs does not flush).
+    #[arg(long, value_enum, default_value_t = SyncMode::Journal)]
     group_log_sync: SyncMode,
     /// Serve /healthz, /readyz and /metrics on this address (with `local`,
     /// broker N uses this port + N).
@@ -164,6 +166,7 @@ impl Tuning {
         g.idle_unload_ms = self.group_idle_unload_ms;
         g.max_resident_groups = self.max_loaded_groups;
         c.group_log_sync = match self.group_log_sync {
+            SyncMode::Journal => GroupLogSync::Journal,
             SyncMode::Volume => GroupLogSync::Volume,
             SyncMode::File => GroupLogSync::PerFile,
         };
@@ -172,6 +175,7 @@ impl Tuning {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SyncMode {
+    Journal,
     Volume,
     File,
 }

@@ -6,7 +6,8 @@
 //!
 //! Between some rounds the tail of one dead coordinator's group log is cut
 //! or bit-flipped: recovery must keep every record before the damage and
-//! report the damage in the broker's log.
+//! report the damage in the broker's log (a restarted coordinator first
+//! replays its commit journal, which restores the damaged records).
 //!
 //! `KAAS_CRASH_ROUNDS` sets the number of rounds (default 6),
 //! `KAAS_CRASH_SEED` the random seed (printed).
@@ -364,11 +365,18 @@ fn damage_tail(
     Some((kept, how))
 }
 
+/// Log lines reporting damage to the group's log: cut off on load, or
+/// restored from the commit journal of the broker that wrote it (which
+/// holds every acknowledged write until the log is flushed).
 fn damage_reports(cluster: &ProcCluster, group: &str) -> usize {
     cluster
         .logs()
         .lines()
-        .filter(|l| l.contains("group log damaged") && l.contains(group))
+        .filter(|l| {
+            (l.contains("group log damaged")
+                || l.contains("restored a write the group log had lost"))
+                && l.contains(group)
+        })
         .count()
 }
 

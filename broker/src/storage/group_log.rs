@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::{error, info, warn};
 
+use super::journal::{self, Journal, JournalEntry, ReplayLock};
 use super::log::sync_dir;
 use super::names::safe_file_name;
 use super::volume_sync::VolumeSync;
@@ -46,8 +47,8 @@ use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
 use crate::group::manager::{Durable, GroupStore, StoredGroup};
 pub use records::FORMAT_VERSION;
 use records::{
-    check_header, encode, encode_commit, header_record, invalid_data, read_frame, ClaimBody,
-    PartitionEntry, Record, Table, FRAME_HEADER,
+    check_header, encode, encode_commit, header_record, invalid_data, new_log_id, read_frame,
+    ClaimBody, PartitionEntry, Record, Table, FRAME_HEADER,
 };
 
 mod records;
@@ -74,9 +75,14 @@ const MAX_HEADER_BYTES: u32 = 1 << 20;
 /// How the store makes appends durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GroupLogSync {
+    /// Appends are made durable by the broker's commit journal
+    /// ([`super::journal`]): one write and one `fdatasync` of one
+    /// preallocated file per round, whatever the groups; the logs follow
+    /// by `syncfs` each time a journal file fills.
+    #[default]
+    Journal,
     /// One `syncfs` of the volume per round covers the appends to every
     /// group log made before it (group commit across groups).
-    #[default]
     Volume,
     /// One `fdatasync` per log file (group commit within one group only).
     PerFile,
@@ -125,6 +131,10 @@ pub struct GroupLogStore {
 #[derive(Default)]
 struct Scan {
     table: Table,
+    /// The header's log id (0 for logs written before it existed).
+    log_id: u64,
+    /// Checksum of the last intact record.
+    last_crc: u32,
     /// End of the last intact record.
     valid_end: u64,
     snapshots: usize,
@@ -168,7 +178,10 @@ fn scan(data: &[u8], group_id: &str) -> io::Result<Scan> {
             }
         };
         match (&record, pos) {
-            (Record::Header(h), 0) => check_header(h, group_id)?,
+            (Record::Header(h), 0) => {
+                check_header(h, group_id)?;
+                s.log_id = h.log_id;
+            }
             (_, 0) => {
                 return Err(invalid_data(format!(
                     "group log of {group_id:?} does not start with a header"
@@ -191,6 +204,7 @@ fn scan(data: &[u8], group_id: &str) -> io::Result<Scan> {
             }
         }
         s.table.apply(record);
+        s.last_crc = frame_crc(&data[pos..]);
         pos += size;
     }
     s.valid_end = pos as u64;
@@ -211,6 +225,11 @@ struct LogPaths {
 #[derive(Debug)]
 struct OpenLog {
     file: Arc<File>,
+    /// The id in the file's header, named by journal entries.
+    log_id: u64,
+    /// Checksum of the last record written: a journal entry names the
+    /// record it follows, so replay never puts it after another one.
+    last_crc: u32,
     /// End of the last complete record: where the next one goes.
     len: u64,
     /// (device, inode) of the file, to notice a log replaced underneath us.
@@ -250,6 +269,12 @@ impl OpenLog {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The checksum in a frame's header: journal entries name the record
+/// before them by it.
+fn frame_crc(frame: &[u8]) -> u32 {
+    u32::from_be_bytes(frame[4..8].try_into().expect("a whole frame"))
 }
 
 fn identity(file: &File) -> io::Result<(u64, u64)> {
@@ -443,12 +468,18 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
             })
         }
     };
+    let mut log_id = scan.log_id;
+    let mut last_crc = scan.last_crc;
+    let mut rewritten = false;
     if len == 0 && !read_only {
         // Not even the header was intact: start the log again (made durable
-        // by the next group commit, like any append).
-        let header = encode(&header_record(&p.group_id))?;
+        // by the next sync round, like a new log).
+        log_id = new_log_id();
+        let header = encode(&header_record(&p.group_id, log_id))?;
         file.write_all_at(&header, 0)?;
         len = header.len() as u64;
+        last_crc = frame_crc(&header);
+        rewritten = true;
     }
     let log = OpenLog {
         identity: identity(&file)?,
@@ -456,8 +487,10 @@ fn open_log(p: &LogPaths, create: bool, shared: &Shared) -> io::Result<Option<Op
         len,
         since_snapshot: scan.since_snapshot,
         table: scan.table,
-        dir_dirty: false,
+        dir_dirty: rewritten,
         read_only,
+        log_id,
+        last_crc,
     };
     let replay = Replay {
         damage,
@@ -477,7 +510,8 @@ fn create_log(p: &LogPaths) -> io::Result<Opened> {
             .create_new(true)
             .open(&p.path)?,
     );
-    let header = encode(&header_record(&p.group_id))?;
+    let log_id = new_log_id();
+    let header = encode(&header_record(&p.group_id, log_id))?;
     let written = FileLock::acquire(&file).and_then(|guard| {
         file.write_all_at(&header, 0)?;
         Ok((identity(&file)?, guard))
@@ -492,6 +526,8 @@ fn create_log(p: &LogPaths) -> io::Result<Opened> {
                 table: Table::default(),
                 dir_dirty: true,
                 read_only: false,
+                log_id,
+                last_crc: frame_crc(&header),
             },
             Replay::default(),
             guard,
@@ -537,11 +573,15 @@ fn count_frames(mut buf: &[u8]) -> usize {
 
 /// The group id in a log's header; `None` if the file is gone.
 fn read_header(path: &Path) -> io::Result<Option<String>> {
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    match File::open(path) {
+        Ok(f) => Ok(Some(read_header_of(&f)?.0)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The group id and log id in the header of an open log.
+fn read_header_of(mut file: &File) -> io::Result<(String, u64)> {
     let mut frame = [0u8; FRAME_HEADER];
     file.read_exact(&mut frame)?;
     let len = u32::from_be_bytes(frame[0..4].try_into().expect("4 bytes"));
@@ -552,7 +592,7 @@ fn read_header(path: &Path) -> io::Result<Option<String>> {
     buf.resize(FRAME_HEADER + len as usize, 0);
     file.read_exact(&mut buf[FRAME_HEADER..])?;
     match read_frame(&buf).map_err(invalid_data)? {
-        (Record::Header(h), _) if h.version == FORMAT_VERSION => Ok(Some(h.group_id)),
+        (Record::Header(h), _) if h.version == FORMAT_VERSION => Ok((h.group_id, h.log_id)),
         (Record::Header(h), _) => Err(invalid_data(format!("format version {}", h.version))),
         _ => Err(invalid_data("no header record".to_string())),
     }
@@ -585,8 +625,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 struct Shared {
     /// Sync rounds over the whole volume ([`GroupLogSync::Volume`]); `None`
-    /// syncs each log file by itself.
+    /// syncs each log file by itself. The journal mode keeps them for what
+    /// the journal does not cover: new files, renames, removals.
     volume: Option<VolumeSync>,
+    /// The commit journal ([`GroupLogSync::Journal`]).
+    journal: Option<Journal>,
     fsyncs: AtomicU64,
     snapshots: AtomicU64,
     /// Use counter: entries remember when they were last used.
@@ -788,6 +831,8 @@ struct Pending {
     entry: Arc<Entry>,
     shared: Arc<Shared>,
     seq: u64,
+    /// The append's journal round, when the journal makes it durable.
+    journaled: Option<std::pin::Pin<Box<dyn Future<Output = io::Result<()>> + Send>>>,
 }
 
 impl Pending {
@@ -797,7 +842,47 @@ impl Pending {
     /// synced before any later append to this log becomes durable, so no
     /// record is acknowledged while it exists only in an unsynced copy.
     async fn wait(self) -> io::Result<()> {
-        let Pending { entry, shared, seq } = self;
+        let Pending {
+            entry,
+            shared,
+            seq,
+            journaled,
+        } = self;
+        if let Some(journaled) = journaled {
+            let journaled = journaled.await;
+            #[cfg(test)]
+            let journaled = match shared.faults.fsync.swap(false, Ordering::AcqRel) {
+                true => Err(io::Error::other("injected journal failure")),
+                false => journaled,
+            };
+            let result = {
+                let mut inner = entry.inner();
+                match journaled {
+                    // Journal rounds complete in order, so every earlier
+                    // append of this log is durable too.
+                    Ok(()) => inner.durable = inner.durable.max(seq),
+                    Err(e) => {
+                        error!(group_id = %entry.paths.group_id, error = %e,
+                               "the commit journal failed; the log will be reopened");
+                        inner.fail_upto(seq);
+                    }
+                }
+                inner.settled(seq).expect("settled by the journal round")
+            };
+            if result.is_ok()
+                && compaction_due(&entry)
+                && !entry.compacting.swap(true, Ordering::AcqRel)
+            {
+                tokio::spawn(async move {
+                    let _turn = entry.sync_lock.clone().write_owned().await;
+                    if compact_if_due(&entry, &shared).await {
+                        shared.sync_turn(&entry).await;
+                    }
+                    entry.compacting.store(false, Ordering::Release);
+                });
+            }
+            return result;
+        }
         if let Some(r) = entry.inner().settled(seq) {
             return r;
         }
@@ -848,9 +933,9 @@ fn compaction_due(entry: &Entry) -> bool {
 /// thread, without holding the log; then, under the log's lock (also on a
 /// blocking thread, so no async worker waits on the rename), records
 /// appended meanwhile are copied after it and it is renamed over the log.
-/// Only the copy of the table is taken under the log's lock. The folder
-/// fsync is left to the group commit that follows (`dir_dirty`). A failure
-/// leaves the old log in place.
+/// Only the copy of the table is taken under the log's lock. The new file
+/// and the folder are fsynced before the swap completes, so appends to the
+/// new file can be journaled at once. A failure leaves the old log in place.
 async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
     let (snapshot, snap_end, old) = {
         let inner = entry.inner();
@@ -864,15 +949,22 @@ async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
     };
     let paths = entry.paths.clone();
     let sh = shared.clone();
+    let log_id = new_log_id();
     let written = blocking(move || {
-        let mut bytes = encode(&header_record(&paths.group_id))?;
-        let header_len = bytes.len() as u64;
+        let mut bytes = encode(&header_record(&paths.group_id, log_id))?;
+        let header_len = bytes.len();
         bytes.extend_from_slice(&snapshot?);
+        let snapshot_crc = frame_crc(&bytes[header_len..]);
         let tmp = write_tmp(&paths, &bytes, &sh)?;
-        Ok((tmp, bytes.len() as u64, bytes.len() as u64 - header_len))
+        Ok((
+            tmp,
+            bytes.len() as u64,
+            (bytes.len() - header_len) as u64,
+            snapshot_crc,
+        ))
     })
     .await;
-    let (tmp, base, snapshot_bytes) = match written {
+    let (tmp, base, snapshot_bytes, snapshot_crc) = match written {
         Ok(w) => w,
         Err(e) => {
             warn!(group_id = %entry.paths.group_id, error = %e,
@@ -890,7 +982,7 @@ async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
             &e,
             &sh,
             tmp,
-            (base, snapshot_bytes),
+            (base, snapshot_bytes, log_id, snapshot_crc),
             snap_end,
             &old,
         ))
@@ -918,7 +1010,7 @@ fn swap_in_snapshot(
     entry: &Entry,
     shared: &Shared,
     tmp: File,
-    (base, snapshot_bytes): (u64, u64),
+    (base, snapshot_bytes, log_id, snapshot_crc): (u64, u64, u64, u32),
     snap_end: u64,
     old: &Arc<File>,
 ) -> io::Result<bool> {
@@ -929,7 +1021,7 @@ fn swap_in_snapshot(
     if !Arc::ptr_eq(&log.file, old) {
         return Ok(false);
     }
-    let (tail, id) = {
+    let (tail, id, dir_synced) = {
         let _guard = FileLock::acquire(old)?;
         if !log.is_current(&entry.paths)? {
             return Err(io::Error::other(
@@ -939,9 +1031,31 @@ fn swap_in_snapshot(
         let mut tail = vec![0u8; (log.len - snap_end) as usize];
         old.read_exact_at(&mut tail, snap_end)?;
         tmp.write_all_at(&tail, base)?;
+        // The records copied over may be acknowledged already (through
+        // the journal, as writes to the old file): the new file holds them
+        // durably before it can replace the old one, and the rename is
+        // durable before anything is appended to the new file, so journal
+        // entries always name a file that is in place after a crash.
+        if !tail.is_empty() {
+            tmp.sync_data()?;
+            shared.synced();
+        }
         let id = identity(&tmp)?;
         fs::rename(&entry.paths.tmp, &entry.paths.path)?;
-        (tail, id)
+        // If this fails, the next append waits for a volume round instead,
+        // which syncs the folder again.
+        let dir_synced = match sync_dir(&entry.paths.root) {
+            Ok(()) => {
+                shared.synced();
+                true
+            }
+            Err(e) => {
+                warn!(group_id = %entry.paths.group_id, error = %e,
+                      "fsync of the group logs' folder after a snapshot failed");
+                false
+            }
+        };
+        (tail, id, dir_synced)
     };
     log.since_snapshot = SinceSnapshot {
         snapshot_bytes,
@@ -951,7 +1065,11 @@ fn swap_in_snapshot(
     log.len = base + tail.len() as u64;
     log.identity = id;
     log.file = Arc::new(tmp);
-    log.dir_dirty = true;
+    log.log_id = log_id;
+    if tail.is_empty() {
+        log.last_crc = snapshot_crc;
+    }
+    log.dir_dirty = !dir_synced;
     shared.snapshots.fetch_add(1, Ordering::Relaxed);
     Ok(true)
 }
@@ -963,33 +1081,48 @@ impl GroupLogStore {
     pub fn new(data_dir: &Path) -> io::Result<GroupLogStore> {
         let root = data_dir.join("__cluster").join("__consumer_offsets");
         fs::create_dir_all(&root)?;
+        let tmp_tag = format!(
+            "{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
         let shared = Shared {
             volume: Some(VolumeSync::new(&root)?),
+            journal: Some(Journal::new(&root, &tmp_tag, journal::DEFAULT_CAPACITY)?),
             ..Shared::default()
         };
-        Ok(GroupLogStore {
+        let store = GroupLogStore {
             root,
             entries: Mutex::new(HashMap::new()),
             shared: Arc::new(shared),
             max_open: DEFAULT_MAX_OPEN_LOGS,
             owner: None,
-            tmp_tag: format!(
-                "{}-{}",
-                std::process::id(),
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ),
-        })
+            tmp_tag,
+        };
+        store.replay_journals()?;
+        Ok(store)
     }
 
     /// How appends are made durable; [`GroupLogSync::Volume`] by default.
     pub fn with_sync(mut self, sync: GroupLogSync) -> io::Result<Self> {
         let shared = Arc::get_mut(&mut self.shared).expect("configured before use");
+        if sync != GroupLogSync::PerFile && shared.volume.is_none() {
+            shared.volume = Some(VolumeSync::new(&self.root)?);
+        }
         match sync {
-            GroupLogSync::Volume if shared.volume.is_none() => {
-                shared.volume = Some(VolumeSync::new(&self.root)?);
+            GroupLogSync::Journal if shared.journal.is_none() => {
+                shared.journal = Some(Journal::new(
+                    &self.root,
+                    &self.tmp_tag,
+                    journal::DEFAULT_CAPACITY,
+                )?);
             }
-            GroupLogSync::PerFile => shared.volume = None,
-            GroupLogSync::Volume => {}
+            GroupLogSync::Journal => {}
+            GroupLogSync::Volume => shared.journal = None,
+            GroupLogSync::PerFile => {
+                shared.volume = None;
+                shared.journal = None;
+            }
         }
         Ok(self)
     }
@@ -1016,7 +1149,8 @@ impl GroupLogStore {
 
     /// Fsyncs issued so far (files and folder), for tests and metrics.
     pub fn fsync_count(&self) -> u64 {
-        let rounds = self.shared.volume.as_ref().map_or(0, VolumeSync::syncs);
+        let rounds = self.shared.volume.as_ref().map_or(0, VolumeSync::syncs)
+            + self.shared.journal.as_ref().map_or(0, Journal::rounds);
         self.shared.fsyncs.load(Ordering::Relaxed) + rounds
     }
 
@@ -1087,9 +1221,16 @@ impl GroupLogStore {
             };
             let opened = match opened {
                 Some((mut log, replay, guard)) => {
-                    if let Err(e) = self.claim(group_id, &mut log) {
+                    let mut journal = Vec::new();
+                    if let Err(e) = self.claim(group_id, &mut log, &mut journal) {
                         inner.failed |= failed;
                         return Err(e);
+                    }
+                    if !journal.is_empty() && !log.dir_dirty && !failed {
+                        // Nobody waits on the claim: the appends after it
+                        // are journaled after it, in the same or a later
+                        // round.
+                        drop(self.journal_append(journal));
                     }
                     drop(guard);
                     Some((log, replay))
@@ -1264,9 +1405,15 @@ impl GroupLogStore {
 
     /// Under the log's file lock: refuses ([`Fenced`]) when another broker
     /// claimed the log under an assignment at least as new as ours, else
-    /// appends our claim if the log's last claim is not ours. Returns the
-    /// broker the claim was taken from, if any. No-op without an owner.
-    fn claim(&self, group_id: &str, log: &mut OpenLog) -> io::Result<Option<i32>> {
+    /// appends our claim if the log's last claim is not ours (and adds the
+    /// write to `journal`). Returns the broker the claim was taken from, if
+    /// any. No-op without an owner.
+    fn claim(
+        &self,
+        group_id: &str,
+        log: &mut OpenLog,
+        journal: &mut Vec<JournalEntry>,
+    ) -> io::Result<Option<i32>> {
         let Some(owner) = &self.owner else {
             return Ok(None);
         };
@@ -1298,6 +1445,16 @@ impl GroupLogStore {
             let _ = log.file.set_len(log.len);
             return Err(e);
         }
+        if self.shared.journal.is_some() {
+            journal.push(JournalEntry {
+                group_id: group_id.to_string(),
+                log_id: log.log_id,
+                position: log.len,
+                prev_crc: log.last_crc,
+                bytes: frame.clone(),
+            });
+        }
+        log.last_crc = frame_crc(&frame);
         log.len += frame.len() as u64;
         log.since_snapshot.delta(frame.len());
         log.table.apply(Record::Claim(claim));
@@ -1366,7 +1523,8 @@ impl GroupLogStore {
             if log.read_only {
                 return Err(io::Error::from_raw_os_error(libc::EROFS));
             }
-            if let Some(from_broker) = self.claim(group_id, log)? {
+            let mut journal = Vec::new();
+            if let Some(from_broker) = self.claim(group_id, log, &mut journal)? {
                 // Another broker wrote the log since we loaded the group:
                 // what we hold in memory may miss its records.
                 return Err(io::Error::other(Reclaimed {
@@ -1383,6 +1541,21 @@ impl GroupLogStore {
                 }
                 return Err(e);
             }
+            // A log not yet durable as a file (new, renamed into place,
+            // reopened after a failure) waits for a volume round instead:
+            // the journal holds writes, not files.
+            let journaled = (self.shared.journal.is_some() && !log.dir_dirty).then(|| {
+                journal.push(JournalEntry {
+                    group_id: group_id.to_string(),
+                    log_id: log.log_id,
+                    position: log.len,
+                    prev_crc: log.last_crc,
+                    bytes: frame.to_vec(),
+                });
+                Box::pin(self.journal_append(journal))
+                    as std::pin::Pin<Box<dyn Future<Output = io::Result<()>> + Send>>
+            });
+            log.last_crc = frame_crc(frame);
             log.len += frame.len() as u64;
             log.since_snapshot.delta(frame.len());
             apply(&mut log.table);
@@ -1391,9 +1564,200 @@ impl GroupLogStore {
                 entry: entry.clone(),
                 shared: self.shared.clone(),
                 seq: inner.appended,
+                journaled,
             }))
         })
     }
+}
+
+/// What replaying one journal entry did.
+#[derive(Debug, PartialEq, Eq)]
+enum Replayed {
+    /// The log lacked the write; it is there now.
+    Applied,
+    /// The log holds it already (the usual case: the page cache survived).
+    Present,
+    /// The log it was written to is gone (removed, or replaced by a
+    /// snapshot that holds it), or another record stands in its place.
+    Skipped,
+    /// Writes before it are missing: maybe another journal holds them.
+    NotYet,
+}
+
+impl GroupLogStore {
+    fn journal_append(
+        &self,
+        entries: Vec<JournalEntry>,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        self.shared
+            .journal
+            .as_ref()
+            .expect("only called in journal mode")
+            .append(entries)
+    }
+
+    /// Replays the journals of broker processes that are gone into the
+    /// group logs, then removes them (blocking; run before serving). Writes
+    /// missing from a log (the machine crashed before the page cache was
+    /// written back) are put back at their position; entries of several
+    /// journals about one log are applied in position order, whichever
+    /// journal holds them.
+    fn replay_journals(&self) -> io::Result<()> {
+        let held = match ReplayLock::acquire(&self.root) {
+            Ok(Some(held)) => held,
+            Ok(None) => return Ok(()),
+            Err(e) if super::is_read_only(&e) => {
+                warn!(
+                    "the data volume is read-only: commit journals of stopped brokers \
+                       cannot be replayed; logs are served as they are on disk"
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let orphans = journal::orphaned(&self.root, &held)?;
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        let mut pending: Vec<&JournalEntry> =
+            orphans.iter().flat_map(|o| o.entries.iter()).collect();
+        let (mut applied, mut present, mut skipped) = (0usize, 0usize, 0usize);
+        let mut known = HashMap::new();
+        loop {
+            let before = applied + present;
+            let mut not_yet = Vec::new();
+            for e in pending {
+                match self.replay_entry(e, &mut known)? {
+                    Replayed::Applied => applied += 1,
+                    Replayed::Present => present += 1,
+                    Replayed::Skipped => skipped += 1,
+                    Replayed::NotYet => not_yet.push(e),
+                }
+            }
+            pending = not_yet;
+            if pending.is_empty() || applied + present == before {
+                break;
+            }
+        }
+        // The logs now hold every journaled write: durably, before the
+        // journals go.
+        // SAFETY: the descriptor is open for the call.
+        let volume = File::open(&self.root)?;
+        if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&volume)) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for o in &orphans {
+            fs::remove_file(&o.path)?;
+        }
+        if !pending.is_empty() {
+            error!(
+                unplaced = pending.len(),
+                applied,
+                present,
+                skipped,
+                "commit journal entries found no place in their group logs (writes \
+                    before them are missing from every journal)"
+            );
+        } else if applied > 0 {
+            warn!(
+                applied,
+                present,
+                skipped,
+                journals = orphans.len(),
+                "replayed commit journals: writes the group logs had lost are back"
+            );
+        } else {
+            info!(
+                present,
+                skipped,
+                journals = orphans.len(),
+                "commit journals of stopped brokers checked: every write was in place"
+            );
+        }
+        Ok(())
+    }
+
+    /// Puts one journaled write back if its log lacks it. Only ever at the
+    /// end of the log's valid records, never over a valid record (which
+    /// may be another broker's, written after it took the group over).
+    fn replay_entry(
+        &self,
+        e: &JournalEntry,
+        known: &mut HashMap<String, KnownLog>,
+    ) -> io::Result<Replayed> {
+        let paths = self.paths(&e.group_id);
+        let file = match OpenOptions::new().read(true).write(true).open(&paths.path) {
+            Ok(f) => Arc::new(f),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Replayed::Skipped),
+            Err(err) => return Err(err),
+        };
+        let _guard = FileLock::acquire(&file)?;
+        let m = file.metadata()?;
+        let identity = (m.dev(), m.ino());
+        let k = match known.get(&e.group_id) {
+            // Unchanged since we last scanned or wrote it.
+            Some(k) if k.identity == identity && k.len == m.len() => k.clone(),
+            _ => {
+                let mut data = Vec::new();
+                (&*file).read_to_end(&mut data)?;
+                let Ok(scanned) = scan(&data, &e.group_id) else {
+                    return Ok(Replayed::Skipped);
+                };
+                KnownLog {
+                    identity,
+                    len: m.len(),
+                    log_id: scanned.log_id,
+                    valid_end: scanned.valid_end,
+                    last_crc: scanned.last_crc,
+                }
+            }
+        };
+        let end = e.position + e.bytes.len() as u64;
+        let mut here =
+            vec![0u8; (k.len.max(e.position) - e.position).min(e.bytes.len() as u64) as usize];
+        file.read_exact_at(&mut here, e.position)?;
+        let outcome = if k.log_id != e.log_id {
+            Replayed::Skipped
+        } else if e.position > k.valid_end {
+            Replayed::NotYet
+        } else if here == e.bytes {
+            Replayed::Present
+        } else if e.position < k.valid_end {
+            warn!(group_id = %e.group_id, position = e.position,
+                  "a journaled write's place in its log holds another record; skipped");
+            Replayed::Skipped
+        } else if k.last_crc != e.prev_crc {
+            warn!(group_id = %e.group_id, position = e.position,
+                  "a journaled write followed another record than the log's last; skipped");
+            Replayed::Skipped
+        } else {
+            // The valid records end exactly where this write belongs.
+            file.write_all_at(&e.bytes, e.position)?;
+            warn!(group_id = %e.group_id, position = e.position,
+                  "restored a write the group log had lost, from a commit journal");
+            Replayed::Applied
+        };
+        let mut k = k;
+        if matches!(outcome, Replayed::Applied | Replayed::Present) && e.position == k.valid_end {
+            k.valid_end = end;
+            k.len = k.len.max(end);
+            k.last_crc = frame_crc(&e.bytes);
+        }
+        known.insert(e.group_id.clone(), k);
+        Ok(outcome)
+    }
+}
+
+/// A group log as replay last saw it.
+#[derive(Clone, Debug)]
+struct KnownLog {
+    identity: (u64, u64),
+    len: u64,
+    log_id: u64,
+    /// End of its valid records.
+    valid_end: u64,
+    /// Checksum of the record that ends there.
+    last_crc: u32,
 }
 
 /// Closes least recently used idle entries until at most `keep` remain (or

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod group_log;
+pub mod journal;
 pub mod log;
 pub mod names;
 pub mod partition;

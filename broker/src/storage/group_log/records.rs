@@ -57,6 +57,11 @@ pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
 pub(super) struct HeaderBody {
     pub version: u32,
     pub group_id: String,
+    /// Random, new for every file written from scratch (created, or
+    /// replaced by a snapshot): journal entries name the file they were
+    /// written to. 0 in logs written before the journal.
+    #[serde(default)]
+    pub log_id: u64,
 }
 
 /// An offset in the JSON records of earlier logs.
@@ -231,10 +236,16 @@ mod hex_bytes {
     }
 }
 
-pub(super) fn header_record(group_id: &str) -> Record {
+/// A fresh id for a log file written from scratch.
+pub(super) fn new_log_id() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+pub(super) fn header_record(group_id: &str, log_id: u64) -> Record {
     Record::Header(HeaderBody {
         version: FORMAT_VERSION,
         group_id: group_id.to_string(),
+        log_id,
     })
 }
 

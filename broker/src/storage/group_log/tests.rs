@@ -486,6 +486,7 @@ async fn hostile_group_ids_stay_inside_and_round_trip() {
     let files: Vec<_> = fs::read_dir(store.root())
         .unwrap()
         .map(|e| e.unwrap())
+        .filter(|e| e.file_name() != crate::storage::journal::JOURNAL_DIR)
         .collect();
     assert_eq!(files.len(), ids.len());
     assert!(files.iter().all(|f| f.file_type().unwrap().is_file()));
@@ -702,13 +703,13 @@ async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
 
 #[test]
 fn records_are_framed_with_length_and_crc() {
-    let frame = encode(&header_record("g")).unwrap();
+    let frame = encode(&header_record("g", 1)).unwrap();
     let len = u32::from_be_bytes(frame[0..4].try_into().unwrap()) as usize;
     assert_eq!(len, frame.len() - 8);
     let crc = u32::from_be_bytes(frame[4..8].try_into().unwrap());
     assert_eq!(crc, crc32c::crc32c(&frame[8..]));
     assert_eq!(frame[8], KIND_HEADER);
-    assert_eq!(&frame[9..], br#"{"version":1,"group_id":"g"}"#);
+    assert_eq!(&frame[9..], br#"{"version":1,"group_id":"g","log_id":1}"#);
 }
 
 #[tokio::test]
@@ -900,4 +901,154 @@ async fn a_log_written_from_the_documented_format_loads() {
             ("u", 2, 11, None, ""),
         ]
     );
+}
+
+/// The journal files left under the store's folder.
+fn journal_files(store_root: &Path) -> Vec<String> {
+    fs::read_dir(store_root.join(crate::storage::journal::JOURNAL_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".jnl"))
+        .collect()
+}
+
+/// A machine crash loses group-log writes still in the page cache; the
+/// journal holds them. Simulated: the broker stops (its journal becomes an
+/// orphan), then one log loses its tail and another a block in the middle.
+/// The next store replays the journal: both logs are byte for byte what
+/// was acknowledged, and the journal is gone.
+#[tokio::test]
+async fn journal_replay_restores_writes_a_crash_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let mut acked = BTreeMap::new();
+    // The first commit creates each log (made durable by a volume round).
+    for g in ["g", "h"] {
+        store
+            .commit_offsets(g, &commit("t", 0, oam(0)))
+            .await
+            .unwrap();
+    }
+    let created_len = file_len(&store.log_path("g"));
+    let rounds_before = store.shared.journal.as_ref().unwrap().rounds();
+    for i in 1..=30 {
+        for g in ["g", "h"] {
+            store
+                .commit_offsets(g, &commit("t", i % 4, oam(i.into())))
+                .await
+                .unwrap();
+            acked.insert((g, i % 4), i64::from(i));
+        }
+    }
+    assert!(store.shared.journal.as_ref().unwrap().rounds() > rounds_before);
+    let root = store.root().to_path_buf();
+    let (g_path, h_path) = (store.log_path("g"), store.log_path("h"));
+    let (g_full, h_full) = (fs::read(&g_path).unwrap(), fs::read(&h_path).unwrap());
+    drop(store);
+    assert_eq!(
+        journal_files(&root).len(),
+        2,
+        "the stopped broker's journal"
+    );
+
+    // What the crash lost: g's journaled tail, and a block inside h.
+    let f = fs::OpenOptions::new().write(true).open(&g_path).unwrap();
+    f.set_len(created_len).unwrap();
+    let f = fs::OpenOptions::new().write(true).open(&h_path).unwrap();
+    f.write_all_at(&[0u8; 700], created_len + 100).unwrap();
+
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    assert_eq!(fs::read(&g_path).unwrap(), g_full);
+    assert_eq!(fs::read(&h_path).unwrap(), h_full);
+    assert!(
+        journal_files(&root).is_empty(),
+        "replayed journals are removed"
+    );
+    for g in ["g", "h"] {
+        let loaded = store.load(g).unwrap().unwrap();
+        assert_eq!(loaded.damage, None);
+        for ((group, partition), offset) in &acked {
+            if group == &g {
+                let found = loaded.offsets.iter().find(|(_, p, _)| p == partition);
+                assert_eq!(found.map(|(_, _, o)| o.offset), Some(*offset));
+            }
+        }
+    }
+}
+
+/// A journal whose broker still runs is never replayed by another store.
+#[tokio::test]
+async fn a_live_brokers_journal_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    store
+        .commit_offsets("g", &commit("t", 0, oam(2)))
+        .await
+        .unwrap();
+    let _other = GroupLogStore::new(dir.path()).unwrap();
+    assert_eq!(journal_files(store.root()).len(), 2);
+    store
+        .commit_offsets("g", &commit("t", 0, oam(3)))
+        .await
+        .unwrap();
+}
+
+/// A journal replayed after another broker took the group over and wrote
+/// its log never overwrites that broker's records.
+#[tokio::test]
+async fn replay_never_overwrites_records_written_after_a_takeover() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = GroupLogStore::new(dir.path()).unwrap();
+    a.commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    let cut = file_len(&a.log_path("g"));
+    for i in 2..10 {
+        a.commit_offsets("g", &commit("t", 0, oam(i)))
+            .await
+            .unwrap();
+    }
+    let root = a.root().to_path_buf();
+    drop(a);
+    // A's journal stays locked (as if A's lock had not been released yet)
+    // while B takes over a log that lost A's tail, and writes it.
+    let held: Vec<fs::File> = journal_files(&root)
+        .iter()
+        .map(|n| {
+            let f =
+                fs::File::open(root.join(crate::storage::journal::JOURNAL_DIR).join(n)).unwrap();
+            f.lock().unwrap();
+            f
+        })
+        .collect();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(root.join(format!("{}.log", safe_file_name(b"g"))))
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    let b = GroupLogStore::new(dir.path()).unwrap();
+    b.load("g").unwrap();
+    for i in 100..103 {
+        b.commit_offsets("g", &commit("t", 1, oam(i)))
+            .await
+            .unwrap();
+    }
+    let written_by_b = fs::read(b.log_path("g")).unwrap();
+    drop(b);
+    drop(held);
+
+    let c = GroupLogStore::new(dir.path()).unwrap();
+    assert_eq!(fs::read(c.log_path("g")).unwrap(), written_by_b);
+    let loaded = c.load("g").unwrap().unwrap();
+    assert_eq!(loaded.damage, None);
+    assert_eq!(
+        loaded.offsets,
+        vec![("t".to_string(), 0, oam(1)), ("t".to_string(), 1, oam(102))]
+    );
+    assert!(journal_files(&root).is_empty());
 }
