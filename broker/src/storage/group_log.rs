@@ -28,7 +28,7 @@
 //! group waiting at the same time share one fsync. The task that holds a
 //! group's sync turn writes the snapshot when one is due, after answering.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io::{self, Read};
@@ -1220,6 +1220,27 @@ impl GroupLogStore {
                 }
             };
             let opened = match opened {
+                Some(opened) if self.taken_over(&opened.0) => {
+                    // Another broker wrote this log last: if it stopped
+                    // before its writes reached the log, its journal holds
+                    // them. Put them back before anything of ours follows
+                    // (read after the log, which on a shared file system
+                    // waits for the other writer to be gone or flushed).
+                    drop(opened);
+                    let touched = self.replay_journals()?;
+                    if touched.contains(group_id) {
+                        info!(
+                            group_id,
+                            "group log completed from another broker's journal"
+                        );
+                    }
+                    open_log(&entry.paths, false, &self.shared).inspect_err(|_| {
+                        inner.failed |= failed;
+                    })?
+                }
+                opened => opened,
+            };
+            let opened = match opened {
                 Some((mut log, replay, guard)) => {
                     let mut journal = Vec::new();
                     if let Err(e) = self.claim(group_id, &mut log, &mut journal) {
@@ -1602,22 +1623,23 @@ impl GroupLogStore {
     /// written back) are put back at their position; entries of several
     /// journals about one log are applied in position order, whichever
     /// journal holds them.
-    fn replay_journals(&self) -> io::Result<()> {
+    fn replay_journals(&self) -> io::Result<HashSet<String>> {
+        let mut touched = HashSet::new();
         let held = match ReplayLock::acquire(&self.root) {
             Ok(Some(held)) => held,
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(touched),
             Err(e) if super::is_read_only(&e) => {
                 warn!(
                     "the data volume is read-only: commit journals of stopped brokers \
                        cannot be replayed; logs are served as they are on disk"
                 );
-                return Ok(());
+                return Ok(touched);
             }
             Err(e) => return Err(e),
         };
         let orphans = journal::orphaned(&self.root, &held)?;
         if orphans.is_empty() {
-            return Ok(());
+            return Ok(touched);
         }
         let mut pending: Vec<&JournalEntry> =
             orphans.iter().flat_map(|o| o.entries.iter()).collect();
@@ -1628,7 +1650,10 @@ impl GroupLogStore {
             let mut not_yet = Vec::new();
             for e in pending {
                 match self.replay_entry(e, &mut known)? {
-                    Replayed::Applied => applied += 1,
+                    Replayed::Applied => {
+                        applied += 1;
+                        touched.insert(e.group_id.clone());
+                    }
                     Replayed::Present => present += 1,
                     Replayed::Skipped => skipped += 1,
                     Replayed::NotYet => not_yet.push(e),
@@ -1674,7 +1699,13 @@ impl GroupLogStore {
                 "commit journals of stopped brokers checked: every write was in place"
             );
         }
-        Ok(())
+        Ok(touched)
+    }
+
+    /// Whether the log's last claim is another broker's.
+    fn taken_over(&self, log: &OpenLog) -> bool {
+        let ours = self.owner.as_ref().map(|o| o.broker);
+        self.shared.journal.is_some() && log.table.claim.is_some_and(|c| Some(c.broker) != ours)
     }
 
     /// Puts one journaled write back if its log lacks it. Only ever at the

@@ -1052,3 +1052,53 @@ async fn replay_never_overwrites_records_written_after_a_takeover() {
     );
     assert!(journal_files(&root).is_empty());
 }
+
+/// A broker taking a group over replays the journal of the broker that
+/// wrote it last once that broker is gone, before claiming the log: the
+/// writes that broker acknowledged but its log lost come back.
+#[tokio::test]
+async fn a_takeover_replays_the_previous_writers_journal_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = GroupLogStore::new(dir.path()).unwrap().with_owner(1, || 1);
+    a.commit_offsets("g", &commit("t", 0, oam(1)))
+        .await
+        .unwrap();
+    let cut = file_len(&a.log_path("g"));
+    for i in 2..10 {
+        a.commit_offsets("g", &commit("t", 0, oam(i)))
+            .await
+            .unwrap();
+    }
+    let (root, path) = (a.root().to_path_buf(), a.log_path("g"));
+    let full = fs::read(&path).unwrap();
+    drop(a);
+    // Broker 1's journal is still locked (its lock outlives it a while on
+    // a shared file system) when broker 2 starts, and its log lost the
+    // tail.
+    let a_journal = journal_files(&root);
+    let held: Vec<fs::File> = a_journal
+        .iter()
+        .map(|n| {
+            let f =
+                fs::File::open(root.join(crate::storage::journal::JOURNAL_DIR).join(n)).unwrap();
+            f.lock().unwrap();
+            f
+        })
+        .collect();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    let b = GroupLogStore::new(dir.path()).unwrap().with_owner(2, || 2);
+    drop(held);
+    let loaded = b.load("g").unwrap().unwrap();
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(9))]);
+    assert_eq!(&fs::read(&path).unwrap()[..full.len()], &full[..]);
+    let left = journal_files(&root);
+    assert!(
+        a_journal.iter().all(|n| !left.contains(n)),
+        "broker 1's journal is removed"
+    );
+}
