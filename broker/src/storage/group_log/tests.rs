@@ -997,26 +997,30 @@ async fn a_live_brokers_journal_is_left_alone() {
         .unwrap();
 }
 
-/// A journal replayed after another broker took the group over and wrote
-/// its log never overwrites that broker's records.
-#[tokio::test]
-async fn replay_never_overwrites_records_written_after_a_takeover() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = GroupLogStore::new(dir.path()).unwrap();
-    a.commit_offsets("g", &commit("t", 0, oam(1)))
+/// Commits offsets 1..=9 of `t/0` to group "g" through `store`, then stops
+/// it and cuts the log back to its first commit, with the stopped store's
+/// journal kept locked as if its lock had not been released yet. Returns
+/// the log's path, its full contents before the cut, the journal's file
+/// names and their locks.
+async fn stop_and_lose_the_tail(
+    store: GroupLogStore,
+) -> (PathBuf, Vec<u8>, Vec<String>, Vec<fs::File>) {
+    store
+        .commit_offsets("g", &commit("t", 0, oam(1)))
         .await
         .unwrap();
-    let cut = file_len(&a.log_path("g"));
+    let cut = file_len(&store.log_path("g"));
     for i in 2..10 {
-        a.commit_offsets("g", &commit("t", 0, oam(i)))
+        store
+            .commit_offsets("g", &commit("t", 0, oam(i)))
             .await
             .unwrap();
     }
-    let root = a.root().to_path_buf();
-    drop(a);
-    // A's journal stays locked (as if A's lock had not been released yet)
-    // while B takes over a log that lost A's tail, and writes it.
-    let held: Vec<fs::File> = journal_files(&root)
+    let (root, path) = (store.root().to_path_buf(), store.log_path("g"));
+    let full = fs::read(&path).unwrap();
+    drop(store);
+    let names = journal_files(&root);
+    let held = names
         .iter()
         .map(|n| {
             let f =
@@ -1027,10 +1031,21 @@ async fn replay_never_overwrites_records_written_after_a_takeover() {
         .collect();
     fs::OpenOptions::new()
         .write(true)
-        .open(root.join(format!("{}.log", safe_file_name(b"g"))))
+        .open(&path)
         .unwrap()
         .set_len(cut)
         .unwrap();
+    (path, full, names, held)
+}
+
+/// A journal replayed after another broker took the group over and wrote
+/// its log never overwrites that broker's records.
+#[tokio::test]
+async fn replay_never_overwrites_records_written_after_a_takeover() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = GroupLogStore::new(dir.path()).unwrap();
+    let root = a.root().to_path_buf();
+    let (_, _, _, held) = stop_and_lose_the_tail(a).await;
     let b = GroupLogStore::new(dir.path()).unwrap();
     b.load("g").unwrap();
     for i in 100..103 {
@@ -1060,37 +1075,10 @@ async fn replay_never_overwrites_records_written_after_a_takeover() {
 async fn a_takeover_replays_the_previous_writers_journal_first() {
     let dir = tempfile::tempdir().unwrap();
     let a = GroupLogStore::new(dir.path()).unwrap().with_owner(1, || 1);
-    a.commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
-    let cut = file_len(&a.log_path("g"));
-    for i in 2..10 {
-        a.commit_offsets("g", &commit("t", 0, oam(i)))
-            .await
-            .unwrap();
-    }
-    let (root, path) = (a.root().to_path_buf(), a.log_path("g"));
-    let full = fs::read(&path).unwrap();
-    drop(a);
-    // Broker 1's journal is still locked (its lock outlives it a while on
-    // a shared file system) when broker 2 starts, and its log lost the
-    // tail.
-    let a_journal = journal_files(&root);
-    let held: Vec<fs::File> = a_journal
-        .iter()
-        .map(|n| {
-            let f =
-                fs::File::open(root.join(crate::storage::journal::JOURNAL_DIR).join(n)).unwrap();
-            f.lock().unwrap();
-            f
-        })
-        .collect();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(cut)
-        .unwrap();
+    // Broker 1's lock outlives it a while on a shared file system: broker
+    // 2 starts before its journal is an orphan.
+    let root = a.root().to_path_buf();
+    let (path, full, a_journal, held) = stop_and_lose_the_tail(a).await;
     let b = GroupLogStore::new(dir.path()).unwrap().with_owner(2, || 2);
     drop(held);
     let loaded = b.load("g").unwrap().unwrap();
