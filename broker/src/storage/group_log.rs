@@ -874,10 +874,10 @@ impl Pending {
                 && !entry.compacting.swap(true, Ordering::AcqRel)
             {
                 tokio::spawn(async move {
+                    // The swap fsyncs the new file and the folder itself,
+                    // so no sync round has to follow it here.
                     let _turn = entry.sync_lock.clone().write_owned().await;
-                    if compact_if_due(&entry, &shared).await {
-                        shared.sync_turn(&entry).await;
-                    }
+                    compact_if_due(&entry, &shared).await;
                     entry.compacting.store(false, Ordering::Release);
                 });
             }

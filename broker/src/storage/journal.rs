@@ -32,8 +32,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 use tracing::error;
@@ -106,7 +106,9 @@ struct Shared {
 /// started, by the first append: stores that only read never make one.
 pub struct Journal {
     shared: Arc<Shared>,
-    started: OnceLock<Result<(), (io::ErrorKind, String)>>,
+    /// Set once the files exist and the thread runs; until then every
+    /// append tries to start them (a full volume may have room later).
+    started: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -200,6 +202,18 @@ fn parse_entry(data: &[u8], generation: u64) -> Option<(JournalEntry, usize)> {
 /// never takes a live journal for an orphan).
 fn create_file(folder: &Path, tag: &str, n: usize, capacity: u64) -> io::Result<File> {
     let creating = folder.join(format!("{tag}-{n}{CREATING}"));
+    let made = make_file(&creating, capacity).and_then(|file| {
+        fs::rename(&creating, folder.join(format!("{tag}-{n}{SUFFIX}")))?;
+        Ok(file)
+    });
+    if made.is_err() {
+        let _ = fs::remove_file(&creating);
+    }
+    made
+}
+
+/// A zero-filled file of `capacity` bytes, locked.
+fn make_file(creating: &Path, capacity: u64) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -214,7 +228,6 @@ fn create_file(folder: &Path, tag: &str, n: usize, capacity: u64) -> io::Result<
         at += n as u64;
     }
     file.sync_all()?;
-    fs::rename(&creating, folder.join(format!("{tag}-{n}{SUFFIX}")))?;
     Ok(file)
 }
 
@@ -286,10 +299,11 @@ impl Shared {
                 encode_entry(&mut encoded, f.generation, e)?;
             }
             if f.position + encoded.len() as u64 > f.capacity {
+                // Larger than a whole journal file (a commit of many
+                // thousand partitions): the logs hold these writes already,
+                // so a sync of the volume makes them durable instead.
                 f.encoded = encoded;
-                return Err(io::Error::other(
-                    "commit journal round larger than a journal file",
-                ));
+                return syncfs(&self.volume);
             }
         }
         let file = &f.files[f.current];
@@ -355,22 +369,28 @@ impl Journal {
                 capacity,
                 rounds: AtomicU64::new(0),
             }),
-            started: OnceLock::new(),
+            started: AtomicBool::new(false),
             thread: Mutex::new(None),
         })
     }
 
-    fn start(&self) -> Result<(), (io::ErrorKind, String)> {
+    /// Creates the files and starts the thread, once.
+    fn start(&self) -> io::Result<()> {
+        let mut thread = lock(&self.thread);
+        if self.started.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let files = self.shared.open().map_err(|e| {
             error!(error = %e, "cannot create the commit journal");
-            (e.kind(), format!("cannot create the commit journal: {e}"))
+            io::Error::new(e.kind(), format!("cannot create the commit journal: {e}"))
         })?;
         let shared = self.shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("kaas-journal".into())
-            .spawn(move || shared.run(files))
-            .map_err(|e| (e.kind(), e.to_string()))?;
-        *lock(&self.thread) = Some(thread);
+        *thread = Some(
+            std::thread::Builder::new()
+                .name("kaas-journal".into())
+                .spawn(move || shared.run(files))?,
+        );
+        self.started.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -381,8 +401,12 @@ impl Journal {
         entries: Vec<JournalEntry>,
     ) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        let refused = match self.started.get_or_init(|| self.start()) {
-            Err((kind, msg)) => Some(io::Error::new(*kind, msg.clone())),
+        let started = match self.started.load(Ordering::Acquire) {
+            true => Ok(()),
+            false => self.start(),
+        };
+        let refused = match started {
+            Err(e) => Some(e),
             Ok(()) => {
                 let mut q = self.shared.queue();
                 q.entries.extend(entries);
