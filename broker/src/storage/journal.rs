@@ -218,7 +218,7 @@ fn make_file(creating: &Path, capacity: u64) -> io::Result<File> {
         .read(true)
         .write(true)
         .create_new(true)
-        .open(&creating)?;
+        .open(creating)?;
     file.lock()?;
     let zeros = vec![0u8; 1 << 20];
     let mut at = 0;
