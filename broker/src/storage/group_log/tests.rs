@@ -1090,3 +1090,33 @@ async fn a_takeover_replays_the_previous_writers_journal_first() {
         "broker 1's journal is removed"
     );
 }
+
+/// `--group-log-sync volume`: no journal; every append is made durable by
+/// a volume round, and the logs alone hold what was acknowledged.
+#[tokio::test]
+async fn volume_mode_makes_appends_durable_without_a_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path())
+        .unwrap()
+        .with_sync(GroupLogSync::Volume)
+        .unwrap();
+    assert!(store.shared.journal.is_none());
+    for i in 1..=5 {
+        store
+            .commit_offsets("g", &commit("t", 0, oam(i)))
+            .await
+            .unwrap();
+    }
+    let rounds = store.shared.volume.as_ref().unwrap().syncs();
+    assert!(rounds >= 5, "one volume round per awaited append: {rounds}");
+    assert!(!store
+        .root()
+        .join(crate::storage::journal::JOURNAL_DIR)
+        .exists());
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+}
