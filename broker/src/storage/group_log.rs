@@ -869,17 +869,8 @@ impl Pending {
                 }
                 inner.settled(seq).expect("settled by the journal round")
             };
-            if result.is_ok()
-                && compaction_due(&entry)
-                && !entry.compacting.swap(true, Ordering::AcqRel)
-            {
-                tokio::spawn(async move {
-                    // The swap fsyncs the new file and the folder itself,
-                    // so no sync round has to follow it here.
-                    let _turn = entry.sync_lock.clone().write_owned().await;
-                    compact_if_due(&entry, &shared).await;
-                    entry.compacting.store(false, Ordering::Release);
-                });
+            if result.is_ok() {
+                snapshot_if_due(entry, shared, None);
             }
             return result;
         }
@@ -901,23 +892,33 @@ impl Pending {
             .inner()
             .settled(seq)
             .expect("settled by the sync turn");
-        if result.is_ok()
-            && compaction_due(&entry)
-            && !entry.compacting.swap(true, Ordering::AcqRel)
-        {
-            tokio::spawn(async move {
-                let _turn = match exclusive_turn {
-                    Some(turn) => turn,
-                    None => entry.sync_lock.clone().write_owned().await,
-                };
-                if compact_if_due(&entry, &shared).await {
-                    shared.sync_turn(&entry).await;
-                }
-                entry.compacting.store(false, Ordering::Release);
-            });
+        if result.is_ok() {
+            snapshot_if_due(entry, shared, exclusive_turn);
         }
         result
     }
+}
+
+/// Starts a snapshot of the log if one is due and none is running. It holds
+/// the log's sync turn exclusively (`turn`, when the caller holds it
+/// already) until the new file is in place; the swap fsyncs the new file
+/// and the folder itself, so no sync round has to follow it.
+fn snapshot_if_due(
+    entry: Arc<Entry>,
+    shared: Arc<Shared>,
+    turn: Option<tokio::sync::OwnedRwLockWriteGuard<()>>,
+) {
+    if !compaction_due(&entry) || entry.compacting.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::spawn(async move {
+        let _turn = match turn {
+            Some(turn) => turn,
+            None => entry.sync_lock.clone().write_owned().await,
+        };
+        compact_if_due(&entry, &shared).await;
+        entry.compacting.store(false, Ordering::Release);
+    });
 }
 
 fn compaction_due(entry: &Entry) -> bool {
@@ -936,14 +937,14 @@ fn compaction_due(entry: &Entry) -> bool {
 /// Only the copy of the table is taken under the log's lock. The new file
 /// and the folder are fsynced before the swap completes, so appends to the
 /// new file can be journaled at once. A failure leaves the old log in place.
-async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
+async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) {
     let (snapshot, snap_end, old) = {
         let inner = entry.inner();
         let Some(log) = inner.log.as_ref() else {
-            return false;
+            return;
         };
         if !log.since_snapshot.due() {
-            return false;
+            return;
         }
         (log.table.encode_snapshot(), log.len, log.file.clone())
     };
@@ -969,7 +970,7 @@ async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
         Err(e) => {
             warn!(group_id = %entry.paths.group_id, error = %e,
                   "writing a group log snapshot failed; keeping the deltas");
-            return false;
+            return;
         }
     };
     #[cfg(test)]
@@ -992,13 +993,9 @@ async fn compact_if_due(entry: &Arc<Entry>, shared: &Arc<Shared>) -> bool {
     if !matches!(swapped, Ok(true)) {
         let _ = fs::remove_file(&entry.paths.tmp);
     }
-    match swapped {
-        Ok(swapped) => swapped,
-        Err(e) => {
-            warn!(group_id = %entry.paths.group_id, error = %e,
-                  "replacing the group log by a snapshot failed; keeping the deltas");
-            false
-        }
+    if let Err(e) = swapped {
+        warn!(group_id = %entry.paths.group_id, error = %e,
+              "replacing the group log by a snapshot failed; keeping the deltas");
     }
 }
 
