@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::report::{self, emit, median, note, percentile, Figure, Target};
 use crate::sys::Rng;
+use crate::wire::RawConn;
 use crate::Env;
 
 const TOPIC: &str = "orders";
@@ -284,8 +285,16 @@ fn commit_request(
     partitions: std::ops::Range<usize>,
     offset: i64,
 ) -> OffsetCommitRequest {
+    commit_request_for(StrBytes::from_string(group_id(group)), partitions, offset)
+}
+
+fn commit_request_for(
+    group: StrBytes,
+    partitions: std::ops::Range<usize>,
+    offset: i64,
+) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group_id(group))))
+        .with_group_id(GroupId(group))
         .with_generation_id_or_member_epoch(-1)
         .with_member_id(StrBytes::from_static_str(""))
         .with_topics(vec![OffsetCommitRequestTopic::default()
@@ -308,7 +317,10 @@ fn group_id(g: usize) -> String {
 }
 
 async fn commit(client: &mut KafkaClient, req: &OffsetCommitRequest) -> anyhow::Result<()> {
-    let resp = client.send(req, COMMIT_VERSION).await?;
+    check_commit(&client.send(req, COMMIT_VERSION).await?)
+}
+
+fn check_commit(resp: &kafka_protocol::messages::OffsetCommitResponse) -> anyhow::Result<()> {
     for t in &resp.topics {
         for p in &t.partitions {
             anyhow::ensure!(
@@ -343,15 +355,21 @@ async fn prefill_kaas(addr: &str, p: &Params) -> anyhow::Result<()> {
 }
 
 async fn kaas_window(addr: &str, p: &Params, round: u64) -> anyhow::Result<Window> {
-    let mut clients = Vec::new();
+    let mut conns = Vec::new();
     for _ in 0..p.committers {
-        clients.push(KafkaClient::connect(addr, Duration::from_secs(10)).await?);
+        conns.push(RawConn::connect(addr).await?);
     }
+    // The load generator shares the machine with the broker, so it is kept
+    // lean: buffered reads, one encode per request, group ids made once.
+    let ids: Arc<[StrBytes]> = (0..p.groups)
+        .map(|g| StrBytes::from_string(group_id(g)))
+        .collect();
     let start = Instant::now();
     let stop = start + p.window;
     let mut tasks = tokio::task::JoinSet::new();
-    for (c, mut client) in clients.into_iter().enumerate() {
+    for (c, mut conn) in conns.into_iter().enumerate() {
         let (groups, partitions, k) = (p.groups, p.partitions, p.per_commit);
+        let ids = ids.clone();
         tasks.spawn(async move {
             let mut rng = Rng::new(round * 1000 + c as u64 + 1);
             let mut lat = Vec::with_capacity(8192);
@@ -361,9 +379,15 @@ async fn kaas_window(addr: &str, p: &Params, round: u64) -> anyhow::Result<Windo
                 let g = rng.below(groups);
                 let first = rng.below(partitions / k) * k;
                 offset += 1;
-                let req = commit_request(g, first..first + k, offset);
+                let req = commit_request_for(ids[g].clone(), first..first + k, offset);
                 let t = Instant::now();
-                commit(&mut client, &req).await?;
+                let frame = crate::wire::frame(&req, COMMIT_VERSION, n as i32)?;
+                conn.write(&frame).await?;
+                let body = conn.read_body().await?;
+                check_commit(&crate::wire::decode_response::<OffsetCommitRequest>(
+                    body,
+                    COMMIT_VERSION,
+                )?)?;
                 lat.push(t.elapsed().as_micros() as u64);
                 n += 1;
             }
