@@ -18,6 +18,12 @@
 //! entries into the logs before serving. A process crash loses nothing
 //! from the page cache, so replay then finds every entry in place.
 //!
+//! Where the volume allows it (`O_DIRECT`), rounds bypass the page cache:
+//! one `pwrite` with `O_DSYNC` of whole 4 KiB blocks, the last, partial
+//! block rewritten by the next round with its earlier bytes unchanged (so
+//! a torn block write cannot damage an acknowledged entry). That costs
+//! the kernel much less CPU per round than page-cache writeback does.
+//!
 //! File format: a 16-byte header (`KJNL`, format version u32, generation
 //! u64), then entries: `u32 length, u32 crc32c, u64 generation, payload`,
 //! with the CRC over generation and payload. An entry of another
@@ -30,7 +36,7 @@ use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -73,9 +79,74 @@ struct Queue {
     idle: bool,
 }
 
+/// Alignment and size unit of direct writes.
+const BLOCK: usize = 4096;
+
+/// Writes a journal's files with `O_DIRECT | O_DSYNC`: each write is
+/// durable when it returns, without the page cache.
+struct DirectWriter {
+    files: [File; 2],
+    /// The bytes of the current file's last partial block, up to the
+    /// write position: rewritten, unchanged, in front of the next write.
+    tail: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl DirectWriter {
+    /// Opens both files for direct writes; `None` where the file system
+    /// refuses `O_DIRECT` (tmpfs, some FUSE volumes).
+    fn open(paths: [&Path; 2]) -> io::Result<Option<DirectWriter>> {
+        let open = |p: &Path| {
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT | libc::O_DSYNC)
+                .open(p)
+        };
+        match (open(paths[0]), open(paths[1])) {
+            (Ok(a), Ok(b)) => Ok(Some(DirectWriter {
+                files: [a, b],
+                tail: Vec::new(),
+                buf: Vec::new(),
+            })),
+            (Err(e), _) | (_, Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        }
+    }
+
+    /// Writes `data` at `position` of file `n` (the end of what was
+    /// written there since [`Self::restart`]) and returns once durable.
+    fn write(&mut self, n: usize, position: u64, data: &[u8]) -> io::Result<()> {
+        let start = position - self.tail.len() as u64;
+        debug_assert_eq!(start % BLOCK as u64, 0, "the tail starts a block");
+        let len = self.tail.len() + data.len();
+        let padded = len.div_ceil(BLOCK) * BLOCK;
+        // Zeroed, one block longer than needed so an aligned start fits.
+        self.buf.clear();
+        self.buf.resize(padded + BLOCK, 0);
+        let at = self.buf.as_ptr().align_offset(BLOCK);
+        let blocks = &mut self.buf[at..at + padded];
+        blocks[..self.tail.len()].copy_from_slice(&self.tail);
+        blocks[self.tail.len()..len].copy_from_slice(data);
+        self.files[n].write_all_at(blocks, start)?;
+        let keep = ((position + data.len() as u64) % BLOCK as u64) as usize;
+        self.tail.clear();
+        self.tail.extend_from_slice(&blocks[len - keep..len]);
+        Ok(())
+    }
+
+    /// Starts file `n` over: its header, durable, at its first block.
+    fn restart(&mut self, n: usize, header: &[u8]) -> io::Result<()> {
+        self.tail.clear();
+        self.write(n, 0, header)
+    }
+}
+
 /// The open files, owned by the journal thread.
 struct Files {
+    /// Locked (the lock says the journal is live) and used for buffered
+    /// writes where direct ones are refused.
     files: [File; 2],
+    direct: Option<DirectWriter>,
     current: usize,
     position: u64,
     generation: u64,
@@ -203,13 +274,17 @@ fn parse_entry(data: &[u8], generation: u64) -> Option<(JournalEntry, usize)> {
 fn create_file(folder: &Path, tag: &str, n: usize, capacity: u64) -> io::Result<File> {
     let creating = folder.join(format!("{tag}-{n}{CREATING}"));
     let made = make_file(&creating, capacity).and_then(|file| {
-        fs::rename(&creating, folder.join(format!("{tag}-{n}{SUFFIX}")))?;
+        fs::rename(&creating, file_path(folder, tag, n))?;
         Ok(file)
     });
     if made.is_err() {
         let _ = fs::remove_file(&creating);
     }
     made
+}
+
+fn file_path(folder: &Path, tag: &str, n: usize) -> PathBuf {
+    folder.join(format!("{tag}-{n}{SUFFIX}"))
 }
 
 /// A zero-filled file of `capacity` bytes, locked.
@@ -240,11 +315,19 @@ impl Shared {
         fs::create_dir_all(&self.folder)?;
         let a = create_file(&self.folder, &self.tag, 0, self.capacity)?;
         let b = create_file(&self.folder, &self.tag, 1, self.capacity)?;
-        a.write_all_at(&header(1), 0)?;
-        a.sync_data()?;
+        let paths = [0, 1].map(|n| file_path(&self.folder, &self.tag, n));
+        let mut direct = DirectWriter::open([&paths[0], &paths[1]])?;
+        match &mut direct {
+            Some(d) => d.restart(0, &header(1))?,
+            None => {
+                a.write_all_at(&header(1), 0)?;
+                a.sync_data()?;
+            }
+        }
         File::open(&self.folder)?.sync_all()?;
         Ok(Files {
             files: [a, b],
+            direct,
             current: 0,
             position: HEADER_LEN,
             generation: 1,
@@ -306,10 +389,14 @@ impl Shared {
                 return syncfs(&self.volume);
             }
         }
-        let file = &f.files[f.current];
-        let written = file
-            .write_all_at(&encoded, f.position)
-            .and_then(|()| file.sync_data());
+        let written = match &mut f.direct {
+            Some(d) => d.write(f.current, f.position, &encoded),
+            None => {
+                let file = &f.files[f.current];
+                file.write_all_at(&encoded, f.position)
+                    .and_then(|()| file.sync_data())
+            }
+        };
         f.position += encoded.len() as u64;
         f.encoded = encoded;
         written
@@ -337,8 +424,13 @@ impl Shared {
         }
         let next = 1 - f.current;
         let generation = f.generation + 1;
-        f.files[next].write_all_at(&header(generation), 0)?;
-        f.files[next].sync_data()?;
+        match &mut f.direct {
+            Some(d) => d.restart(next, &header(generation))?,
+            None => {
+                f.files[next].write_all_at(&header(generation), 0)?;
+                f.files[next].sync_data()?;
+            }
+        }
         f.current = next;
         f.generation = generation;
         f.position = HEADER_LEN;
@@ -601,6 +693,45 @@ mod tests {
         assert!(!newest.is_empty());
         assert_eq!(newest[..], written[written.len() - newest.len()..]);
         assert!(orphans[0].generation < orphans[1].generation);
+    }
+
+    #[test]
+    fn direct_writes_keep_earlier_bytes_and_pad_with_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = [dir.path().join("a"), dir.path().join("b")];
+        for p in &paths {
+            fs::write(p, vec![0xee; 4 * BLOCK]).unwrap();
+        }
+        let Some(mut w) = DirectWriter::open([&paths[0], &paths[1]]).unwrap() else {
+            eprintln!(
+                "O_DIRECT is not supported under {}; skipped",
+                dir.path().display()
+            );
+            return;
+        };
+        w.restart(0, b"head").unwrap();
+        let mut expected = b"head".to_vec();
+        // Writes that end inside a block, fill one exactly, and cross two.
+        for (i, len) in [100usize, 3992, 1, 5000, 2999].into_iter().enumerate() {
+            let data = vec![i as u8 + 1; len];
+            w.write(0, expected.len() as u64, &data).unwrap();
+            expected.extend_from_slice(&data);
+        }
+        let file = fs::read(&paths[0]).unwrap();
+        assert_eq!(file[..expected.len()], expected[..]);
+        let padded = expected.len().div_ceil(BLOCK) * BLOCK;
+        assert!(
+            file[expected.len()..padded].iter().all(|&b| b == 0),
+            "the last block is padded with zeros"
+        );
+        assert!(
+            file[padded..].iter().all(|&b| b == 0xee),
+            "nothing past the last block is written"
+        );
+        assert!(
+            fs::read(&paths[1]).unwrap().iter().all(|&b| b == 0xee),
+            "the other file is untouched"
+        );
     }
 
     #[tokio::test]
