@@ -695,6 +695,42 @@ mod tests {
         assert!(orphans[0].generation < orphans[1].generation);
     }
 
+    #[tokio::test]
+    async fn concurrent_appends_share_rounds_and_all_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Arc::new(Journal::new(dir.path(), "t", DEFAULT_CAPACITY).unwrap());
+        let mut tasks = tokio::task::JoinSet::new();
+        for c in 0..32u64 {
+            let journal = journal.clone();
+            tasks.spawn(async move {
+                for i in 0..50u64 {
+                    journal
+                        .append(vec![entry(&format!("g{c}"), i)])
+                        .await
+                        .unwrap();
+                }
+            });
+        }
+        while let Some(r) = tasks.join_next().await {
+            r.unwrap();
+        }
+        let rounds = journal.rounds();
+        assert!(
+            rounds < 32 * 50,
+            "{rounds} rounds for 1600 appends: no sharing"
+        );
+        drop(tasks);
+        let journal = Arc::into_inner(journal).expect("tasks are done");
+        drop(journal);
+        let held = ReplayLock::acquire(dir.path()).unwrap().unwrap();
+        let written: usize = orphaned(dir.path(), &held)
+            .unwrap()
+            .iter()
+            .map(|o| o.entries.len())
+            .sum();
+        assert_eq!(written, 32 * 50, "every acknowledged entry is in the files");
+    }
+
     #[test]
     fn direct_writes_keep_earlier_bytes_and_pad_with_zeros() {
         let dir = tempfile::tempdir().unwrap();
