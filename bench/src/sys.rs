@@ -1,11 +1,11 @@
 //! Process measurements: CPU time (own and of a child), live heap bytes (a
 //! counting allocator), and a small seeded RNG.
 
-use std::alloc::{GlobalAlloc, Layout};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::Duration;
 
-/// The global allocator of the bench binary: mimalloc (the brokers'
+/// The global allocator of the bench binary: `System` (the brokers'
 /// allocator), counting live bytes. The brokers the bench starts in-process
 /// allocate through it too, which is how the memory figures are measured.
 /// A broker serving in a child process stops counting (`stop_counting`),
@@ -14,7 +14,7 @@ pub struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 static COUNTING: AtomicBool = AtomicBool::new(true);
-static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static INNER: System = System;
 
 /// Stops counting for the rest of the process (the shared counter costs
 /// every allocation a contended atomic).

@@ -16,11 +16,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-// A commit allocates dozens of small objects on one thread and frees them
-// on another; mimalloc does that with far less work than glibc malloc.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "kaas-broker",
