@@ -394,7 +394,7 @@ impl GroupManager {
                     ack,
                 } => {
                     let durable = self.store.write_metadata(&group_id, Some(&record));
-                    self.report_when_durable(
+                    tokio::spawn(self.report_on_durable(
                         durable,
                         "writing group metadata",
                         group_id,
@@ -404,7 +404,7 @@ impl GroupManager {
                                 core.complete_group_persist(ack, result, now)
                             })
                         },
-                    );
+                    ));
                 }
                 Effect::PersistOffsets(plan) => {
                     let durable = self.store.commit_offsets(&plan.group_id, &plan.offsets);
@@ -427,7 +427,7 @@ impl GroupManager {
                 Effect::DeleteOffsets(plan) => {
                     let durable = self.store.delete_offsets(&plan.group_id, &plan.partitions);
                     let token = plan.token;
-                    self.report_when_durable(
+                    tokio::spawn(self.report_on_durable(
                         durable,
                         "offset delete",
                         plan.group_id,
@@ -435,7 +435,7 @@ impl GroupManager {
                             Ok(()) => core.complete_offset_delete(token, now),
                             Err(code) => core.fail_offset_delete(token, code, now),
                         },
-                    );
+                    ));
                 }
                 Effect::DeleteGroups(plan) => {
                     let writes: Vec<Durable> = plan
@@ -449,7 +449,7 @@ impl GroupManager {
                         );
                     let token = plan.token;
                     let groups = plan.group_ids.join(",");
-                    self.report_when_durable(
+                    tokio::spawn(self.report_on_durable(
                         all,
                         "group delete",
                         groups,
@@ -457,7 +457,7 @@ impl GroupManager {
                             Ok(()) => core.complete_delete_groups(token, now),
                             Err(code) => core.fail_delete_groups(token, code, now),
                         },
-                    );
+                    ));
                 }
                 Effect::OffsetsExpired(expired) => {
                     let mut by_group: HashMap<String, Vec<(String, i32)>> = HashMap::new();
@@ -490,18 +490,8 @@ impl GroupManager {
 
     /// Waits for a write to become durable, then reports the outcome to the
     /// core (a failed write as KAFKA_STORAGE_ERROR, never as success) and
-    /// executes what it answers.
-    fn report_when_durable(
-        self: &Arc<Self>,
-        durable: Durable,
-        what: &'static str,
-        group: String,
-        report: impl FnOnce(&mut GroupCoordinator, Result<(), i16>, u64) -> Vec<Effect> + Send + 'static,
-    ) {
-        tokio::spawn(self.report_on_durable(durable, what, group, report));
-    }
-
-    /// The task [`Self::report_when_durable`] runs, to spawn or await.
+    /// executes what it answers: a task to spawn, or for the request that
+    /// waits on the write to await.
     fn report_on_durable(
         self: &Arc<Self>,
         durable: Durable,
