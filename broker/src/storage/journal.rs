@@ -226,20 +226,80 @@ fn encode_entry(out: &mut Vec<u8>, generation: u64, e: &JournalEntry) -> io::Res
 /// The entries of one journal file, in order, and its generation; an
 /// unreadable or foreign file reads as empty.
 pub fn parse(data: &[u8]) -> (u64, Vec<JournalEntry>) {
-    if data.len() < HEADER_LEN as usize
-        || &data[0..4] != MAGIC
-        || data[4..8] != FORMAT.to_be_bytes()
+    // Reading from a slice cannot fail.
+    read(data).unwrap_or_default()
+}
+
+/// [`parse`] of what `from` yields, read in small pieces: a whole-file
+/// buffer (8 MiB), once freed, raises glibc's mmap threshold and leaves the
+/// heap, and the broker's RSS, that much larger for the rest of its life.
+pub fn read(from: impl io::Read) -> io::Result<(u64, Vec<JournalEntry>)> {
+    let mut input = Pieces {
+        from,
+        buf: Vec::new(),
+        start: 0,
+        eof: false,
+    };
+    let header = input.peek(HEADER_LEN as usize)?;
+    if header.len() < HEADER_LEN as usize
+        || &header[0..4] != MAGIC
+        || header[4..8] != FORMAT.to_be_bytes()
     {
-        return (0, Vec::new());
+        return Ok((0, Vec::new()));
     }
-    let generation = u64::from_be_bytes(data[8..16].try_into().expect("8 bytes"));
+    let generation = u64::from_be_bytes(header[8..16].try_into().expect("8 bytes"));
+    input.consume(HEADER_LEN as usize);
     let mut entries = Vec::new();
-    let mut pos = HEADER_LEN as usize;
-    while let Some(e) = parse_entry(&data[pos..], generation) {
-        entries.push(e.0);
-        pos += e.1;
+    loop {
+        let head = input.peek(8)?;
+        if head.len() < 8 {
+            break;
+        }
+        let len = u32::from_be_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+        let Some((entry, n)) = parse_entry(input.peek(8 + len)?, generation) else {
+            break;
+        };
+        entries.push(entry);
+        input.consume(n);
     }
-    (generation, entries)
+    Ok((generation, entries))
+}
+
+/// A reader's bytes, pulled 64 KiB at a time as parsing needs them.
+struct Pieces<R> {
+    from: R,
+    buf: Vec<u8>,
+    /// First byte of `buf` not consumed yet.
+    start: usize,
+    eof: bool,
+}
+
+impl<R: io::Read> Pieces<R> {
+    const PIECE: usize = 64 << 10;
+
+    /// The next `n` bytes, or fewer at the end of the input.
+    fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
+        while self.buf.len() - self.start < n && !self.eof {
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let have = self.buf.len();
+            self.buf.resize(have + Self::PIECE, 0);
+            let got = loop {
+                match self.from.read(&mut self.buf[have..]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r,
+                }
+            };
+            self.buf.truncate(have + *got.as_ref().unwrap_or(&0));
+            self.eof = got? == 0;
+        }
+        let end = (self.start + n).min(self.buf.len());
+        Ok(&self.buf[self.start..end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+    }
 }
 
 fn parse_entry(data: &[u8], generation: u64) -> Option<(JournalEntry, usize)> {
@@ -602,7 +662,7 @@ pub fn orphaned(logs: &Path, _held: &ReplayLock) -> io::Result<Vec<Orphan>> {
             fs::remove_file(&path)?;
             continue;
         }
-        let (generation, entries) = parse(&fs::read(&path)?);
+        let (generation, entries) = read(&file)?;
         found.push(Orphan {
             path,
             generation,
@@ -626,6 +686,29 @@ mod tests {
             prev_crc: 9,
             bytes: vec![pos as u8; 5],
         }
+    }
+
+    #[test]
+    fn entries_larger_than_a_read_piece_and_across_pieces_read_whole() {
+        let mut data = header(1).to_vec();
+        let mut written = Vec::new();
+        for i in 0..40u64 {
+            let mut e = entry(&format!("g{i}"), i);
+            // Every fifth entry bigger than a piece, the others small.
+            e.bytes = vec![i as u8; if i % 5 == 0 { 100_000 } else { 3_000 }];
+            encode_entry(&mut data, 1, &e).unwrap();
+            written.push(e);
+        }
+        data.extend_from_slice(&[0u8; 10_000]);
+        let (generation, entries) = read(&data[..]).unwrap();
+        assert_eq!(generation, 1);
+        assert_eq!(entries, written);
+        // A length pointing past the end stops the file, without reading
+        // more than there is.
+        let mut cut = data[..data.len() - 10_000].to_vec();
+        cut.extend_from_slice(&u32::MAX.to_be_bytes());
+        cut.extend_from_slice(&[1u8; 20]);
+        assert_eq!(read(&cut[..]).unwrap().1, written);
     }
 
     #[test]
