@@ -18,6 +18,14 @@ fn oam(offset: i64) -> OffsetAndMetadata {
     }
 }
 
+/// Commits offset `offset` of partition 0 of topic "t" for `group`, durably.
+async fn commit_t0(store: &GroupLogStore, group: &str, offset: i64) {
+    store
+        .commit_offsets(group, &commit("t", 0, oam(offset)))
+        .await
+        .unwrap();
+}
+
 fn commit(
     topic: &str,
     partition: i32,
@@ -138,10 +146,7 @@ async fn metadata_write_replace_clear() {
     assert!(!store.log_path("g").exists());
 
     store.write_metadata("g", Some(&metadata(1))).await.unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(5)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 5).await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!(loaded.metadata, Some(metadata(1)));
 
@@ -236,10 +241,7 @@ async fn exactly_at_a_snapshot_nothing_is_replayed_but_the_snapshot() {
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 0));
     assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY);
-    store
-        .commit_offsets("g", &commit("t", 0, oam(2)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 2).await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 1));
 }
@@ -329,10 +331,7 @@ async fn damaged_header_restarts_the_log() {
     assert!(loaded.offsets.is_empty());
     // The log starts over with a fresh header, so the group is listed again.
     assert_eq!(store.list_groups().unwrap(), vec!["g".to_string()]);
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(1))]);
 }
@@ -408,14 +407,8 @@ async fn concurrent_commits_on_one_thread_share_fsyncs() {
 async fn delete_group_removes_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("a", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
-    store
-        .commit_offsets("b", &commit("t", 0, oam(2)))
-        .await
-        .unwrap();
+    commit_t0(&store, "a", 1).await;
+    commit_t0(&store, "b", 2).await;
     assert_eq!(
         store.list_groups().unwrap(),
         vec!["a".to_string(), "b".to_string()]
@@ -508,10 +501,7 @@ async fn hostile_group_ids_stay_inside_and_round_trip() {
 async fn a_log_holding_another_groups_id_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("a", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "a", 1).await;
     // Someone copies a's log to where b's log lives.
     fs::copy(store.log_path("a"), store.log_path("b")).unwrap();
     let before = fs::read(store.log_path("b")).unwrap();
@@ -532,10 +522,7 @@ async fn a_log_holding_another_groups_id_is_refused() {
 async fn a_failed_write_leaves_no_partial_record() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
     let len = file_len(&store.log_path("g"));
 
     store
@@ -569,10 +556,7 @@ async fn a_failed_write_leaves_no_partial_record() {
 async fn a_failed_fsync_fails_the_commit_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
 
     store.shared.faults.fsync.store(true, Ordering::SeqCst);
     store
@@ -643,18 +627,12 @@ async fn a_log_replaced_by_another_broker_is_reopened_before_appending() {
 async fn close_drops_the_cached_handle() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
     assert!(lock(&store.entries).contains_key("g"));
     store.close("g");
     assert!(!lock(&store.entries).contains_key("g"));
     store.close("never-opened");
-    store
-        .commit_offsets("g", &commit("t", 0, oam(2)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 2).await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
 }
@@ -806,10 +784,7 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
     assert_eq!(loaded.offsets[0], ("late".to_string(), 0, oam(5)));
     assert!(!loaded.offsets.iter().any(|(t, p, _)| t == "t" && *p == 0));
     // The writer's own view agrees, and it keeps appending to the new file.
-    store
-        .commit_offsets("g", &commit("t", 0, oam(9)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 9).await;
     let loaded = GroupLogStore::new(dir.path())
         .unwrap()
         .load("g")
@@ -824,10 +799,7 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
 async fn close_with_writes_in_flight_still_makes_them_durable() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
     let pending = store.commit_offsets("g", &commit("t", 0, oam(2)));
     store.close("g");
     assert!(!lock(&store.entries).contains_key("g"));
@@ -981,20 +953,11 @@ async fn journal_replay_restores_writes_a_crash_lost() {
 async fn a_live_brokers_journal_is_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
-    store
-        .commit_offsets("g", &commit("t", 0, oam(2)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
+    commit_t0(&store, "g", 2).await;
     let _other = GroupLogStore::new(dir.path()).unwrap();
     assert_eq!(journal_files(store.root()).len(), 2);
-    store
-        .commit_offsets("g", &commit("t", 0, oam(3)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 3).await;
 }
 
 /// Commits offsets 1..=9 of `t/0` to group "g" through `store`, then stops
@@ -1005,10 +968,7 @@ async fn a_live_brokers_journal_is_left_alone() {
 async fn stop_and_lose_the_tail(
     store: GroupLogStore,
 ) -> (PathBuf, Vec<u8>, Vec<String>, Vec<fs::File>) {
-    store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
-        .await
-        .unwrap();
+    commit_t0(&store, "g", 1).await;
     let cut = file_len(&store.log_path("g"));
     for i in 2..10 {
         store
