@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::{error, info, warn};
 
-use super::journal::{self, Journal, JournalEntry, ReplayLock};
+use super::journal::{self, EntryRef, Journal, JournalEntry, ReplayLock};
 use super::log::sync_dir;
 use super::names::safe_file_name;
 use super::volume_sync::VolumeSync;
@@ -832,7 +832,7 @@ struct Pending {
     shared: Arc<Shared>,
     seq: u64,
     /// The append's journal round, when the journal makes it durable.
-    journaled: Option<std::pin::Pin<Box<dyn Future<Output = io::Result<()>> + Send>>>,
+    journaled: Option<journal::Durable>,
 }
 
 impl Pending {
@@ -1248,7 +1248,7 @@ impl GroupLogStore {
                         // Nobody waits on the claim: the appends after it
                         // are journaled after it, in the same or a later
                         // round.
-                        drop(self.journal_append(journal));
+                        drop(self.journal_append(journal.iter().map(JournalEntry::as_ref)));
                     }
                     drop(guard);
                     Some((log, replay))
@@ -1563,15 +1563,14 @@ impl GroupLogStore {
             // reopened after a failure) waits for a volume round instead:
             // the journal holds writes, not files.
             let journaled = (self.shared.journal.is_some() && !log.dir_dirty).then(|| {
-                journal.push(JournalEntry {
-                    group_id: group_id.to_string(),
+                let this = EntryRef {
+                    group_id,
                     log_id: log.log_id,
                     position: log.len,
                     prev_crc: log.last_crc,
-                    bytes: frame.to_vec(),
-                });
-                Box::pin(self.journal_append(journal))
-                    as std::pin::Pin<Box<dyn Future<Output = io::Result<()>> + Send>>
+                    bytes: frame,
+                };
+                self.journal_append(journal.iter().map(JournalEntry::as_ref).chain([this]))
             });
             log.last_crc = frame_crc(frame);
             log.len += frame.len() as u64;
@@ -1603,10 +1602,10 @@ enum Replayed {
 }
 
 impl GroupLogStore {
-    fn journal_append(
+    fn journal_append<'a>(
         &self,
-        entries: Vec<JournalEntry>,
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        entries: impl IntoIterator<Item = EntryRef<'a>>,
+    ) -> journal::Durable {
         self.shared
             .journal
             .as_ref()

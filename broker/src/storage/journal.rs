@@ -68,13 +68,42 @@ pub struct JournalEntry {
     pub bytes: Vec<u8>,
 }
 
+impl JournalEntry {
+    pub fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            group_id: &self.group_id,
+            log_id: self.log_id,
+            position: self.position,
+            prev_crc: self.prev_crc,
+            bytes: &self.bytes,
+        }
+    }
+}
+
+/// A [`JournalEntry`] to append, borrowed: appends encode it straight
+/// into the queue, so a commit allocates nothing the journal thread has
+/// to free (a free from another thread contends for the allocator's
+/// arena lock).
+#[derive(Clone, Copy, Debug)]
+pub struct EntryRef<'a> {
+    pub group_id: &'a str,
+    pub log_id: u64,
+    pub position: u64,
+    pub prev_crc: u32,
+    pub bytes: &'a [u8],
+}
+
 type Outcome = Result<(), (io::ErrorKind, String)>;
 
 /// The bookkeeping shared by callers and the journal thread.
 #[derive(Default)]
 struct Queue {
-    entries: Vec<JournalEntry>,
+    /// Entries waiting for the next round, encoded under `generation`.
+    encoded: Vec<u8>,
     waiters: Vec<oneshot::Sender<Outcome>>,
+    /// The generation of the file being written (entries encoded under an
+    /// older one are re-stamped by the round that writes them).
+    generation: u64,
     closing: bool,
     idle: bool,
 }
@@ -205,8 +234,9 @@ fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
     h
 }
 
-fn encode_entry(out: &mut Vec<u8>, generation: u64, e: &JournalEntry) -> io::Result<()> {
+fn encode_entry(out: &mut Vec<u8>, generation: u64, e: &EntryRef<'_>) -> io::Result<()> {
     let id_len = u16::try_from(e.group_id.len()).map_err(io::Error::other)?;
+    u32::try_from(8 + 2 + e.group_id.len() + 20 + e.bytes.len()).map_err(io::Error::other)?;
     let start = out.len();
     out.extend_from_slice(&[0u8; 8]);
     out.extend_from_slice(&generation.to_be_bytes());
@@ -215,12 +245,29 @@ fn encode_entry(out: &mut Vec<u8>, generation: u64, e: &JournalEntry) -> io::Res
     out.extend_from_slice(&e.log_id.to_be_bytes());
     out.extend_from_slice(&e.position.to_be_bytes());
     out.extend_from_slice(&e.prev_crc.to_be_bytes());
-    out.extend_from_slice(&e.bytes);
-    let len = u32::try_from(out.len() - start - 8).map_err(io::Error::other)?;
+    out.extend_from_slice(e.bytes);
+    let len = (out.len() - start - 8) as u32;
     let crc = crc32c::crc32c(&out[start + 8..]);
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
     Ok(())
+}
+
+/// Re-stamps every entry of `encoded` (as [`encode_entry`] wrote them)
+/// that is not of `generation` with it, and its CRC.
+fn stamp_generation(encoded: &mut [u8], generation: u64) {
+    let stamp = generation.to_be_bytes();
+    let mut at = 0;
+    while at + 16 <= encoded.len() {
+        let len = u32::from_be_bytes(encoded[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let body = at + 8..at + 8 + len;
+        if encoded[body.start..body.start + 8] != stamp {
+            encoded[body.start..body.start + 8].copy_from_slice(&stamp);
+            let crc = crc32c::crc32c(&encoded[body.clone()]);
+            encoded[at + 4..at + 8].copy_from_slice(&crc.to_be_bytes());
+        }
+        at = body.end;
+    }
 }
 
 /// The entries of one journal file, in order, and its generation; an
@@ -400,65 +447,63 @@ impl Shared {
     }
 
     fn run(&self, mut files: Files) {
+        // The round's buffers are swapped with the queue's, so steady
+        // state allocates nothing.
+        let mut waiters = Vec::new();
         loop {
-            let (entries, waiters) = {
+            {
                 let mut q = self.queue();
-                while q.entries.is_empty() && !q.closing {
+                while q.encoded.is_empty() && !q.closing {
                     q.idle = true;
                     q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
                     q.idle = false;
                 }
-                if q.entries.is_empty() {
+                if q.encoded.is_empty() {
                     return;
                 }
-                (
-                    std::mem::take(&mut q.entries),
-                    std::mem::take(&mut q.waiters),
-                )
-            };
-            let outcome = self.write(&mut files, &entries).map_err(|e| {
+                files.encoded.clear();
+                std::mem::swap(&mut q.encoded, &mut files.encoded);
+                std::mem::swap(&mut q.waiters, &mut waiters);
+            }
+            let generation = files.generation;
+            let outcome = self.write(&mut files).map_err(|e| {
                 error!(error = %e, "commit journal write failed");
                 files.must_switch = true;
                 (e.kind(), format!("commit journal write failed: {e}"))
             });
+            if files.generation != generation {
+                self.queue().generation = files.generation;
+            }
             self.rounds.fetch_add(1, Ordering::Relaxed);
-            for tx in waiters {
+            for tx in waiters.drain(..) {
                 let _ = tx.send(outcome.clone());
             }
         }
     }
 
-    fn write(&self, f: &mut Files, entries: &[JournalEntry]) -> io::Result<()> {
-        f.encoded.clear();
-        let mut encoded = std::mem::take(&mut f.encoded);
-        let generation = f.generation;
-        for e in entries {
-            encode_entry(&mut encoded, generation, e)?;
-        }
-        if f.must_switch || f.position + encoded.len() as u64 > f.capacity {
+    /// Writes the round in `f.encoded`.
+    fn write(&self, f: &mut Files) -> io::Result<()> {
+        if f.must_switch || f.position + f.encoded.len() as u64 > f.capacity {
             self.switch(f)?;
-            encoded.clear();
-            for e in entries {
-                encode_entry(&mut encoded, f.generation, e)?;
-            }
-            if f.position + encoded.len() as u64 > f.capacity {
+            if f.position + f.encoded.len() as u64 > f.capacity {
                 // Larger than a whole journal file (a commit of many
                 // thousand partitions): the logs hold these writes already,
                 // so a sync of the volume makes them durable instead.
-                f.encoded = encoded;
                 return syncfs(&self.volume);
             }
         }
+        // Entries queued while the last round switched files carry the
+        // old generation.
+        stamp_generation(&mut f.encoded, f.generation);
         let written = match &mut f.direct {
-            Some(d) => d.write(f.current, f.position, &encoded),
+            Some(d) => d.write(f.current, f.position, &f.encoded),
             None => {
                 let file = &f.files[f.current];
-                file.write_all_at(&encoded, f.position)
+                file.write_all_at(&f.encoded, f.position)
                     .and_then(|()| file.sync_data())
             }
         };
-        f.position += encoded.len() as u64;
-        f.encoded = encoded;
+        f.position += f.encoded.len() as u64;
         written
     }
 
@@ -513,7 +558,10 @@ impl Journal {
         let folder = logs.join(JOURNAL_DIR);
         Ok(Journal {
             shared: Arc::new(Shared {
-                queue: Mutex::default(),
+                queue: Mutex::new(Queue {
+                    generation: 1,
+                    ..Queue::default()
+                }),
                 wake: Condvar::new(),
                 volume: File::open(logs)?,
                 folder,
@@ -548,44 +596,61 @@ impl Journal {
 
     /// Queues `entries` now, in order after everything queued before; the
     /// future resolves once they are durable.
-    pub fn append(
-        &self,
-        entries: Vec<JournalEntry>,
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let (tx, rx) = oneshot::channel();
+    pub fn append<'a>(&self, entries: impl IntoIterator<Item = EntryRef<'a>>) -> Durable {
         let started = match self.started.load(Ordering::Acquire) {
             true => Ok(()),
             false => self.start(),
         };
-        let refused = match started {
-            Err(e) => Some(e),
-            Ok(()) => {
-                let mut q = self.shared.queue();
-                q.entries.extend(entries);
-                q.waiters.push(tx);
-                let idle = q.idle;
-                drop(q);
-                if idle {
-                    self.shared.wake.notify_one();
-                }
-                None
-            }
-        };
-        async move {
-            if let Some(e) = refused {
-                return Err(e);
-            }
-            match rx.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err((kind, msg))) => Err(io::Error::new(kind, msg)),
-                Err(_) => Err(io::Error::other("the commit journal stopped")),
+        if let Err(e) = started {
+            return Durable(Err(Some(e)));
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut q = self.shared.queue();
+        let before = q.encoded.len();
+        let generation = q.generation;
+        for e in entries {
+            if let Err(e) = encode_entry(&mut q.encoded, generation, &e) {
+                // All or none of the call's entries.
+                q.encoded.truncate(before);
+                return Durable(Err(Some(e)));
             }
         }
+        q.waiters.push(tx);
+        let idle = q.idle;
+        drop(q);
+        if idle {
+            self.shared.wake.notify_one();
+        }
+        Durable(Ok(rx))
     }
 
     /// Journal rounds (one `fdatasync` each) so far.
     pub fn rounds(&self) -> u64 {
         self.shared.rounds.load(Ordering::Relaxed)
+    }
+}
+
+/// Resolves once the entries of one [`Journal::append`] are durable.
+pub struct Durable(Result<oneshot::Receiver<Outcome>, Option<io::Error>>);
+
+impl Future for Durable {
+    type Output = io::Result<()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        match &mut self.0 {
+            Err(e) => Poll::Ready(Err(e
+                .take()
+                .unwrap_or_else(|| io::Error::other("polled after completion")))),
+            Ok(rx) => std::pin::Pin::new(rx).poll(cx).map(|r| match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err((kind, msg))) => Err(io::Error::new(kind, msg)),
+                Err(_) => Err(io::Error::other("the commit journal stopped")),
+            }),
+        }
     }
 }
 
@@ -696,7 +761,7 @@ mod tests {
             let mut e = entry(&format!("g{i}"), i);
             // Every fifth entry bigger than a piece, the others small.
             e.bytes = vec![i as u8; if i % 5 == 0 { 100_000 } else { 3_000 }];
-            encode_entry(&mut data, 1, &e).unwrap();
+            encode_entry(&mut data, 1, &e.as_ref()).unwrap();
             written.push(e);
         }
         data.extend_from_slice(&[0u8; 10_000]);
@@ -714,11 +779,11 @@ mod tests {
     #[test]
     fn entries_round_trip_and_stop_at_another_generation() {
         let mut data = header(3).to_vec();
-        encode_entry(&mut data, 3, &entry("a", 1)).unwrap();
-        encode_entry(&mut data, 3, &entry("b", 2)).unwrap();
+        encode_entry(&mut data, 3, &entry("a", 1).as_ref()).unwrap();
+        encode_entry(&mut data, 3, &entry("b", 2).as_ref()).unwrap();
         // Left from the file's previous use: ends it.
-        encode_entry(&mut data, 2, &entry("c", 3)).unwrap();
-        encode_entry(&mut data, 3, &entry("d", 4)).unwrap();
+        encode_entry(&mut data, 2, &entry("c", 3).as_ref()).unwrap();
+        encode_entry(&mut data, 3, &entry("d", 4).as_ref()).unwrap();
         let (generation, entries) = parse(&data);
         assert_eq!(generation, 3);
         assert_eq!(entries, vec![entry("a", 1), entry("b", 2)]);
@@ -735,20 +800,40 @@ mod tests {
         assert_eq!(parse(b"not a journal").1, vec![]);
     }
 
+    #[test]
+    fn stamping_a_round_moves_stale_entries_to_the_new_generation() {
+        // Queued while the last round switched files: old generation 2,
+        // then one already of 3.
+        let mut round = Vec::new();
+        encode_entry(&mut round, 2, &entry("a", 1).as_ref()).unwrap();
+        encode_entry(&mut round, 2, &entry("b", 2).as_ref()).unwrap();
+        encode_entry(&mut round, 3, &entry("c", 3).as_ref()).unwrap();
+        let mut data = header(3).to_vec();
+        data.extend_from_slice(&round);
+        assert_eq!(parse(&data).1, vec![], "a stale generation ends the file");
+        stamp_generation(&mut round, 3);
+        let mut data = header(3).to_vec();
+        data.extend_from_slice(&round);
+        assert_eq!(
+            parse(&data).1,
+            vec![entry("a", 1), entry("b", 2), entry("c", 3)]
+        );
+    }
+
     proptest::proptest! {
         /// Whatever is on disk, reading a journal returns entries or stops:
         /// never a panic, never an entry that fails its checksum.
         #[test]
         fn any_bytes_parse_without_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), keep in 0usize..200) {
             let mut data = header(5).to_vec();
-            encode_entry(&mut data, 5, &entry("g", 1)).unwrap();
+            encode_entry(&mut data, 5, &entry("g", 1).as_ref()).unwrap();
             data.truncate(HEADER_LEN as usize + keep.min(data.len() - HEADER_LEN as usize));
             data.extend_from_slice(&tail);
             let (_, entries) = parse(&data);
             // Every entry read is one that was written, checksum and all.
             for e in entries {
                 let mut written = Vec::new();
-                encode_entry(&mut written, 5, &e).unwrap();
+                encode_entry(&mut written, 5, &e.as_ref()).unwrap();
                 proptest::prop_assert!(data.windows(written.len()).any(|w| w == written));
             }
             let _ = parse(&tail);
@@ -764,7 +849,7 @@ mod tests {
         for i in 0..200u64 {
             let e = entry("g", i);
             written.push(e.clone());
-            journal.append(vec![e]).await.unwrap();
+            journal.append([e.as_ref()]).await.unwrap();
         }
         assert!(journal.rounds() >= 200);
         drop(journal);
@@ -788,7 +873,7 @@ mod tests {
             tasks.spawn(async move {
                 for i in 0..50u64 {
                     journal
-                        .append(vec![entry(&format!("g{c}"), i)])
+                        .append([entry(&format!("g{c}"), i).as_ref()])
                         .await
                         .unwrap();
                 }
@@ -857,7 +942,7 @@ mod tests {
     async fn a_live_journal_is_not_an_orphan() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::new(dir.path(), "live", 4096).unwrap();
-        journal.append(vec![entry("g", 1)]).await.unwrap();
+        journal.append([entry("g", 1).as_ref()]).await.unwrap();
         let held = ReplayLock::acquire(dir.path()).unwrap().unwrap();
         assert!(orphaned(dir.path(), &held).unwrap().is_empty());
     }
