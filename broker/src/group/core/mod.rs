@@ -149,9 +149,10 @@ pub struct GroupCoordinator {
     pub(crate) timers: Timers,
     pub(crate) persist: PersistTable,
     pub(crate) pending_commits: HashMap<RequestToken, PendingCommit>,
-    /// group -> topic -> partition -> number of commits between plan and
-    /// outcome (nested so lookups by `&str` allocate nothing).
-    pub(crate) inflight: HashMap<String, HashMap<String, HashMap<i32, usize>>>,
+    /// group -> its commits between plan and outcome (their offsets are in
+    /// `pending_commits`): a group rarely has more than a few, and a commit
+    /// then costs one entry here instead of one per partition.
+    pub(crate) inflight: HashMap<String, Vec<RequestToken>>,
     pub(crate) pending_offset_deletes: HashMap<RequestToken, PendingOffsetDelete>,
     pub(crate) pending_group_deletes: HashMap<RequestToken, PendingGroupDelete>,
 }

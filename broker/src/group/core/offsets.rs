@@ -1,7 +1,7 @@
 //! OffsetCommit / OffsetFetch / OffsetDelete and the retention sweep (Apache
 //! `OffsetMetadataManager` + `ClassicGroup.validateOffsetCommit`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::api::{group_id_too_long, invalid_group_id};
 use super::errors::{append_error_to_response_error, code};
@@ -112,53 +112,38 @@ fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u6
 }
 
 impl GroupCoordinator {
-    fn inflight_add(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
-        // Looked up before inserting, so a commit allocates keys only for
-        // groups and topics not in flight already.
-        if !self.inflight.contains_key(group_id) {
-            self.inflight.insert(group_id.to_string(), HashMap::new());
-        }
-        let Some(topics) = self.inflight.get_mut(group_id) else {
-            return;
-        };
-        for (t, p, _) in offsets {
-            if !topics.contains_key(t) {
-                topics.insert(t.clone(), HashMap::new());
-            }
-            if let Some(parts) = topics.get_mut(t) {
-                *parts.entry(*p).or_insert(0) += 1;
+    fn inflight_add(&mut self, group_id: &str, token: RequestToken) {
+        match self.inflight.get_mut(group_id) {
+            Some(tokens) => tokens.push(token),
+            None => {
+                self.inflight.insert(group_id.to_string(), vec![token]);
             }
         }
     }
 
-    fn inflight_remove(&mut self, group_id: &str, offsets: &[(String, i32, OffsetAndMetadata)]) {
-        let Some(topics) = self.inflight.get_mut(group_id) else {
+    fn inflight_remove(&mut self, group_id: &str, token: RequestToken) {
+        let Some(tokens) = self.inflight.get_mut(group_id) else {
             return;
         };
-        for (t, p, _) in offsets {
-            let Some(parts) = topics.get_mut(t) else {
-                continue;
-            };
-            if let Some(n) = parts.get_mut(p) {
-                *n -= 1;
-                if *n == 0 {
-                    parts.remove(p);
-                }
-            }
-            if parts.is_empty() {
-                topics.remove(t);
-            }
-        }
-        if topics.is_empty() {
+        tokens.retain(|t| *t != token);
+        if tokens.is_empty() {
             self.inflight.remove(group_id);
         }
     }
 
-    fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+    /// The offsets of `group_id`'s commits between plan and outcome.
+    fn inflight_offsets<'a>(&'a self, group_id: &str) -> impl Iterator<Item = (&'a str, i32)> + 'a {
         self.inflight
             .get(group_id)
-            .and_then(|topics| topics.get(topic))
-            .is_some_and(|parts| parts.contains_key(&partition))
+            .into_iter()
+            .flatten()
+            .filter_map(|token| self.pending_commits.get(token))
+            .flat_map(|p| p.offsets.iter().map(|(t, p, _)| (t.as_str(), *p)))
+    }
+
+    fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        self.inflight_offsets(group_id)
+            .any(|(t, p)| t == topic && p == partition)
     }
 
     /// OffsetCommit. Errors are answered at once; otherwise the validated
@@ -212,8 +197,10 @@ impl GroupCoordinator {
             Some(now_ms.saturating_add(req.retention_time_ms.max(0) as u64))
         };
         let max = self.config.offset_metadata_max_bytes;
-        let mut offsets = Vec::new();
-        let mut response = OffsetCommitResponse { topics: Vec::new() };
+        let mut offsets = Vec::with_capacity(req.topics.iter().map(|t| t.partitions.len()).sum());
+        let mut response = OffsetCommitResponse {
+            topics: Vec::with_capacity(req.topics.len()),
+        };
         for t in &req.topics {
             let mut partitions = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
@@ -249,7 +236,7 @@ impl GroupCoordinator {
             fx.push(Effect::Respond(token, Response::OffsetCommit(response)));
             return fx;
         }
-        self.inflight_add(&req.group_id, &offsets);
+        self.inflight_add(&req.group_id, token);
         let offsets: std::sync::Arc<[_]> = offsets.into();
         let plan = OffsetCommitPlan {
             token,
@@ -275,7 +262,7 @@ impl GroupCoordinator {
             tracing::warn!(token, "completion for an unknown offset commit");
             return Vec::new();
         };
-        self.inflight_remove(&p.group_id, &p.offsets);
+        self.inflight_remove(&p.group_id, token);
         if !p.orphaned {
             // Offsets without a group live in a "simple" classic group.
             if !self.groups.contains_key(&p.group_id) {
@@ -310,7 +297,7 @@ impl GroupCoordinator {
             tracing::warn!(token, "failure for an unknown offset commit");
             return Vec::new();
         };
-        self.inflight_remove(&p.group_id, &p.offsets);
+        self.inflight_remove(&p.group_id, token);
         let e = append_error_to_response_error(error_code);
         let mut resp = p.response;
         for t in &mut resp.topics {
@@ -383,10 +370,11 @@ impl GroupCoordinator {
                     }
                 }
                 if req.require_stable && live {
-                    for (t, parts) in self.inflight.get(gid).into_iter().flatten() {
-                        for p in parts.keys() {
-                            all.entry(t.clone()).or_default().entry(*p).or_insert(None);
-                        }
+                    for (t, p) in self.inflight_offsets(gid) {
+                        all.entry(t.to_string())
+                            .or_default()
+                            .entry(p)
+                            .or_insert(None);
                     }
                 }
                 all.into_iter()

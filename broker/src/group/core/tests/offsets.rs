@@ -294,6 +294,52 @@ fn test_offset_fetch_require_stable() {
 }
 
 #[test]
+fn test_offset_fetch_require_stable_tracks_each_commit_in_flight() {
+    let mut s = Shell::new();
+    s.commit_durable(commit_req("foo", "", -1, "bar", 0, 100));
+    // Two commits in flight at once: partition 0 again, and partition 1's
+    // first commit.
+    let a = s.commit(commit_req("foo", "", -1, "bar", 0, 200));
+    let b = s.commit(commit_req("foo", "", -1, "bar", 1, 50));
+    let unstable = |s: &Shell, p| s.fetch("foo", "bar", p, true).error_code;
+    assert_eq!(unstable(&s, 0), code::UNSTABLE_OFFSET_COMMIT);
+    assert_eq!(unstable(&s, 1), code::UNSTABLE_OFFSET_COMMIT);
+    assert_eq!(unstable(&s, 2), code::NONE);
+    // A stable fetch of everything lists partition 1 (in flight, never
+    // committed) as unstable beside the committed partition 0.
+    let all = |s: &Shell| {
+        s.c.offset_fetch(&OffsetFetchRequest {
+            group_id: "foo".into(),
+            topics: None,
+            require_stable: true,
+        })
+        .topics[0]
+            .partitions
+            .iter()
+            .map(|p| (p.partition, p.error_code))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        all(&s),
+        vec![
+            (0, code::UNSTABLE_OFFSET_COMMIT),
+            (1, code::UNSTABLE_OFFSET_COMMIT)
+        ]
+    );
+    // One completes: only the other stays unstable.
+    let fx = s.c.complete_offset_commit(a, s.now);
+    s.apply(fx);
+    assert_eq!(unstable(&s, 0), code::NONE);
+    assert_eq!(unstable(&s, 1), code::UNSTABLE_OFFSET_COMMIT);
+    // The other fails: nothing is in flight, and nothing was committed.
+    let fx = s.c.fail_offset_commit(b, code::KAFKA_STORAGE_ERROR, s.now);
+    s.apply(fx);
+    assert_eq!(unstable(&s, 1), code::NONE);
+    assert_eq!(all(&s), vec![(0, code::NONE)]);
+    assert!(s.c.inflight.is_empty());
+}
+
+#[test]
 fn test_generic_group_offset_delete_with_errors() {
     let mut s = Shell::new();
     // Consumer group subscribed to "foo" (test subscription), Stable.
