@@ -14,11 +14,34 @@ pub struct ApiLabel {
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<ApiLabel, Counter>,
+    /// Each API's counter of `requests`, found once (the family's lookup
+    /// formats and hashes the label on every request).
+    request_counters: [std::sync::OnceLock<Counter>; API_KEYS],
     pub produce_bytes: Counter,
     pub fetch_bytes: Counter,
     pub connections: Gauge,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
+}
+
+/// API keys below this get a cached request counter.
+const API_KEYS: usize = 128;
+
+impl Metrics {
+    /// Counts one request of `api_key`.
+    pub fn count_request(&self, api_key: kafka_protocol::messages::ApiKey) {
+        let counter = || {
+            self.requests
+                .get_or_create(&ApiLabel {
+                    api: format!("{api_key:?}"),
+                })
+                .clone()
+        };
+        match self.request_counters.get(api_key as i16 as usize) {
+            Some(cached) => cached.get_or_init(counter).inc(),
+            None => counter().inc(),
+        };
+    }
 }
 
 impl Default for Metrics {
@@ -59,6 +82,7 @@ impl Default for Metrics {
         Self {
             registry,
             requests,
+            request_counters: [const { std::sync::OnceLock::new() }; API_KEYS],
             produce_bytes,
             fetch_bytes,
             connections,

@@ -1,6 +1,7 @@
 //! OffsetCommit (key 8): validated by the coordinator, acknowledged only
 //! once fsynced.
 
+use kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -31,7 +32,7 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
         .collect();
     let manager = &ctx.broker.groups;
     if let Err(e) = manager.prepare(&group_id).await {
-        return encode(core::OffsetCommitResponse::all(&topics, group_error(e)));
+        return refuse(&req.topics, group_error(e));
     }
     let request = core::OffsetCommitRequest {
         group_id: group_id.clone(),
@@ -43,7 +44,7 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
             None
         },
         retention_time_ms: if v <= 4 { req.retention_time_ms } else { -1 },
-        topics: topics.clone(),
+        topics,
         api_version: v,
     };
     match manager
@@ -53,11 +54,31 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
         .await
     {
         Some(Response::OffsetCommit(r)) => encode(r),
-        _ => encode(core::OffsetCommitResponse::all(
-            &topics,
-            code::NOT_COORDINATOR,
-        )),
+        _ => refuse(&req.topics, code::NOT_COORDINATOR),
     }
+}
+
+/// Every partition of the request answered `error_code`.
+fn refuse(topics: &[OffsetCommitRequestTopic], error_code: i16) -> OffsetCommitResponse {
+    OffsetCommitResponse::default().with_topics(
+        topics
+            .iter()
+            .map(|t| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(error_code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
 }
 
 fn encode(r: core::OffsetCommitResponse) -> OffsetCommitResponse {

@@ -43,7 +43,7 @@ pub trait GroupStore: Send + Sync + 'static {
     fn commit_offsets(
         &self,
         group_id: &str,
-        offsets: &[(String, i32, OffsetAndMetadata)],
+        offsets: &[(std::sync::Arc<str>, i32, OffsetAndMetadata)],
     ) -> Durable;
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;

@@ -17,7 +17,6 @@ use tracing::{debug, error, warn};
 use super::frame::FrameReader;
 use crate::api::{self, Incoming, RequestContext};
 use crate::broker::Broker;
-use crate::metrics::ApiLabel;
 
 /// Decrements the connection gauge when the connection ends, however it ends.
 struct OpenConnection<'a>(&'a Broker);
@@ -140,13 +139,7 @@ fn prepare(
             request,
         } => {
             let version = header.request_api_version;
-            broker
-                .metrics
-                .requests
-                .get_or_create(&ApiLabel {
-                    api: format!("{api_key:?}"),
-                })
-                .inc();
+            broker.metrics.count_request(api_key);
             let ctx = RequestContext {
                 broker: broker.clone(),
                 api_version: version,

@@ -1276,10 +1276,10 @@ impl GroupLogStore {
 
     /// Appends committed offsets now (creating the log if needed); the
     /// future resolves once they are durable.
-    pub fn commit_offsets(
+    pub fn commit_offsets<T: AsRef<str>>(
         &self,
         group_id: &str,
-        offsets: &[(String, i32, OffsetAndMetadata)],
+        offsets: &[(T, i32, OffsetAndMetadata)],
     ) -> impl Future<Output = io::Result<()>> + Send + 'static {
         let ordered = if offsets.is_empty() {
             Ok(None)
@@ -1287,7 +1287,7 @@ impl GroupLogStore {
             encode_commit(offsets).and_then(|frame| {
                 self.append(group_id, &frame, true, |table| {
                     for (t, p, o) in offsets {
-                        table.commit(t, *p, o.clone());
+                        table.commit(t.as_ref(), *p, o.clone());
                     }
                 })
             })
@@ -1839,7 +1839,7 @@ impl GroupStore for GroupLogStore {
     fn commit_offsets(
         &self,
         group_id: &str,
-        offsets: &[(String, i32, OffsetAndMetadata)],
+        offsets: &[(std::sync::Arc<str>, i32, OffsetAndMetadata)],
     ) -> Durable {
         Box::pin(GroupLogStore::commit_offsets(self, group_id, offsets))
     }

@@ -227,6 +227,10 @@ impl OffsetCommitResponse {
     }
 }
 
+/// The offsets of one commit, shared by its plan and its pending state;
+/// a topic's partitions share its name (one allocation per topic).
+pub type CommittedOffsets = std::sync::Arc<Vec<(std::sync::Arc<str>, i32, OffsetAndMetadata)>>;
+
 /// Validated offsets the shell must make durable before the commit is
 /// acknowledged; then `complete_offset_commit` or `fail_offset_commit`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,7 +238,7 @@ pub struct OffsetCommitPlan {
     pub token: RequestToken,
     pub group_id: String,
     /// Shared with the pending commit, which applies them once durable.
-    pub offsets: std::sync::Arc<[(String, i32, OffsetAndMetadata)]>,
+    pub offsets: CommittedOffsets,
 }
 
 #[derive(Clone, Debug)]

@@ -17,7 +17,7 @@ use super::{
 pub(crate) struct PendingCommit {
     group_id: String,
     response: OffsetCommitResponse,
-    offsets: std::sync::Arc<[(String, i32, OffsetAndMetadata)]>,
+    offsets: super::api::CommittedOffsets,
     /// The group was unloaded meanwhile: answer, but do not touch memory.
     orphaned: bool,
 }
@@ -138,7 +138,7 @@ impl GroupCoordinator {
             .into_iter()
             .flatten()
             .filter_map(|token| self.pending_commits.get(token))
-            .flat_map(|p| p.offsets.iter().map(|(t, p, _)| (t.as_str(), *p)))
+            .flat_map(|p| p.offsets.iter().map(|(t, p, _)| (&**t, *p)))
     }
 
     fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
@@ -202,6 +202,7 @@ impl GroupCoordinator {
             topics: Vec::with_capacity(req.topics.len()),
         };
         for t in &req.topics {
+            let name: std::sync::Arc<str> = t.name.as_str().into();
             let mut partitions = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
                 if metadata_too_large(p.metadata.as_deref(), max) {
@@ -216,7 +217,7 @@ impl GroupCoordinator {
                     error_code: code::NONE,
                 });
                 offsets.push((
-                    t.name.clone(),
+                    name.clone(),
                     p.partition,
                     OffsetAndMetadata {
                         offset: p.offset,
@@ -237,7 +238,7 @@ impl GroupCoordinator {
             return fx;
         }
         self.inflight_add(&req.group_id, token);
-        let offsets: std::sync::Arc<[_]> = offsets.into();
+        let offsets = std::sync::Arc::new(offsets);
         let plan = OffsetCommitPlan {
             token,
             group_id: req.group_id.clone(),
@@ -274,9 +275,9 @@ impl GroupCoordinator {
             }
             let table = self.offsets.get_mut(&p.group_id).expect("inserted above");
             for (t, part, o) in p.offsets.iter() {
-                let partitions = match table.get_mut(t.as_str()) {
+                let partitions = match table.get_mut(&**t) {
                     Some(partitions) => partitions,
-                    None => table.get_or_default(t.clone()),
+                    None => table.get_or_default(t.to_string()),
                 };
                 partitions.insert(*part, o.clone());
             }

@@ -319,13 +319,15 @@ fn offsets_capacity<'a>(offsets: impl Iterator<Item = (&'a str, &'a OffsetAndMet
 }
 
 /// The framed commit record of `offsets`.
-pub(super) fn encode_commit(offsets: &[(String, i32, OffsetAndMetadata)]) -> io::Result<Vec<u8>> {
-    let capacity = offsets_capacity(offsets.iter().map(|(t, _, o)| (t.as_str(), o)));
+pub(super) fn encode_commit<T: AsRef<str>>(
+    offsets: &[(T, i32, OffsetAndMetadata)],
+) -> io::Result<Vec<u8>> {
+    let capacity = offsets_capacity(offsets.iter().map(|(t, _, o)| (t.as_ref(), o)));
     let mut f = FrameBuf::new(KIND_COMMIT, capacity);
     put_offsets(
         &mut f.0,
         offsets.len(),
-        offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o)),
+        offsets.iter().map(|(t, p, o)| (t.as_ref(), *p, o)),
     )?;
     f.finish()
 }
@@ -735,7 +737,7 @@ mod tests {
 
     #[test]
     fn truncated_or_inflated_binary_records_are_refused() {
-        let frame = encode_commit(&[("t".into(), 0, oam(1, "meta", None, None))]).unwrap();
+        let frame = encode_commit(&[("t", 0, oam(1, "meta", None, None))]).unwrap();
         let payload = &frame[FRAME_HEADER..];
         for cut in 1..payload.len() {
             assert!(decode(&payload[..cut]).is_err(), "cut at {cut} accepted");

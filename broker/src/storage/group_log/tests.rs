@@ -78,7 +78,7 @@ async fn commit_then_load_round_trips() {
     store
         .commit_offsets(
             "g",
-            &[("t".into(), 0, a.clone()), ("t".into(), 1, b.clone())],
+            &[("t", 0, a.clone()), ("t", 1, b.clone())],
         )
         .await
         .unwrap();
@@ -823,7 +823,7 @@ async fn works_through_the_group_store_trait() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn GroupStore> = Arc::new(GroupLogStore::new(dir.path()).unwrap());
     store
-        .commit_offsets("g", &commit("t", 0, oam(1)))
+        .commit_offsets("g", &[("t".into(), 0, oam(1))])
         .await
         .unwrap();
     store.write_metadata("g", Some(&metadata(1))).await.unwrap();

@@ -168,7 +168,7 @@ fn test_simple_group_offset_commit() {
     let plan = s.commit_plans.pop().unwrap();
     assert_eq!(plan.offsets.len(), 1);
     let (topic, partition, o) = &plan.offsets[0];
-    assert_eq!((topic.as_str(), *partition, o.offset), ("bar", 0, 100));
+    assert_eq!((&**topic, *partition, o.offset), ("bar", 0, 100));
     assert_eq!(o.leader_epoch, None);
     assert_eq!(o.metadata, "");
     assert_eq!(o.commit_timestamp_ms, s.now);
