@@ -400,11 +400,17 @@ async fn kaas_window_on(addr: &str, p: &Params, round: u64) -> anyhow::Result<Wi
             let mut lat = Vec::with_capacity(8192);
             let mut n = 0u64;
             let mut offset = (round as i64 + 1) * 1_000_000;
+            // One request, its group and partitions rewritten per commit.
+            let mut req = commit_request_for(ids[0].clone(), 0..k, offset);
             while Instant::now() < stop {
                 let g = rng.below(groups);
                 let first = rng.below(partitions / k) * k;
                 offset += 1;
-                let req = commit_request_for(ids[g].clone(), first..first + k, offset);
+                req.group_id = GroupId(ids[g].clone());
+                for (i, p) in req.topics[0].partitions.iter_mut().enumerate() {
+                    p.partition_index = (first + i) as i32;
+                    p.committed_offset = offset;
+                }
                 let t = Instant::now();
                 let frame = crate::wire::frame(&req, COMMIT_VERSION, n as i32)?;
                 conn.write(&frame).await?;

@@ -25,7 +25,7 @@ pub fn frame<R: Request>(req: &R, version: i16, correlation_id: i32) -> anyhow::
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
-    let mut buf = BytesMut::with_capacity(64);
+    let mut buf = BytesMut::with_capacity(512);
     buf.put_i32(0);
     header.encode(&mut buf, R::header_version(version))?;
     req.encode(&mut buf, version)?;

@@ -76,10 +76,7 @@ async fn commit_then_load_round_trips() {
         ..oam(5)
     };
     store
-        .commit_offsets(
-            "g",
-            &[("t", 0, a.clone()), ("t", 1, b.clone())],
-        )
+        .commit_offsets("g", &[("t", 0, a.clone()), ("t", 1, b.clone())])
         .await
         .unwrap();
     store
