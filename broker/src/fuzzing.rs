@@ -1,8 +1,8 @@
 //! Entry points shared by the fuzz targets (`fuzz/`) and their regression
 //! replay (`broker/tests/fuzz_regressions.rs`): arbitrary bytes through the
-//! request framing and decoding, the group-log reader and the partition-log
-//! recovery. Each panics only on a bug: a crash, or a broken invariant
-//! checked here.
+//! request framing and decoding, the group-log reader, the replay of
+//! commit journals and the partition-log recovery. Each panics only on a
+//! bug: a crash, or a broken invariant checked here.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use crate::storage::group_log::GroupLogStore;
+use crate::storage::journal;
 use crate::storage::log::{Log, LogConfig};
 
 /// The largest frame the framing target accepts (small, so that length
@@ -92,7 +93,57 @@ pub fn group_log(data: &[u8]) {
     );
 }
 
-/// Arbitrary bytes as the only segment of a partition: opening must not
+/// The group log the journal target replays into: commits of t-0 and
+/// t-1 and a delete of t-1 (a seed of the group-log target).
+const JOURNAL_TARGET_LOG: &[u8] = include_bytes!("../../fuzz/regressions/group_log/seed-commits");
+
+/// Arbitrary bytes as the entries of a stopped broker's commit journal
+/// (every whole entry given a valid checksum, [`journal::fuzz_file`]), next
+/// to a valid log of group "g": opening the store replays them. Replay
+/// must not panic; when it succeeds the journal is gone, and every group
+/// log loads, then loads again to the same state with no damage.
+pub fn journal_replay(data: &[u8]) {
+    let scratch = Scratch::new("journal");
+    let logs = {
+        let store = GroupLogStore::new(scratch.path()).expect("store");
+        let path = store.log_path("g");
+        std::fs::write(&path, JOURNAL_TARGET_LOG).expect("write the log");
+        path.parent().expect("the logs' folder").to_path_buf()
+    };
+    let journals = logs.join(journal::JOURNAL_DIR);
+    std::fs::create_dir_all(&journals).expect("journal folder");
+    let orphan = journals.join("fuzz-0.jnl");
+    std::fs::write(&orphan, journal::fuzz_file(data)).expect("write the journal");
+    let Ok(store) = GroupLogStore::new(scratch.path()) else {
+        return;
+    };
+    assert!(!orphan.exists(), "a replayed journal was kept");
+    let groups = store.list_groups().expect("list the logs");
+    let first: Vec<_> = groups
+        .iter()
+        .map(|g| (g, store.load(g).ok().flatten()))
+        .collect();
+    drop(store);
+    let again = GroupLogStore::new(scratch.path()).expect("store");
+    for (g, loaded) in first {
+        let Some(loaded) = loaded else { continue };
+        let second = again
+            .load(g)
+            .expect("a replayed log loads again")
+            .expect("a replayed log is still there");
+        assert_eq!(second.damage, None, "recovery left damage behind in {g}");
+        assert_eq!(
+            second.offsets, loaded.offsets,
+            "offsets of {g} changed on reload"
+        );
+        assert_eq!(
+            second.metadata, loaded.metadata,
+            "metadata of {g} changed on reload"
+        );
+    }
+}
+
+/// Arbitrary bytes as the only segment of a partition/// Arbitrary bytes as the only segment of a partition: opening must not
 /// panic, every batch kept must be readable, and a second open finds
 /// nothing more to cut.
 pub fn partition_log(data: &[u8]) {

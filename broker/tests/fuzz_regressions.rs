@@ -49,6 +49,11 @@ fn group_log_inputs() {
 }
 
 #[test]
+fn journal_replay_inputs() {
+    replay("journal_replay", kaas_broker::fuzzing::journal_replay);
+}
+
+#[test]
 fn partition_log_inputs() {
     replay("partition_log", kaas_broker::fuzzing::partition_log);
     replay(
@@ -88,6 +93,39 @@ fn seeds_are_valid_inputs() {
         "commit of t-0, commit and delete of t-1"
     );
     assert_eq!(g.offsets[0].2.offset, 5);
+
+    // The journal seed holds two commits written after that log's end:
+    // replay puts them back.
+    let replayed = tempfile::tempdir().unwrap();
+    let store = kaas_broker::storage::group_log::GroupLogStore::new(replayed.path()).unwrap();
+    let log = store.log_path("g");
+    std::fs::write(
+        &log,
+        std::fs::read(dir.join("group_log/seed-commits")).unwrap(),
+    )
+    .unwrap();
+    drop(store);
+    let journals = log
+        .parent()
+        .unwrap()
+        .join(kaas_broker::storage::journal::JOURNAL_DIR);
+    std::fs::create_dir_all(&journals).unwrap();
+    std::fs::write(
+        journals.join("seed-0.jnl"),
+        kaas_broker::storage::journal::fuzz_file(
+            &std::fs::read(dir.join("journal_replay/seed-two-commits")).unwrap(),
+        ),
+    )
+    .unwrap();
+    let store = kaas_broker::storage::group_log::GroupLogStore::new(replayed.path()).unwrap();
+    let g = store.load("g").unwrap().unwrap();
+    assert_eq!(g.damage, None);
+    let offsets: Vec<_> = g
+        .offsets
+        .iter()
+        .map(|(t, p, o)| (t.as_str(), *p, o.offset))
+        .collect();
+    assert_eq!(offsets, vec![("t", 0, 42), ("t", 2, 7)]);
 
     let seg = tmp.path().join("t-0");
     std::fs::create_dir_all(&seg).unwrap();

@@ -1712,6 +1712,13 @@ impl GroupLogStore {
         e: &JournalEntry,
         known: &mut HashMap<String, KnownLog>,
     ) -> io::Result<Replayed> {
+        // Only a whole, valid record goes back into a log. A journal holds
+        // nothing else unless it was damaged in a way its checksums missed.
+        if !matches!(read_frame(&e.bytes), Ok((_, size)) if size == e.bytes.len()) {
+            warn!(group_id = %e.group_id, position = e.position,
+                  "a commit journal entry is not one whole group-log record; skipped");
+            return Ok(Replayed::Skipped);
+        }
         let paths = self.paths(&e.group_id);
         let file = match OpenOptions::new().read(true).write(true).open(&paths.path) {
             Ok(f) => Arc::new(f),

@@ -270,6 +270,31 @@ fn stamp_generation(encoded: &mut [u8], generation: u64) {
     }
 }
 
+/// A journal file of generation 1 holding `body` as its entries, every
+/// whole entry stamped with that generation and a valid checksum, so that
+/// fuzzed entries get past the checks and reach replay.
+#[doc(hidden)]
+pub fn fuzz_file(body: &[u8]) -> Vec<u8> {
+    let mut out = header(1).to_vec();
+    out.extend_from_slice(body);
+    let entries = &mut out[HEADER_LEN as usize..];
+    let mut at = 0;
+    while at + 16 <= entries.len() {
+        let len = u32::from_be_bytes(entries[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let Some(end) = (at + 8)
+            .checked_add(len)
+            .filter(|&end| len >= 8 && end <= entries.len())
+        else {
+            break;
+        };
+        entries[at + 8..at + 16].copy_from_slice(&1u64.to_be_bytes());
+        let crc = crc32c::crc32c(&entries[at + 8..end]);
+        entries[at + 4..at + 8].copy_from_slice(&crc.to_be_bytes());
+        at = end;
+    }
+    out
+}
+
 /// The entries of one journal file, in order, and its generation; an
 /// unreadable or foreign file reads as empty.
 pub fn parse(data: &[u8]) -> (u64, Vec<JournalEntry>) {
