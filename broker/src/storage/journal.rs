@@ -253,20 +253,27 @@ fn encode_entry(out: &mut Vec<u8>, generation: u64, e: &EntryRef<'_>) -> io::Res
     Ok(())
 }
 
-/// Re-stamps every entry of `encoded` (as [`encode_entry`] wrote them)
-/// that is not of `generation` with it, and its CRC.
-fn stamp_generation(encoded: &mut [u8], generation: u64) {
+/// Stamps the whole entries of `encoded` (laid out as [`encode_entry`]
+/// writes them) with `generation` and recomputes their checksums: only
+/// those of another generation, or every one with `every`. Stops at the
+/// first entry that is not whole.
+fn stamp_generation(encoded: &mut [u8], generation: u64, every: bool) {
     let stamp = generation.to_be_bytes();
     let mut at = 0;
     while at + 16 <= encoded.len() {
         let len = u32::from_be_bytes(encoded[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let body = at + 8..at + 8 + len;
-        if encoded[body.start..body.start + 8] != stamp {
-            encoded[body.start..body.start + 8].copy_from_slice(&stamp);
-            let crc = crc32c::crc32c(&encoded[body.clone()]);
+        let Some(end) = (at + 8)
+            .checked_add(len)
+            .filter(|&end| len >= 8 && end <= encoded.len())
+        else {
+            return;
+        };
+        if every || encoded[at + 8..at + 16] != stamp {
+            encoded[at + 8..at + 16].copy_from_slice(&stamp);
+            let crc = crc32c::crc32c(&encoded[at + 8..end]);
             encoded[at + 4..at + 8].copy_from_slice(&crc.to_be_bytes());
         }
-        at = body.end;
+        at = end;
     }
 }
 
@@ -277,21 +284,7 @@ fn stamp_generation(encoded: &mut [u8], generation: u64) {
 pub fn fuzz_file(body: &[u8]) -> Vec<u8> {
     let mut out = header(1).to_vec();
     out.extend_from_slice(body);
-    let entries = &mut out[HEADER_LEN as usize..];
-    let mut at = 0;
-    while at + 16 <= entries.len() {
-        let len = u32::from_be_bytes(entries[at..at + 4].try_into().expect("4 bytes")) as usize;
-        let Some(end) = (at + 8)
-            .checked_add(len)
-            .filter(|&end| len >= 8 && end <= entries.len())
-        else {
-            break;
-        };
-        entries[at + 8..at + 16].copy_from_slice(&1u64.to_be_bytes());
-        let crc = crc32c::crc32c(&entries[at + 8..end]);
-        entries[at + 4..at + 8].copy_from_slice(&crc.to_be_bytes());
-        at = end;
-    }
+    stamp_generation(&mut out[HEADER_LEN as usize..], 1, true);
     out
 }
 
@@ -519,7 +512,7 @@ impl Shared {
         }
         // Entries queued while the last round switched files carry the
         // old generation.
-        stamp_generation(&mut f.encoded, f.generation);
+        stamp_generation(&mut f.encoded, f.generation, false);
         let written = match &mut f.direct {
             Some(d) => d.write(f.current, f.position, &f.encoded),
             None => {
@@ -836,7 +829,7 @@ mod tests {
         let mut data = header(3).to_vec();
         data.extend_from_slice(&round);
         assert_eq!(parse(&data).1, vec![], "a stale generation ends the file");
-        stamp_generation(&mut round, 3);
+        stamp_generation(&mut round, 3, false);
         let mut data = header(3).to_vec();
         data.extend_from_slice(&round);
         assert_eq!(
