@@ -8,7 +8,6 @@
 //! order the core emitted them.
 
 use std::collections::HashMap;
-use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -20,44 +19,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::core::{
-    code, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupMetadataRecord, GroupState,
-    OffsetAndMetadata, RequestToken, Response,
+    code, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupState, RequestToken, Response,
 };
-
-/// A write that has been ordered; awaiting it waits for durability.
-pub type Durable = BoxFuture<'static, io::Result<()>>;
-
-/// What a group's log holds when it is loaded.
-#[derive(Debug, Default)]
-pub struct StoredGroup {
-    pub metadata: Option<GroupMetadataRecord>,
-    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
-}
-
-/// Where group state lives on the shared volume. Every write method orders
-/// the write when called (appending to the group's log) and returns a future
-/// that resolves once it is durable.
-pub trait GroupStore: Send + Sync + 'static {
-    /// Reads a group's log (blocking I/O); `None` when the group has none.
-    fn load(&self, group_id: &str) -> io::Result<Option<StoredGroup>>;
-    fn commit_offsets(
-        &self,
-        group_id: &str,
-        offsets: &[(std::sync::Arc<str>, i32, OffsetAndMetadata)],
-    ) -> Durable;
-    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
-    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
-    fn delete_group(&self, group_id: &str) -> Durable;
-    /// Ids of every group with a log (blocking I/O).
-    fn list_groups(&self) -> io::Result<Vec<String>>;
-    /// Forget any cached handle: the group was unloaded or moved.
-    fn close(&self, group_id: &str);
-    /// Whether another broker wrote the group's log since this one last
-    /// read or wrote it, as far as the store can tell cheaply.
-    fn written_elsewhere(&self, _group_id: &str) -> bool {
-        false
-    }
-}
+pub use super::store::{Durable, GroupStore, StoreError, StoredGroup};
 
 /// Milliseconds since the Unix epoch; injected so tests can drive time.
 pub trait Clock: Send + Sync + 'static {
@@ -276,7 +240,7 @@ impl GroupManager {
             .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
         let stored = match loaded {
             Ok(s) => s,
-            Err(e) if crate::storage::group_log::is_fenced(&e) => {
+            Err(e @ StoreError::Fenced { .. }) => {
                 info!(group = group_id, error = %e, "not loading a group another broker claimed");
                 return Err(NotServed(code::NOT_COORDINATOR));
             }
@@ -502,19 +466,19 @@ impl GroupManager {
         let me = self.clone();
         Box::pin(async move {
             let mut fenced = false;
-            let result = durable.await.map_err(|e| {
-                use crate::storage::group_log::{is_fenced, is_reclaimed};
-                if is_fenced(&e) || is_reclaimed(&e) {
-                    // Another broker owns (or wrote) the group's log: what we
-                    // hold is stale. Retriable for the client; reload later.
+            let result = durable.await.map_err(|e| match e {
+                // Another broker owns (or wrote) the group's log: what we
+                // hold is stale. Retriable for the client; reload later.
+                StoreError::Fenced { .. } | StoreError::Reclaimed { .. } => {
                     info!(group = %group, error = %e, "{what} refused: the group's log moved; unloading");
                     fenced = true;
-                    if is_fenced(&e) {
+                    if matches!(e, StoreError::Fenced { .. }) {
                         code::NOT_COORDINATOR
                     } else {
                         kafka_protocol::ResponseError::CoordinatorLoadInProgress.code()
                     }
-                } else {
+                }
+                StoreError::Io(e) => {
                     warn!(group = %group, error = %e, "{what} is not durable; answering with an error");
                     code::KAFKA_STORAGE_ERROR
                 }
@@ -652,12 +616,12 @@ mod tests {
 
     use super::*;
     use crate::group::core::{OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic};
-    use crate::storage::group_log::GroupLogStore;
+    use crate::group::store::MemoryStore;
 
     type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
 
     fn manager(
-        dir: &std::path::Path,
+        store: Arc<MemoryStore>,
         clock: Arc<ManualClock>,
     ) -> (Arc<GroupManager>, RoutingSender) {
         let routing = Routing::new(Assignment {
@@ -675,7 +639,6 @@ mod tests {
             idle_unload_ms: 60_000,
             ..Default::default()
         };
-        let store = Arc::new(GroupLogStore::new(dir).unwrap());
         (GroupManager::new(0, config, store, clock, rx), tx)
     }
 
@@ -712,31 +675,35 @@ mod tests {
 
     #[tokio::test]
     async fn a_commit_whose_client_left_before_it_was_durable_still_applies() {
-        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::new());
         let clock = Arc::new(ManualClock::new(1_000_000));
-        let (m, _routing) = manager(dir.path(), clock);
+        let (m, _routing) = manager(store.clone(), clock);
         commit(&m, "g", 1).await;
-        // Polled once (planned and written, waiting for its journal round),
-        // then dropped, as when the connection closes.
+        // Polled once (planned and written, waiting for durability), then
+        // dropped, as when the connection closes.
+        let gate = store.park("g");
         let req = commit_request("g", 5);
         let answered = m
             .call("g", |core, token, now| core.offset_commit(token, req, now))
             .now_or_never();
+        assert!(answered.is_none(), "answered before the write was durable");
         let applied = || m.read(|c| c.committed_offset("g", "t", 0).map(|o| o.offset));
+        assert_eq!(applied(), Some(1), "applied before the write was durable");
+        gate.open();
         tokio::time::timeout(Duration::from_secs(10), async {
             while applied() != Some(5) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                tokio::task::yield_now().await;
             }
         })
         .await
-        .unwrap_or_else(|_| panic!("never applied (answered at once: {})", answered.is_some()));
+        .expect("the commit applies once durable, though its client left");
     }
 
     #[tokio::test]
     async fn idle_empty_groups_unload_and_reload_from_their_log() {
-        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::new());
         let clock = Arc::new(ManualClock::new(1_000_000));
-        let (m, _routing) = manager(dir.path(), clock.clone());
+        let (m, _routing) = manager(store.clone(), clock.clone());
         commit(&m, "idle", 42).await;
         commit(&m, "busy", 7).await;
         clock.advance(59_000);
@@ -748,6 +715,11 @@ mod tests {
             "idle past the limit: unloaded"
         );
         assert!(m.read(|c| c.is_resident("busy")), "touched recently: kept");
+        assert_eq!(
+            store.stored("idle").map(|g| g.offsets.len()),
+            Some(1),
+            "its commit is in the store"
+        );
         m.prepare("idle").await.unwrap();
         let offset = m.read(|c| c.committed_offset("idle", "t", 0).map(|o| o.offset));
         assert_eq!(offset, Some(42), "reloaded from its log");

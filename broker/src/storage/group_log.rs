@@ -44,7 +44,7 @@ use super::log::sync_dir;
 use super::names::safe_file_name;
 use super::volume_sync::VolumeSync;
 use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
-use crate::group::manager::{Durable, GroupStore, StoredGroup};
+use crate::group::store::{Durable, GroupStore, StoreError, StoredGroup};
 pub use records::FORMAT_VERSION;
 use records::{
     check_header, encode, encode_commit, header_record, invalid_data, new_log_id, read_frame,
@@ -291,59 +291,6 @@ pub struct Owner {
     pub broker: i32,
     /// The assignment version the broker follows now.
     pub version: Arc<dyn Fn() -> u64 + Send + Sync>,
-}
-
-/// A load or write refused: another broker claimed the group's log under an
-/// assignment at least as new as the one this broker follows.
-#[derive(Debug)]
-pub struct Fenced {
-    pub group_id: String,
-    pub by_broker: i32,
-    pub by_version: u64,
-    pub ours: u64,
-}
-
-impl std::fmt::Display for Fenced {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "group log of {:?} is claimed by broker {} under assignment version {} (this broker follows {})",
-            self.group_id, self.by_broker, self.by_version, self.ours
-        )
-    }
-}
-
-impl std::error::Error for Fenced {}
-
-/// A write refused because another broker wrote the log since this broker
-/// loaded the group: the log is claimed back, and the group must be
-/// reloaded before it is written again.
-#[derive(Debug)]
-pub struct Reclaimed {
-    pub group_id: String,
-    pub from_broker: i32,
-}
-
-impl std::fmt::Display for Reclaimed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "group log of {:?} was written by broker {} since this broker loaded it; reload needed",
-            self.group_id, self.from_broker
-        )
-    }
-}
-
-impl std::error::Error for Reclaimed {}
-
-/// Whether `e` is a [`Fenced`] refusal.
-pub fn is_fenced(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|x| x.is::<Fenced>())
-}
-
-/// Whether `e` is a [`Reclaimed`] refusal.
-pub fn is_reclaimed(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|x| x.is::<Reclaimed>())
 }
 
 /// An exclusive `flock` on an open log, held while its length is checked
@@ -1204,7 +1151,7 @@ impl GroupLogStore {
 
     /// Reads the group's log from disk (blocking; closing any cached handle
     /// first), recovering a damaged tail. `None` when the group has no log.
-    pub fn load(&self, group_id: &str) -> io::Result<Option<LoadedGroup>> {
+    pub fn load(&self, group_id: &str) -> Result<Option<LoadedGroup>, StoreError> {
         let loaded = self.with_entry(group_id, |entry, inner| {
             inner.retire_log();
             inner.reopen = false;
@@ -1213,7 +1160,7 @@ impl GroupLogStore {
                 Ok(opened) => opened,
                 Err(e) => {
                     inner.failed |= failed;
-                    return Err(e);
+                    return Err(e.into());
                 }
             };
             let opened = match opened {
@@ -1280,17 +1227,19 @@ impl GroupLogStore {
         &self,
         group_id: &str,
         offsets: &[(T, i32, OffsetAndMetadata)],
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let ordered = if offsets.is_empty() {
             Ok(None)
         } else {
-            encode_commit(offsets).and_then(|frame| {
-                self.append(group_id, &frame, true, |table| {
-                    for (t, p, o) in offsets {
-                        table.commit(t.as_ref(), *p, o.clone());
-                    }
+            encode_commit(offsets)
+                .map_err(StoreError::from)
+                .and_then(|frame| {
+                    self.append(group_id, &frame, true, |table| {
+                        for (t, p, o) in offsets {
+                            table.commit(t.as_ref(), *p, o.clone());
+                        }
+                    })
                 })
-            })
         };
         durable(ordered)
     }
@@ -1301,7 +1250,7 @@ impl GroupLogStore {
         &self,
         group_id: &str,
         partitions: &[(String, i32)],
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let ordered = if partitions.is_empty() {
             Ok(None)
         } else {
@@ -1326,7 +1275,7 @@ impl GroupLogStore {
         &self,
         group_id: &str,
         record: Option<&GroupMetadataRecord>,
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let create = record.is_some();
         let ordered =
             self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
@@ -1338,7 +1287,7 @@ impl GroupLogStore {
     pub fn delete_group(
         &self,
         group_id: &str,
-    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let removed = self.with_entry(group_id, |entry, inner| {
             inner.log = None;
             inner.retired.clear();
@@ -1356,16 +1305,17 @@ impl GroupLogStore {
         async move {
             removed?;
             match round {
-                Some(round) => round.await,
+                Some(round) => round.await?,
                 None => {
                     blocking(move || {
                         sync_dir(&root)?;
                         shared.synced();
                         Ok(())
                     })
-                    .await
+                    .await?
                 }
             }
+            Ok(())
         }
     }
 
@@ -1431,7 +1381,7 @@ impl GroupLogStore {
         group_id: &str,
         log: &mut OpenLog,
         journal: &mut Vec<JournalEntry>,
-    ) -> io::Result<Option<i32>> {
+    ) -> Result<Option<i32>, StoreError> {
         let Some(owner) = &self.owner else {
             return Ok(None);
         };
@@ -1445,12 +1395,12 @@ impl GroupLogStore {
         match previous {
             Some(c) if c.broker == owner.broker => return Ok(None),
             Some(c) if c.assignment_version >= ours => {
-                return Err(io::Error::other(Fenced {
+                return Err(StoreError::Fenced {
                     group_id: group_id.to_string(),
                     by_broker: c.broker,
                     by_version: c.assignment_version,
                     ours,
-                }))
+                })
             }
             _ => {}
         }
@@ -1461,7 +1411,7 @@ impl GroupLogStore {
         let frame = encode(&Record::Claim(claim))?;
         if let Err(e) = log.file.write_all_at(&frame, log.len) {
             let _ = log.file.set_len(log.len);
-            return Err(e);
+            return Err(e.into());
         }
         if self.shared.journal.is_some() {
             journal.push(JournalEntry {
@@ -1518,7 +1468,7 @@ impl GroupLogStore {
         group_id: &str,
         record: Record,
         create: bool,
-    ) -> io::Result<Option<Pending>> {
+    ) -> Result<Option<Pending>, StoreError> {
         let frame = encode(&record)?;
         self.append(group_id, &frame, create, |table| table.apply(record))
     }
@@ -1532,23 +1482,23 @@ impl GroupLogStore {
         frame: &[u8],
         create: bool,
         apply: impl FnOnce(&mut Table),
-    ) -> io::Result<Option<Pending>> {
-        self.with_entry(group_id, |entry, inner| {
+    ) -> Result<Option<Pending>, StoreError> {
+        self.with_entry(group_id, |entry, inner| -> Result<_, StoreError> {
             let _guard = entry.ensure_open(inner, create, &self.shared)?;
             let Some(log) = inner.log.as_mut() else {
                 return Ok(None);
             };
             if log.read_only {
-                return Err(io::Error::from_raw_os_error(libc::EROFS));
+                return Err(io::Error::from_raw_os_error(libc::EROFS).into());
             }
             let mut journal = Vec::new();
             if let Some(from_broker) = self.claim(group_id, log, &mut journal)? {
                 // Another broker wrote the log since we loaded the group:
                 // what we hold in memory may miss its records.
-                return Err(io::Error::other(Reclaimed {
+                return Err(StoreError::Reclaimed {
                     group_id: group_id.to_string(),
                     from_broker,
-                }));
+                });
             }
             if let Err(e) = self.write_frame(&log.file, log.len, frame) {
                 // Leave no partial record behind; if even that fails, the
@@ -1557,7 +1507,7 @@ impl GroupLogStore {
                     error!(group_id, error = %te, "cannot cut a failed write off the group log");
                     inner.reopen = true;
                 }
-                return Err(e);
+                return Err(e.into());
             }
             // A log not yet durable as a file (new, renamed into place,
             // reopened after a failure) waits for a volume round instead:
@@ -1828,15 +1778,15 @@ fn evict_idle(entries: &mut HashMap<String, Arc<Entry>>, keep: usize) {
 }
 
 /// Waits for an append that was ordered (or reports why it was not).
-async fn durable(ordered: io::Result<Option<Pending>>) -> io::Result<()> {
+async fn durable(ordered: Result<Option<Pending>, StoreError>) -> Result<(), StoreError> {
     match ordered? {
-        Some(pending) => pending.wait().await,
+        Some(pending) => Ok(pending.wait().await?),
         None => Ok(()),
     }
 }
 
 impl GroupStore for GroupLogStore {
-    fn load(&self, group_id: &str) -> io::Result<Option<StoredGroup>> {
+    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
         Ok(GroupLogStore::load(self, group_id)?.map(|g| StoredGroup {
             metadata: g.metadata,
             offsets: g.offsets,

@@ -1,0 +1,201 @@
+//! The coordinator's port to durable storage: what the group manager needs
+//! of a store, and the errors a store may answer. `storage::group_log`
+//! implements it on the shared volume; [`MemoryStore`] in memory, for the
+//! manager's tests and for benchmarks of the coordinator alone.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+
+use super::core::{GroupMetadataRecord, OffsetAndMetadata};
+
+/// A write that has been ordered; awaiting it waits for durability.
+pub type Durable = BoxFuture<'static, Result<(), StoreError>>;
+
+/// Why a store refused or failed a load or a write.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another broker claimed the group's log under an assignment at least
+    /// as new as the one this broker follows: it coordinates the group.
+    #[error(
+        "group log of {group_id:?} is claimed by broker {by_broker} under assignment \
+         version {by_version} (this broker follows {ours})"
+    )]
+    Fenced {
+        group_id: String,
+        by_broker: i32,
+        by_version: u64,
+        ours: u64,
+    },
+    /// Another broker wrote the group's log since this broker loaded the
+    /// group: what this broker holds may miss its records, so the group
+    /// must be reloaded before it is written again.
+    #[error(
+        "group log of {group_id:?} was written by broker {from_broker} since this broker \
+         loaded it; reload needed"
+    )]
+    Reclaimed { group_id: String, from_broker: i32 },
+    /// The write or read failed: nothing is known to be durable.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// What a group's log holds when it is loaded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredGroup {
+    pub metadata: Option<GroupMetadataRecord>,
+    /// Sorted by topic, then partition.
+    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+}
+
+/// Where group state lives. Every write method orders the write when
+/// called (writes of one group become durable in call order) and returns a
+/// future that resolves once it is durable. The call itself must not block
+/// on I/O: the manager calls it under its lock.
+pub trait GroupStore: Send + Sync + 'static {
+    /// Reads a group's log (blocking I/O); `None` when the group has none.
+    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError>;
+    fn commit_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[(Arc<str>, i32, OffsetAndMetadata)],
+    ) -> Durable;
+    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
+    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
+    fn delete_group(&self, group_id: &str) -> Durable;
+    /// Ids of every group with a log (blocking I/O).
+    fn list_groups(&self) -> io::Result<Vec<String>>;
+    /// Forget any cached handle: the group was unloaded or moved.
+    fn close(&self, group_id: &str);
+    /// Whether another broker wrote the group's log since this one last
+    /// read or wrote it, as far as the store can tell cheaply.
+    fn written_elsewhere(&self, _group_id: &str) -> bool {
+        false
+    }
+}
+
+/// A store in memory: every write is durable at once unless a test holds
+/// it back ([`MemoryStore::park`]).
+#[derive(Default)]
+pub struct MemoryStore {
+    groups: Mutex<HashMap<String, StoredGroup>>,
+    /// Groups whose next writes wait until the test opens the gate.
+    parked: Mutex<HashMap<String, Gate>>,
+}
+
+/// Held writes of one group: each waits for the gate to open.
+#[derive(Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Gate {
+    /// Lets every held write (and every later one) through.
+    pub fn open(&self) {
+        self.0.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// Holds every write of `group_id` made from now on until the returned
+    /// gate opens, as a slow disk or a stuck lock on a network volume
+    /// would. The writes are applied when they are made (ordered), only
+    /// their durability waits.
+    pub fn park(&self, group_id: &str) -> Gate {
+        let gate = Gate(Arc::new(tokio::sync::Semaphore::new(0)));
+        self.parked
+            .lock()
+            .insert(group_id.to_string(), gate.clone());
+        gate
+    }
+
+    /// The group as it is stored now.
+    pub fn stored(&self, group_id: &str) -> Option<StoredGroup> {
+        self.groups.lock().get(group_id).cloned()
+    }
+
+    fn write(
+        &self,
+        group_id: &str,
+        apply: impl FnOnce(&mut HashMap<String, StoredGroup>),
+    ) -> Durable {
+        apply(&mut self.groups.lock());
+        let gate = self.parked.lock().get(group_id).cloned();
+        Box::pin(async move {
+            if let Some(Gate(sem)) = gate {
+                let _ = sem.acquire().await;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl GroupStore for MemoryStore {
+    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        Ok(self.stored(group_id))
+    }
+
+    fn commit_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[(Arc<str>, i32, OffsetAndMetadata)],
+    ) -> Durable {
+        self.write(group_id, |groups| {
+            let group = groups.entry(group_id.to_string()).or_default();
+            for (topic, partition, offset) in offsets {
+                let key = (topic.as_ref(), *partition);
+                match group
+                    .offsets
+                    .binary_search_by(|(t, p, _)| (t.as_str(), *p).cmp(&key))
+                {
+                    Ok(i) => group.offsets[i].2 = offset.clone(),
+                    Err(i) => group
+                        .offsets
+                        .insert(i, (topic.to_string(), *partition, offset.clone())),
+                }
+            }
+        })
+    }
+
+    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable {
+        self.write(group_id, |groups| {
+            if let Some(group) = groups.get_mut(group_id) {
+                group
+                    .offsets
+                    .retain(|(t, p, _)| !partitions.iter().any(|(dt, dp)| dt == t && dp == p));
+            }
+        })
+    }
+
+    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {
+        self.write(group_id, |groups| match record {
+            Some(record) => {
+                groups.entry(group_id.to_string()).or_default().metadata = Some(record.clone())
+            }
+            None => {
+                if let Some(group) = groups.get_mut(group_id) {
+                    group.metadata = None;
+                }
+            }
+        })
+    }
+
+    fn delete_group(&self, group_id: &str) -> Durable {
+        self.write(group_id, |groups| {
+            groups.remove(group_id);
+        })
+    }
+
+    fn list_groups(&self) -> io::Result<Vec<String>> {
+        let mut ids: Vec<String> = self.groups.lock().keys().cloned().collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn close(&self, _group_id: &str) {}
+}
