@@ -16,7 +16,7 @@ const DEAD: i32 = 37;
 /// Bytes the document takes in the assignment ConfigMap (gzipped JSON plus
 /// the plain summary keys), as the operator writes it.
 fn configmap_bytes(a: &Assignment) -> usize {
-    let (data, binary) = kaas_broker::cluster::configmap_source::encode(a);
+    let (data, binary) = kaas_shared::configmap::encode(a);
     data.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
         + binary
             .iter()

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kaas_broker::client::KafkaClient;
 use kaas_broker::group::core::GroupState;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use kaas_broker::Broker;
+use kaas_client::KafkaClient;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{

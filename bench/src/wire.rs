@@ -7,43 +7,20 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::{Decodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader as TokioBufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 pub const CLIENT_ID: &str = "kaas-bench";
 
+pub use kaas_client::frame::decode_response;
+
 /// One whole request frame (length prefix included).
 pub fn frame<R: Request>(req: &R, version: i16, correlation_id: i32) -> anyhow::Result<Bytes> {
-    let header = RequestHeader::default()
-        .with_request_api_key(R::KEY)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
-    let mut buf = BytesMut::with_capacity(512);
-    buf.put_i32(0);
-    header.encode(&mut buf, R::header_version(version))?;
-    req.encode(&mut buf, version)?;
-    let len = (buf.len() - 4) as i32;
-    buf[0..4].copy_from_slice(&len.to_be_bytes());
-    Ok(buf.freeze())
-}
-
-/// Decodes a response body (after the length prefix).
-pub fn decode_response<R: Request>(mut body: Bytes, version: i16) -> anyhow::Result<R::Response>
-where
-    R::Response: Decodable + HeaderVersion,
-{
-    ResponseHeader::decode(
-        &mut body,
-        <R::Response as HeaderVersion>::header_version(version),
-    )?;
-    R::Response::decode(&mut body, version)
+    kaas_client::frame::request_frame(req, version, correlation_id, CLIENT_ID)
 }
 
 /// A connection that writes pre-encoded frames and reads response frames.

@@ -71,8 +71,7 @@ impl Broker {
         // follows, so a broker on an older one is fenced (docs/design/fencing.md).
         let followed = cluster.subscribe();
         let store = Arc::new(
-            GroupLogStore::new(&config.data_dir)?
-                .with_sync(config.group_log_sync)?
+            GroupLogStore::open(&config.data_dir, config.group_log_sync)?
                 .with_owner(config.id, move || {
                     followed.borrow().as_ref().map_or(0, |r| r.version())
                 }),
@@ -148,26 +147,11 @@ fn load_or_create_cluster_id(dir: &std::path::Path) -> std::io::Result<String> {
     if let Ok(id) = std::fs::read_to_string(&path) {
         return Ok(id.trim().to_string());
     }
-    // Two brokers starting at once may race: the id is written whole to a
-    // temporary file and linked into place, which fails if another won.
+    // Two brokers starting at once may race: the first to create it wins.
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let tmp = dir.join(format!(".cluster_id.tmp-{}", uuid::Uuid::new_v4().simple()));
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(id.as_bytes())?;
-        f.sync_all()?;
-    }
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {
-            crate::storage::log::sync_dir(dir)?;
-            Ok(id)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Ok(std::fs::read_to_string(&path)?.trim().to_string())
-        }
-        Err(e) => Err(e),
+    if crate::storage::fs::create_atomic(&path, id.as_bytes())? {
+        Ok(id)
+    } else {
+        Ok(std::fs::read_to_string(&path)?.trim().to_string())
     }
 }

@@ -17,14 +17,14 @@ use crate::storage::log::{Log, LogConfig};
 /// fields near it are reachable).
 pub const FUZZ_MAX_FRAME: usize = 1 << 16;
 
-/// Bytes as they arrive on a connection: frames read with the broker's
-/// framing, each decoded as a request (header and body), until the stream
-/// ends or a frame is refused (the broker then closes the connection).
+/// Bytes as they arrive on a connection: frames read with the
+/// [`FrameReader`](kaas_client::frame::FrameReader) the broker's
+/// connections use, each decoded as a request (header and body), until the
+/// stream ends or a frame is refused (the broker then closes the connection).
 pub fn framing(data: &[u8]) {
-    let mut reader = data;
+    let mut reader = kaas_client::frame::FrameReader::new(data, FUZZ_MAX_FRAME);
     loop {
-        let frame =
-            futures::executor::block_on(crate::net::frame::read_frame(&mut reader, FUZZ_MAX_FRAME));
+        let frame = futures::executor::block_on(reader.next());
         match frame {
             Ok(Some(frame)) => {
                 assert!(frame.len() <= FUZZ_MAX_FRAME, "frame over the maximum");

@@ -3,7 +3,6 @@
 
 pub mod api;
 pub mod broker;
-pub mod client;
 pub mod cluster;
 #[doc(hidden)]
 pub mod fuzzing;

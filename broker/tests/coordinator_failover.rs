@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::procs::ProcCluster;
 use common::{client_config, create_topic, eventually};
-use kaas_broker::client::KafkaClient;
+use kaas_client::KafkaClient;
 use kafka_protocol::messages::{DescribeGroupsRequest, FindCoordinatorRequest, GroupId};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};

@@ -80,7 +80,7 @@ async fn debug_groups_lists_resident_groups_on_their_coordinator() {
     let group = "debug-groups-probe";
     let routing = cluster.brokers[0].routing().expect("assignment");
     let owner = routing.owner_of_group(group).expect("an owner") as usize;
-    let mut client = kaas_broker::client::KafkaClient::connect(
+    let mut client = kaas_client::KafkaClient::connect(
         &cluster.addrs[owner].to_string(),
         std::time::Duration::from_secs(5),
     )

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use kaas_broker::client::KafkaClient;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use kaas_client::KafkaClient;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;

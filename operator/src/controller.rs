@@ -28,7 +28,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kaas_broker::cluster::configmap_source;
+use kaas_shared::configmap;
 use kaas_shared::{recompute, Assignment, BrokerInfo};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -72,11 +72,7 @@ pub type Prober =
 /// The real prober: ApiVersions + ListGroups (active states) on the broker.
 pub fn kafka_prober(timeout: Duration) -> Prober {
     Arc::new(move |addr: String| {
-        Box::pin(async move {
-            Ok(kaas_broker::cluster::probe::probe(&addr, timeout)
-                .await?
-                .groups)
-        })
+        Box::pin(async move { Ok(kaas_client::probe::probe(&addr, timeout).await?.groups) })
     })
 }
 
@@ -343,14 +339,14 @@ async fn active_groups(brokers: &[BrokerInfo], prober: &Prober) -> (Vec<String>,
 /// brokers may hold.
 fn previous_assignment(cm: Option<&ConfigMap>) -> Option<Assignment> {
     let cm = cm?;
-    match configmap_source::decode(cm) {
+    match configmap::decode(cm) {
         Ok(a) => Some(a),
         Err(e) => {
             warn!(configmap = %cm.name_any(), error = %e, "the published assignment is unreadable; replacing it");
             let version = cm
                 .data
                 .as_ref()
-                .and_then(|d| d.get(configmap_source::VERSION_KEY))
+                .and_then(|d| d.get(configmap::VERSION_KEY))
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
             Some(Assignment {
@@ -381,7 +377,7 @@ async fn publish_assignment(
         return Ok((next, 0));
     }
     let (next, trimmed) = publish::fit(previous.as_ref(), next, publish::BUDGET);
-    let (data, binary) = configmap_source::encode(&next);
+    let (data, binary) = configmap::encode(&next);
     apply(
         &ctx.client,
         &resources::assignment_configmap(kc, data, binary),

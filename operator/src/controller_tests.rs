@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Method, Request, Response, StatusCode};
-use kaas_broker::cluster::configmap_source;
+use kaas_shared::configmap;
 use kaas_shared::{Assignment, BrokerState};
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -230,7 +230,7 @@ fn ready_pod(ordinal: i32) -> Value {
 
 fn decode(configmap: &Value) -> Assignment {
     let cm = serde_json::from_value(configmap.clone()).expect("a ConfigMap");
-    configmap_source::decode(&cm).expect("an assignment")
+    configmap::decode(&cm).expect("an assignment")
 }
 
 #[tokio::test]
@@ -307,7 +307,7 @@ async fn ready_pods_are_published_alive_with_their_active_groups() {
     )
     .await;
     // The published version 7, everyone dead: the next is 8, all alive.
-    let (data, binary) = configmap_source::encode(&Assignment {
+    let (data, binary) = configmap::encode(&Assignment {
         version: 7,
         ..Assignment::default()
     });

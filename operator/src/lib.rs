@@ -9,7 +9,7 @@
 //!
 //! The assignment it publishes is the same document the local controller
 //! writes to a file, computed by the same `kaas_shared::recompute`, stored
-//! in the format `kaas_broker::cluster::configmap_source` reads.
+//! in the format `kaas_shared::configmap` reads.
 
 pub mod controller;
 #[cfg(test)]

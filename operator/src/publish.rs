@@ -2,7 +2,7 @@
 //!
 //! [`kaas_shared::recompute`] pins every active group a broker-set change
 //! would move. Gzip makes that fit for realistic group ids (see
-//! `kaas_broker::cluster::configmap_source`), but ids that are
+//! `kaas_shared::configmap`), but ids that are
 //! incompressible (random UUIDs) cost ~16 bytes each even compressed, so a
 //! very large scale-up could still overflow. Rather than publish nothing —
 //! which would keep a dead broker "alive" in everyone's routing — the
@@ -10,7 +10,7 @@
 //! move to their hash owner (one rebalance each, what they would get with
 //! no pinning at all), every older entry stays, and status says so.
 
-use kaas_broker::cluster::configmap_source::{encode, encoded_size, CONFIGMAP_LIMIT};
+use kaas_shared::configmap::{encode, encoded_size, CONFIGMAP_LIMIT};
 use kaas_shared::Assignment;
 
 /// What the operator allows itself: the limit less room for the summary

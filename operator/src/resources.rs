@@ -488,7 +488,7 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
 }
 
 /// The assignment ConfigMap for an encoded document (see
-/// `kaas_broker::cluster::configmap_source::encode`).
+/// `kaas_shared::configmap::encode`).
 pub fn assignment_configmap(
     kc: &KaasCluster,
     data: BTreeMap<String, String>,

@@ -15,6 +15,8 @@
 //!   step.
 
 pub mod assignment;
+#[cfg(feature = "configmap")]
+pub mod configmap;
 pub mod fnv;
 pub mod recompute;
 pub mod route;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kaas_broker::client::KafkaClient;
+use kaas_client::KafkaClient;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     consumer_protocol_assignment, ConsumerProtocolAssignment, ConsumerProtocolSubscription,

@@ -27,7 +27,7 @@ pub mod sync_group;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use thiserror::Error;
@@ -151,15 +151,12 @@ pub fn encode_response(
     correlation_id: i32,
     response: &ResponseKind,
 ) -> anyhow::Result<Bytes> {
-    let mut buf = BytesMut::with_capacity(256);
-    buf.put_i32(0);
-    ResponseHeader::default()
-        .with_correlation_id(correlation_id)
-        .encode(&mut buf, api_key.response_header_version(version))?;
-    response.encode(&mut buf, version)?;
-    let len = (buf.len() - 4) as i32;
-    buf[0..4].copy_from_slice(&len.to_be_bytes());
-    Ok(buf.freeze())
+    kaas_client::frame::encode_frame(256, |buf| {
+        ResponseHeader::default()
+            .with_correlation_id(correlation_id)
+            .encode(buf, api_key.response_header_version(version))?;
+        response.encode(buf, version)
+    })
 }
 
 /// Runs the handler for one request. `None` means no response is sent

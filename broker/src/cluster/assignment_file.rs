@@ -1,30 +1,24 @@
 //! The assignment document as a file: `<data>/__cluster/assignment.json`,
-//! written tmp + fsync + rename so a reader never sees half a document.
+//! replaced atomically so a reader never sees half a document.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use kaas_shared::Assignment;
 
-use crate::storage::log::sync_dir;
+use crate::storage::fs::write_atomic;
 
 pub fn assignment_path(data_dir: &Path) -> PathBuf {
     data_dir.join("__cluster").join("assignment.json")
 }
 
 pub fn write(path: &Path, assignment: &Assignment) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".assignment.json.tmp-{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(assignment).map_err(io::Error::other)?;
-    {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
     }
-    fs::rename(&tmp, path)?;
-    sync_dir(dir)
+    let body = serde_json::to_vec_pretty(assignment).map_err(io::Error::other)?;
+    write_atomic(path, &body)
 }
 
 /// Reads the document; `Ok(None)` when there is none yet.

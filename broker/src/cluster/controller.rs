@@ -10,7 +10,7 @@ use kaas_shared::{recompute, BrokerInfo, BrokerState};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use super::{assignment_file, probe};
+use super::assignment_file;
 
 #[derive(Debug, Clone)]
 pub struct BrokerAddress {
@@ -77,7 +77,7 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
         let probes = join_all(config.brokers.iter().map(|b| {
             let addr = format!("{}:{}", b.host, b.port);
             let timeout = config.probe_interval.max(Duration::from_millis(500));
-            async move { probe::probe(&addr, timeout).await }
+            async move { kaas_client::probe::probe(&addr, timeout).await }
         }))
         .await;
         let mut observed = Vec::with_capacity(config.brokers.len());

@@ -5,7 +5,6 @@ pub mod assignment_file;
 pub mod configmap_source;
 pub mod controller;
 pub mod file_source;
-pub mod probe;
 
 use std::sync::Arc;
 

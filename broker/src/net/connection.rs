@@ -14,9 +14,9 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, warn};
 
-use super::frame::FrameReader;
 use crate::api::{self, Incoming, RequestContext};
 use crate::broker::Broker;
+use kaas_client::frame::FrameReader;
 
 /// Decrements the connection gauge when the connection ends, however it ends.
 struct OpenConnection<'a>(&'a Broker);

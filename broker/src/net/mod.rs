@@ -1,5 +1,4 @@
 //! The network side: framing, one task pair per connection, the listener.
 
 pub mod connection;
-pub mod frame;
 pub mod server;

@@ -35,13 +35,14 @@
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
+
+use super::fs::{syncfs, FileLock};
 use tracing::error;
 
 /// The journals' folder, inside the group logs' folder.
@@ -215,15 +216,6 @@ pub struct Journal {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves the data consistent.
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn syncfs(volume: &File) -> io::Result<()> {
-    // SAFETY: `volume` is an open descriptor.
-    if unsafe { libc::syncfs(volume.as_raw_fd()) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
@@ -696,7 +688,7 @@ pub struct Orphan {
 /// Holds the folder's replay lock: one replay at a time, so entries of
 /// several journals about one log are applied together.
 pub struct ReplayLock {
-    _file: File,
+    _held: FileLock,
 }
 
 impl ReplayLock {
@@ -706,13 +698,9 @@ impl ReplayLock {
         if !folder.is_dir() {
             return Ok(None);
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(folder.join("replay.lock"))?;
-        file.lock()?;
-        Ok(Some(ReplayLock { _file: file }))
+        Ok(Some(ReplayLock {
+            _held: FileLock::acquire_path(&folder.join("replay.lock"))?,
+        }))
     }
 }
 

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use tracing::warn;
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
+use super::fs::sync_dir;
 use super::producer_state::{BatchIdentity, ProducerStates, Verdict};
 
 const INDEX_ENTRY_LEN: usize = 20;
@@ -133,11 +134,6 @@ fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {
     file.read_exact_at(&mut buf, pos).ok()?;
     let h = batch::parse_header(&buf).ok()?;
     (pos + h.size as u64 <= file_len).then_some(h)
-}
-
-/// Fsyncs a directory so that created or renamed entries in it are durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 impl Segment {

@@ -1,6 +1,7 @@
 //! Everything the broker keeps on the shared volume.
 
 pub mod batch;
+pub mod fs;
 pub mod group_log;
 pub mod journal;
 pub mod log;

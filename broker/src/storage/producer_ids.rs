@@ -1,17 +1,24 @@
 //! Producer ids for idempotent producers, unique across the cluster: each
 //! broker takes blocks from a counter on the shared volume, under an
-//! exclusive file lock, and makes the new high mark durable before use.
+//! exclusive lock on a lock file beside it, and makes the new high mark
+//! durable before use. The counter is replaced atomically (tmp + fsync +
+//! rename), so a crash leaves the old mark or the new one, never an empty
+//! file that would hand out ids again from 0.
 
-use std::fs::OpenOptions;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::fs;
+use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
+
+use parking_lot::Mutex;
+
+use super::fs::{write_atomic, FileLock};
 
 /// Ids taken from the shared counter at a time.
 const BLOCK: i64 = 1000;
 
 pub struct ProducerIdAllocator {
     path: PathBuf,
+    lock_path: PathBuf,
     /// Next id to hand out and the end of the block this broker holds.
     block: Mutex<(i64, i64)>,
 }
@@ -20,13 +27,14 @@ impl ProducerIdAllocator {
     pub fn new(cluster_dir: PathBuf) -> Self {
         Self {
             path: cluster_dir.join("producer_ids"),
+            lock_path: cluster_dir.join("producer_ids.lock"),
             block: Mutex::new((0, 0)),
         }
     }
 
     /// A fresh producer id (blocking I/O when a new block is needed).
     pub fn allocate(&self) -> io::Result<i64> {
-        let mut block = self.block.lock().unwrap_or_else(|p| p.into_inner());
+        let mut block = self.block.lock();
         if block.0 >= block.1 {
             let start = self.take_block()?;
             *block = (start, start + BLOCK);
@@ -37,29 +45,24 @@ impl ProducerIdAllocator {
     }
 
     fn take_block(&self) -> io::Result<i64> {
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&self.path)?;
-        f.lock()?;
-        let mut raw = String::new();
-        f.read_to_string(&mut raw)?;
+        // The counter itself is replaced by rename: a lock on it would not
+        // exclude a broker that opened the new file.
+        let _held = FileLock::acquire_path(&self.lock_path)?;
+        let raw = match fs::read_to_string(&self.path) {
+            Ok(raw) => raw,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
         let start: i64 = match raw.trim() {
             "" => 0,
             s => s.parse().map_err(|_| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("bad producer id counter '{s}'"),
+                    format!("bad producer id counter '{s}' in {}", self.path.display()),
                 )
             })?,
         };
-        f.set_len(0)?;
-        f.seek(SeekFrom::Start(0))?;
-        f.write_all((start + BLOCK).to_string().as_bytes())?;
-        f.sync_all()?;
-        // Dropping the file releases the lock.
+        write_atomic(&self.path, (start + BLOCK).to_string().as_bytes())?;
         Ok(start)
     }
 }
@@ -81,5 +84,25 @@ mod tests {
         // A restarted broker continues past every block handed out.
         let c = ProducerIdAllocator::new(dir.path().to_path_buf());
         assert!(seen.insert(c.allocate().unwrap()));
+    }
+
+    #[test]
+    fn the_counter_is_replaced_whole_never_rewritten_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ProducerIdAllocator::new(dir.path().to_path_buf());
+        a.allocate().unwrap();
+        let counter = dir.path().join("producer_ids");
+        let first = std::fs::metadata(&counter).unwrap();
+        // A second block: the counter is a new file (renamed into place),
+        // so a crash mid-write cannot leave it empty or half written.
+        let b = ProducerIdAllocator::new(dir.path().to_path_buf());
+        assert_eq!(b.allocate().unwrap(), BLOCK);
+        let second = std::fs::metadata(&counter).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_ne!(first.ino(), second.ino());
+        assert_eq!(
+            std::fs::read_to_string(&counter).unwrap(),
+            (2 * BLOCK).to_string()
+        );
     }
 }

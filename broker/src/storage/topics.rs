@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::log::sync_dir;
+use super::fs::{sync_dir, write_synced};
 use super::names::safe_file_name;
 
 pub const TOPIC_FILE: &str = "topic.json";
@@ -88,9 +88,10 @@ struct Cache {
 }
 
 fn write_json_durably(path: &Path, value: &impl Serialize) -> io::Result<()> {
-    let mut f = fs::File::create(path)?;
-    f.write_all(&serde_json::to_vec_pretty(value).map_err(io::Error::other)?)?;
-    f.sync_all()
+    write_synced(
+        path,
+        &serde_json::to_vec_pretty(value).map_err(io::Error::other)?,
+    )
 }
 
 impl TopicRegistry {

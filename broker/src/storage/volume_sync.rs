@@ -16,7 +16,6 @@
 use std::fs::File;
 use std::future::Future;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -113,14 +112,10 @@ impl Shared {
 
     fn syncfs(&self) -> Outcome {
         self.syncs.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `dir` is an open descriptor for as long as `self` lives.
-        if unsafe { libc::syncfs(self.dir.as_raw_fd()) } == 0 {
-            Ok(())
-        } else {
-            let e = io::Error::last_os_error();
+        super::fs::syncfs(&self.dir).map_err(|e| {
             error!(error = %e, "syncfs of the data volume failed");
-            Err((e.kind(), format!("syncfs of the data volume failed: {e}")))
-        }
+            (e.kind(), format!("syncfs of the data volume failed: {e}"))
+        })
     }
 
     fn run(&self) {

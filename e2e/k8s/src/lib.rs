@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kaas_broker::client::KafkaClient;
-use kaas_broker::cluster::configmap_source;
+use kaas_client::KafkaClient;
 use kaas_operator::controller::{self, ApiVersions, Context, Settings};
+use kaas_shared::configmap;
 use kaas_shared::Assignment;
 use kafka_protocol::messages::{FindCoordinatorRequest, ListGroupsRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -192,7 +192,7 @@ impl TestEnv {
             .get_opt(name)
             .await
             .expect("get configmap")?;
-        Some(configmap_source::decode(&cm).expect("the published assignment decodes"))
+        Some(configmap::decode(&cm).expect("the published assignment decodes"))
     }
 
     /// Polls the published assignment until `check` holds.

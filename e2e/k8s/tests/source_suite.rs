@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kaas_broker::cluster::{assignment_file, configmap_source};
+use kaas_broker::cluster::assignment_file;
 use kaas_e2e_k8s::{
     committed_offset, coordinator, create_topic, eventually, free_port, listed_groups, produce,
     BrokerProc, GroupConsumer, Source, TestEnv,
 };
+use kaas_shared::configmap;
 use kaas_shared::{route, Assignment, BrokerInfo, BrokerState, GroupEntry, Routing};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
@@ -49,7 +50,7 @@ impl Publisher {
                 namespace,
                 name,
             } => {
-                let (data, binary) = configmap_source::encode(a);
+                let (data, binary) = configmap::encode(a);
                 let cm = ConfigMap {
                     metadata: kube::api::ObjectMeta {
                         name: Some(name.clone()),

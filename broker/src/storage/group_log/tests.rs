@@ -1,12 +1,58 @@
 use std::collections::BTreeMap;
-use std::fs;
-use std::sync::{Arc, Mutex};
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
-use super::records::KIND_HEADER;
+use super::records::{header_record, KIND_HEADER};
 use super::*;
 use crate::group::core::MemberMetadataRecord;
+
+/// The store's file operations with faults a test switches on: the test
+/// implementation of [`LogIo`].
+#[derive(Default)]
+struct Faults {
+    /// The next record write stops halfway and fails.
+    short_write: AtomicBool,
+    /// The next sync (journal round, volume round or fsync) reports failure.
+    sync: AtomicBool,
+    /// Runs once a snapshot's tmp file is written, before it replaces the log.
+    #[allow(clippy::type_complexity)]
+    after_snapshot_tmp: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl LogIo for Faults {
+    fn write_at(&self, file: &File, at: u64, bytes: &[u8]) -> io::Result<()> {
+        if self.short_write.swap(false, Ordering::AcqRel) {
+            file.write_all_at(&bytes[..bytes.len() / 2], at)?;
+            return Err(io::Error::other("injected short write"));
+        }
+        file.write_all_at(bytes, at)
+    }
+
+    fn synced(&self, result: io::Result<()>) -> io::Result<()> {
+        match self.sync.swap(false, Ordering::AcqRel) {
+            true => Err(io::Error::other("injected sync failure")),
+            false => result,
+        }
+    }
+
+    fn snapshot_written(&self) {
+        if let Some(hook) = self.after_snapshot_tmp.lock().take() {
+            hook();
+        }
+    }
+}
+
+/// A store (journal mode) whose file operations fail when `faults` says.
+fn faulty_store(dir: &Path) -> (GroupLogStore, Arc<Faults>) {
+    let faults = Arc::new(Faults::default());
+    let store = GroupLogStore::open_with_io(dir, GroupLogSync::Journal, faults.clone()).unwrap();
+    (store, faults)
+}
 
 fn oam(offset: i64) -> OffsetAndMetadata {
     OffsetAndMetadata {
@@ -524,15 +570,11 @@ async fn a_log_holding_another_groups_id_is_refused() {
 #[tokio::test]
 async fn a_failed_write_leaves_no_partial_record() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path()).unwrap();
+    let (store, faults) = faulty_store(dir.path());
     commit_t0(&store, "g", 1).await;
     let len = file_len(&store.log_path("g"));
 
-    store
-        .shared
-        .faults
-        .short_write
-        .store(true, Ordering::SeqCst);
+    faults.short_write.store(true, Ordering::SeqCst);
     store
         .commit_offsets("g", &commit("t", 1, oam(2)))
         .await
@@ -558,15 +600,15 @@ async fn a_failed_write_leaves_no_partial_record() {
 #[tokio::test]
 async fn a_failed_fsync_fails_the_commit_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path()).unwrap();
+    let (store, faults) = faulty_store(dir.path());
     commit_t0(&store, "g", 1).await;
 
-    store.shared.faults.fsync.store(true, Ordering::SeqCst);
+    faults.sync.store(true, Ordering::SeqCst);
     store
         .commit_offsets("g", &commit("t", 1, oam(2)))
         .await
         .unwrap_err();
-    let entry = lock(&store.entries).get("g").unwrap().clone();
+    let entry = store.entries.lock().get("g").unwrap().clone();
     assert!(entry.inner().failed);
 
     store
@@ -631,9 +673,9 @@ async fn close_drops_the_cached_handle() {
     let dir = tempfile::tempdir().unwrap();
     let store = GroupLogStore::new(dir.path()).unwrap();
     commit_t0(&store, "g", 1).await;
-    assert!(lock(&store.entries).contains_key("g"));
+    assert!(store.entries.lock().contains_key("g"));
     store.close("g");
-    assert!(!lock(&store.entries).contains_key("g"));
+    assert!(!store.entries.lock().contains_key("g"));
     store.close("never-opened");
     commit_t0(&store, "g", 2).await;
     let loaded = store.load("g").unwrap().unwrap();
@@ -655,8 +697,8 @@ async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
         assert!(store.open_logs() <= 4, "{} logs open", store.open_logs());
     }
     // The most recently used stay open; an old one reopens from its file.
-    assert!(lock(&store.entries).contains_key("g19"));
-    assert!(!lock(&store.entries).contains_key("g0"));
+    assert!(store.entries.lock().contains_key("g19"));
+    assert!(!store.entries.lock().contains_key("g0"));
     store
         .commit_offsets("g0", &commit("t", 1, oam(100)))
         .await
@@ -674,7 +716,7 @@ async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
             .await
             .unwrap();
     }
-    assert!(lock(&store.entries).contains_key("g1"));
+    assert!(store.entries.lock().contains_key("g1"));
     pending.await.unwrap();
     assert_eq!(
         store.load("g1").unwrap().unwrap().offsets,
@@ -696,10 +738,7 @@ fn records_are_framed_with_length_and_crc() {
 #[tokio::test]
 async fn writes_are_ordered_when_called_and_durable_when_awaited() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path())
-        .unwrap()
-        .with_sync(GroupLogSync::PerFile)
-        .unwrap();
+    let store = GroupLogStore::open(dir.path(), GroupLogSync::PerFile).unwrap();
     let first = store.commit_offsets("g", &commit("t", 0, oam(1)));
     let second = store.commit_offsets("g", &commit("t", 0, oam(2)));
     let meta = store.write_metadata("g", Some(&metadata(3)));
@@ -728,7 +767,7 @@ async fn one_volume_round_makes_appends_to_many_logs_durable() {
     assert_eq!(store.fsync_count(), 0);
     // New logs in ten groups, all waiting before a round starts: one
     // syncfs covers every file and the folder.
-    let volume = store.shared.volume.as_ref().unwrap();
+    let volume = store.shared.volume().unwrap();
     volume.hold(true);
     let writes = futures::future::join_all(
         (0..10).map(|g| store.commit_offsets(&format!("g{g}"), &commit("t", 0, oam(g)))),
@@ -748,7 +787,8 @@ async fn one_volume_round_makes_appends_to_many_logs_durable() {
 #[tokio::test]
 async fn appends_made_while_a_snapshot_is_written_are_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(GroupLogStore::new(dir.path()).unwrap());
+    let (store, faults) = faulty_store(dir.path());
+    let store = Arc::new(store);
     for i in 0..SNAPSHOT_EVERY as i32 - 1 {
         store
             .commit_offsets("g", &commit("t", i, oam(1)))
@@ -759,8 +799,8 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
     // in the old log: they must be carried over into the new one.
     let late: Arc<Mutex<Vec<Durable>>> = Arc::default();
     let (s, l) = (store.clone(), late.clone());
-    *lock(&store.shared.faults.after_snapshot_tmp) = Some(Box::new(move || {
-        let mut l = lock(&l);
+    *faults.after_snapshot_tmp.lock() = Some(Box::new(move || {
+        let mut l = l.lock();
         l.push(Box::pin(s.commit_offsets("g", &commit("late", 0, oam(5)))));
         l.push(Box::pin(s.delete_offsets("g", &[("t".into(), 0)])));
     }));
@@ -770,7 +810,7 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
         .unwrap();
     store.turn_free("g").await;
     assert_eq!(store.snapshot_count(), 1);
-    let late: Vec<Durable> = std::mem::take(&mut *lock(&late));
+    let late: Vec<Durable> = std::mem::take(&mut *late.lock());
     assert_eq!(late.len(), 2);
     for f in late {
         f.await.unwrap();
@@ -805,7 +845,7 @@ async fn close_with_writes_in_flight_still_makes_them_durable() {
     commit_t0(&store, "g", 1).await;
     let pending = store.commit_offsets("g", &commit("t", 0, oam(2)));
     store.close("g");
-    assert!(!lock(&store.entries).contains_key("g"));
+    assert!(!store.entries.lock().contains_key("g"));
     let before = store.fsync_count();
     pending.await.unwrap();
     assert_eq!(store.fsync_count() - before, 1);
@@ -905,7 +945,7 @@ async fn journal_replay_restores_writes_a_crash_lost() {
             .unwrap();
     }
     let created_len = file_len(&store.log_path("g"));
-    let rounds_before = store.shared.journal.as_ref().unwrap().rounds();
+    let rounds_before = store.shared.journal().unwrap().rounds();
     for i in 1..=30 {
         for g in ["g", "h"] {
             store
@@ -915,7 +955,7 @@ async fn journal_replay_restores_writes_a_crash_lost() {
             acked.insert((g, i % 4), i64::from(i));
         }
     }
-    assert!(store.shared.journal.as_ref().unwrap().rounds() > rounds_before);
+    assert!(store.shared.journal().unwrap().rounds() > rounds_before);
     let root = store.root().to_path_buf();
     let (g_path, h_path) = (store.log_path("g"), store.log_path("h"));
     let (g_full, h_full) = (fs::read(&g_path).unwrap(), fs::read(&h_path).unwrap());
@@ -1059,18 +1099,15 @@ async fn a_takeover_replays_the_previous_writers_journal_first() {
 #[tokio::test]
 async fn volume_mode_makes_appends_durable_without_a_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path())
-        .unwrap()
-        .with_sync(GroupLogSync::Volume)
-        .unwrap();
-    assert!(store.shared.journal.is_none());
+    let store = GroupLogStore::open(dir.path(), GroupLogSync::Volume).unwrap();
+    assert!(store.shared.journal().is_none());
     for i in 1..=5 {
         store
             .commit_offsets("g", &commit("t", 0, oam(i)))
             .await
             .unwrap();
     }
-    let rounds = store.shared.volume.as_ref().unwrap().syncs();
+    let rounds = store.shared.volume().unwrap().syncs();
     assert!(rounds >= 5, "one volume round per awaited append: {rounds}");
     assert!(!store
         .root()

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{RequestHeader, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::ResponseHeader;
+use kafka_protocol::protocol::{Decodable, HeaderVersion, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::net::frame::read_frame;
+use crate::frame::{read_frame, request_frame};
 
 pub struct KafkaClient {
     stream: TcpStream,
@@ -37,18 +37,7 @@ impl KafkaClient {
     /// Encodes a request frame the way a client would.
     pub fn encode<R: Request>(&mut self, req: &R, version: i16) -> anyhow::Result<Bytes> {
         self.correlation_id += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
-        let mut body = BytesMut::new();
-        header.encode(&mut body, R::header_version(version))?;
-        req.encode(&mut body, version)?;
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        frame.put_i32(body.len() as i32);
-        frame.extend_from_slice(&body);
-        Ok(frame.freeze())
+        request_frame(req, version, self.correlation_id, &self.client_id)
     }
 
     /// Sends raw bytes (for malformed-input tests).

@@ -6,7 +6,7 @@ use std::time::Duration;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ListGroupsRequest};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::client::KafkaClient;
+use crate::KafkaClient;
 
 /// Group states that count as active: the group has members.
 const ACTIVE_STATES: [&str; 3] = ["PreparingRebalance", "CompletingRebalance", "Stable"];

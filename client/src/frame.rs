@@ -1,8 +1,62 @@
-//! Kafka framing: a 4-byte big-endian length, then that many bytes.
+//! Kafka framing: a 4-byte big-endian length, then that many bytes. One
+//! encoder ([`encode_frame`]) writes every frame kaas sends, requests and
+//! responses alike; [`FrameReader`] reads the broker's requests and
+//! [`read_frame`] a client's responses.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Most bytes a [`FrameReader`] adds to its buffer before they arrive: a
+/// peer that declares a large frame gets memory only as it sends bytes.
+const READ_AHEAD: usize = 64 * 1024;
+
+/// Encodes one whole frame: `body` writes header and message after the
+/// length prefix, which is filled in afterwards (no second buffer).
+pub fn encode_frame(
+    capacity: usize,
+    body: impl FnOnce(&mut BytesMut) -> anyhow::Result<()>,
+) -> anyhow::Result<Bytes> {
+    let mut buf = BytesMut::with_capacity(capacity.max(4));
+    buf.put_i32(0);
+    body(&mut buf)?;
+    let len = i32::try_from(buf.len() - 4)?;
+    buf[0..4].copy_from_slice(&len.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// A whole request frame, as a client sends it.
+pub fn request_frame<R: Request>(
+    req: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> anyhow::Result<Bytes> {
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
+    encode_frame(512, |buf| {
+        header.encode(buf, R::header_version(version))?;
+        req.encode(buf, version)
+    })
+}
+
+/// Decodes a response frame's body (after the length prefix): its header,
+/// then the response to `R`.
+pub fn decode_response<R: Request>(mut body: Bytes, version: i16) -> anyhow::Result<R::Response>
+where
+    R::Response: Decodable + HeaderVersion,
+{
+    ResponseHeader::decode(
+        &mut body,
+        <R::Response as HeaderVersion>::header_version(version),
+    )?;
+    R::Response::decode(&mut body, version)
+}
 
 #[derive(Debug, Error)]
 pub enum FrameError {
@@ -86,7 +140,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     self.buf.advance(4);
                     return Ok(Some(self.buf.split_to(size)));
                 }
-                self.buf.reserve(4 + size - self.buf.len());
+                // Room for what is still missing, but at most READ_AHEAD
+                // more than has arrived: a declared length costs nothing
+                // until the bytes come.
+                let missing = 4 + size - self.buf.len();
+                self.buf.reserve(missing.min(READ_AHEAD));
             } else if self.buf.capacity() - self.buf.len() < 4 {
                 self.buf.reserve(8 * 1024);
             }
@@ -154,6 +212,50 @@ mod tests {
             FrameReader::new(cut, 10).next().await,
             Err(FrameError::Truncated)
         ));
+    }
+
+    /// A peer that declares a frame of the maximum size and sends nothing
+    /// more is given no more than a read-ahead's worth of buffer.
+    #[tokio::test]
+    async fn a_declared_length_is_not_reserved_before_its_bytes_arrive() {
+        let max = 100 << 20;
+        let (mut tx, rx) = tokio::io::duplex(1 << 20);
+        let mut r = FrameReader::new(rx, max);
+        tokio::io::AsyncWriteExt::write_all(&mut tx, &(max as i32).to_be_bytes())
+            .await
+            .unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_millis(50), r.next()).await;
+        assert!(first.is_err(), "frame is not complete yet");
+        assert!(
+            r.buf.capacity() <= 2 * READ_AHEAD + 8 * 1024,
+            "reserved {} bytes for a frame whose bytes have not arrived",
+            r.buf.capacity()
+        );
+        // Sent in full, it still arrives whole.
+        let body = vec![7u8; 3 * READ_AHEAD + 5];
+        let (mut tx, rx) = tokio::io::duplex(1 << 20);
+        let mut r = FrameReader::new(rx, max);
+        let writer = tokio::spawn(async move {
+            tokio::io::AsyncWriteExt::write_all(&mut tx, &(body.len() as i32).to_be_bytes())
+                .await
+                .unwrap();
+            tokio::io::AsyncWriteExt::write_all(&mut tx, &body)
+                .await
+                .unwrap();
+            body
+        });
+        let got = r.next().await.unwrap().unwrap();
+        assert_eq!(&got[..], &writer.await.unwrap()[..]);
+    }
+
+    #[test]
+    fn encode_frame_prefixes_the_length() {
+        let f = encode_frame(0, |b| {
+            b.extend_from_slice(b"abc");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(&f[..], &[0, 0, 0, 3, b'a', b'b', b'c']);
     }
 
     /// A frame that arrives in pieces survives the read being dropped

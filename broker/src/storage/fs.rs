@@ -1,0 +1,162 @@
+//! The file-system primitives every durable writer of the broker uses: one
+//! copy of each. The volume may be a network file system shared by many
+//! machines, so nothing here caches what is on disk.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Fsyncs a directory so that entries created, renamed or removed in it are
+/// durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// `syncfs(2)`: makes every write to the file system holding `on` durable,
+/// and reports write-back errors of any file on it since the last call.
+pub fn syncfs(on: &File) -> io::Result<()> {
+    // SAFETY: `on` is an open descriptor for the duration of the call.
+    if unsafe { libc::syncfs(on.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Creates (or truncates) `path` with `bytes` and fsyncs it. The name is
+/// not durable until its folder is synced.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// A temporary sibling of `path`, unique to this call: two writers (two
+/// brokers on one volume) never share one.
+fn tmp_beside(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Replaces `path` by a file holding `bytes`, all or nothing across a
+/// crash: a temporary file is written and fsynced, renamed over `path`,
+/// and the folder is fsynced.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_beside(path);
+    let written = write_synced(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
+    sync_dir(parent(path))
+}
+
+/// Creates `path` holding `bytes` unless it exists, all or nothing across
+/// a crash (written whole, fsynced, then linked into place). `Ok(false)`:
+/// someone else created it first, and theirs is kept.
+pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let tmp = tmp_beside(path);
+    let linked = write_synced(&tmp, bytes).and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(parent(path))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// An exclusive `flock` on an open file, released when dropped.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct FileLock(Arc<File>);
+
+impl FileLock {
+    /// Blocks until the lock is held.
+    pub fn acquire(file: &Arc<File>) -> io::Result<FileLock> {
+        file.lock()?;
+        Ok(FileLock(file.clone()))
+    }
+
+    /// Opens (creating) `path` and locks it: a lock file guarding something
+    /// that is replaced by rename, which a lock on the thing itself would
+    /// not survive.
+    pub fn acquire_path(path: &Path) -> io::Result<FileLock> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        FileLock::acquire(&Arc::new(file))
+    }
+
+    /// Whether `e` says the file system has no working locks.
+    pub fn unsupported(e: &io::Error) -> bool {
+        e.kind() == io::ErrorKind::Unsupported || e.raw_os_error() == Some(libc::ENOLCK)
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_whole_and_leaves_no_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counter");
+        write_atomic(&path, b"1000").unwrap();
+        write_atomic(&path, b"2000").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"2000");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("counter")]);
+    }
+
+    #[test]
+    fn create_atomic_keeps_the_first_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster_id");
+        assert!(create_atomic(&path, b"first").unwrap());
+        assert!(!create_atomic(&path, b"second").unwrap());
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_file_lock_excludes_another_holder_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = FileLock::acquire_path(&path).unwrap();
+        let other = OpenOptions::new().write(true).open(&path).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop(held);
+        other.try_lock().unwrap();
+    }
+}

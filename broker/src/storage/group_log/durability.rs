@@ -1,0 +1,307 @@
+//! How appends to group logs become durable: the three modes of
+//! [`GroupLogSync`] behind one type, so the store's paths ask it rather
+//! than branch on which mode is on. The file operations that tests make
+//! fail go through [`LogIo`], whose production implementation is the plain
+//! call.
+
+use std::fs::File;
+use std::future::Future;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tracing::error;
+
+use super::cache::Entry;
+use super::snapshot::snapshot_if_due;
+use super::{blocking, GroupLogSync};
+use crate::group::store::StoreError;
+use crate::storage::fs::sync_dir;
+use crate::storage::journal::{self, EntryRef, Journal};
+use crate::storage::volume_sync::VolumeSync;
+
+/// The group-log writes a test can make fail. Production uses [`RealIo`].
+pub(super) trait LogIo: Send + Sync + 'static {
+    /// Writes a whole record at `at`.
+    fn write_at(&self, file: &File, at: u64, bytes: &[u8]) -> io::Result<()> {
+        file.write_all_at(bytes, at)
+    }
+
+    /// The outcome of a sync (a journal round, a volume round or fsyncs),
+    /// as reported to the appends it covers.
+    fn synced(&self, result: io::Result<()>) -> io::Result<()> {
+        result
+    }
+
+    /// A snapshot's tmp file is written and synced; it replaces the log next.
+    fn snapshot_written(&self) {}
+}
+
+pub(super) struct RealIo;
+
+impl LogIo for RealIo {}
+
+enum Mode {
+    /// One journal round per batch of appends, whatever their groups;
+    /// volume rounds for what the journal does not cover (new files,
+    /// renames, removals).
+    Journal {
+        journal: Journal,
+        volume: VolumeSync,
+    },
+    /// One `syncfs` round covers the appends to every log made before it.
+    Volume(VolumeSync),
+    /// One `fdatasync` per log file.
+    PerFile,
+}
+
+/// The store's durability: its mode, its file operations, its counters.
+pub(super) struct Durability {
+    mode: Mode,
+    pub(super) io: Arc<dyn LogIo>,
+    fsyncs: AtomicU64,
+    snapshots: AtomicU64,
+}
+
+impl Durability {
+    /// The durability of the logs under `root`; `tmp_tag` names this
+    /// store's journal files. Creates no file: the journal makes its files
+    /// on its first append.
+    pub(super) fn new(
+        sync: GroupLogSync,
+        root: &Path,
+        tmp_tag: &str,
+        io: Arc<dyn LogIo>,
+    ) -> io::Result<Durability> {
+        let mode = match sync {
+            GroupLogSync::Journal => Mode::Journal {
+                journal: Journal::new(root, tmp_tag, journal::DEFAULT_CAPACITY)?,
+                volume: VolumeSync::new(root)?,
+            },
+            GroupLogSync::Volume => Mode::Volume(VolumeSync::new(root)?),
+            GroupLogSync::PerFile => Mode::PerFile,
+        };
+        Ok(Durability {
+            mode,
+            io,
+            fsyncs: AtomicU64::new(0),
+            snapshots: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether appends are made durable by the commit journal (and so must
+    /// be journaled when written).
+    pub(super) fn journals(&self) -> bool {
+        matches!(self.mode, Mode::Journal { .. })
+    }
+
+    /// Journals appends to logs (journal mode only: `None` otherwise).
+    pub(super) fn journal_append<'a>(
+        &self,
+        entries: impl IntoIterator<Item = EntryRef<'a>>,
+    ) -> Option<journal::Durable> {
+        match &self.mode {
+            Mode::Journal { journal, .. } => Some(journal.append(entries)),
+            _ => None,
+        }
+    }
+
+    /// Volume rounds, where the mode has them.
+    pub(super) fn volume(&self) -> Option<&VolumeSync> {
+        match &self.mode {
+            Mode::Journal { volume, .. } | Mode::Volume(volume) => Some(volume),
+            Mode::PerFile => None,
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn journal(&self) -> Option<&Journal> {
+        match &self.mode {
+            Mode::Journal { journal, .. } => Some(journal),
+            _ => None,
+        }
+    }
+
+    /// Waiters of one log share a sync turn (volume rounds cover every
+    /// log) rather than take turns (one fsync of the file at a time).
+    pub(super) fn shares_turns(&self) -> bool {
+        self.volume().is_some()
+    }
+
+    /// Counts one fsync issued by the store itself.
+    pub(super) fn synced(&self) {
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn snapshot_done(&self) {
+        self.snapshots.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fsyncs issued so far: by the store, by volume rounds, by journal rounds.
+    pub(super) fn fsync_count(&self) -> u64 {
+        let rounds = match &self.mode {
+            Mode::Journal { journal, volume } => journal.rounds() + volume.syncs(),
+            Mode::Volume(volume) => volume.syncs(),
+            Mode::PerFile => 0,
+        };
+        self.fsyncs.load(Ordering::Relaxed) + rounds
+    }
+
+    pub(super) fn snapshot_count(&self) -> u64 {
+        self.snapshots.load(Ordering::Relaxed)
+    }
+
+    /// Makes `files` (and with `dir`, the folder `root`) durable: one
+    /// volume round, or an fsync of each.
+    fn sync_files(
+        self: &Arc<Self>,
+        files: Vec<Arc<File>>,
+        root: PathBuf,
+        dir: bool,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let round = self.volume().map(VolumeSync::sync);
+        let me = self.clone();
+        async move {
+            match round {
+                // One round covers every file, and the folder, at once.
+                Some(round) => round.await,
+                None => {
+                    blocking(move || {
+                        for f in &files {
+                            f.sync_data()?;
+                            me.synced();
+                        }
+                        if dir {
+                            sync_dir(&root)?;
+                            me.synced();
+                        }
+                        Ok(())
+                    })
+                    .await
+                }
+            }
+        }
+    }
+
+    /// Makes a removal from the folder `root` durable.
+    pub(super) fn sync_folder(
+        self: &Arc<Self>,
+        root: PathBuf,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        self.sync_files(Vec::new(), root, true)
+    }
+
+    /// Makes every append made so far to `entry` durable (or failed): one
+    /// sync turn. The caller holds the entry's sync lock.
+    pub(super) async fn sync_turn(self: &Arc<Self>, entry: &Entry) {
+        let (files, current, target, dir) = {
+            let mut inner = entry.inner();
+            let mut files = std::mem::take(&mut inner.retired);
+            let (current, dir) = match &inner.log {
+                Some(log) => (Some(log.file.clone()), log.dir_dirty),
+                None => (None, false),
+            };
+            files.extend(current.clone());
+            // Every append up to `target` is in one of `files`.
+            (files, current, inner.appended, dir)
+        };
+        let result = self.sync_files(files, entry.paths.root.clone(), dir).await;
+        let result = self.io.synced(result);
+        let mut inner = entry.inner();
+        match result {
+            Ok(()) => {
+                inner.durable = inner.durable.max(target);
+                if let (Some(log), Some(current)) = (inner.log.as_mut(), current) {
+                    if dir && Arc::ptr_eq(&log.file, &current) {
+                        log.dir_dirty = false;
+                    }
+                }
+            }
+            Err(e) => {
+                error!(group_id = %entry.paths.group_id, error = %e,
+                       "fsync of group log failed; the log will be reopened");
+                inner.fail_upto(target);
+            }
+        }
+    }
+}
+
+/// An append that has been written and waits to be made durable.
+pub(super) struct Pending {
+    pub(super) entry: Arc<Entry>,
+    pub(super) shared: Arc<Durability>,
+    pub(super) seq: u64,
+    /// The append's journal round, when the journal makes it durable.
+    pub(super) journaled: Option<journal::Durable>,
+}
+
+impl Pending {
+    /// Returns once the append is durable. One sync turn covers every
+    /// append written before it started (group commit). When a snapshot is
+    /// due, the turn is kept past the answer: the snapshot is written and
+    /// synced before any later append to this log becomes durable, so no
+    /// record is acknowledged while it exists only in an unsynced copy.
+    pub(super) async fn wait(self) -> io::Result<()> {
+        let Pending {
+            entry,
+            shared,
+            seq,
+            journaled,
+        } = self;
+        if let Some(journaled) = journaled {
+            let journaled = shared.io.synced(journaled.await);
+            let result = {
+                let mut inner = entry.inner();
+                match journaled {
+                    // Journal rounds complete in order, so every earlier
+                    // append of this log is durable too.
+                    Ok(()) => inner.durable = inner.durable.max(seq),
+                    Err(e) => {
+                        error!(group_id = %entry.paths.group_id, error = %e,
+                               "the commit journal failed; the log will be reopened");
+                        inner.fail_upto(seq);
+                    }
+                }
+                inner.settled(seq).expect("settled by the journal round")
+            };
+            if result.is_ok() {
+                snapshot_if_due(entry, shared, None);
+            }
+            return result;
+        }
+        if let Some(r) = entry.inner().settled(seq) {
+            return r;
+        }
+        // Per-file syncs keep the exclusive turn into the snapshot task:
+        // no other fsync of this log may run before the snapshot is in.
+        let (_shared_turn, exclusive_turn) = if shared.shares_turns() {
+            (Some(entry.sync_lock.clone().read_owned().await), None)
+        } else {
+            (None, Some(entry.sync_lock.clone().write_owned().await))
+        };
+        if let Some(r) = entry.inner().settled(seq) {
+            return r;
+        }
+        shared.sync_turn(&entry).await;
+        let result = entry
+            .inner()
+            .settled(seq)
+            .expect("settled by the sync turn");
+        if result.is_ok() {
+            snapshot_if_due(entry, shared, exclusive_turn);
+        }
+        result
+    }
+}
+
+/// Waits for an append that was ordered (or reports why it was not).
+pub(super) async fn durable(
+    ordered: Result<Option<Pending>, StoreError>,
+) -> Result<(), StoreError> {
+    match ordered? {
+        Some(pending) => Ok(pending.wait().await?),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,581 @@
+//! The durable state of consumer groups: one log per group on the shared
+//! volume, `<data>/__cluster/__consumer_offsets/<safe_file_name(id)>.log`.
+//!
+//! A log is a sequence of records (format: [`records`]): a header, then
+//! commits, offset deletes, group metadata, owner claims and snapshots.
+//!
+//! Once [`SNAPSHOT_EVERY`] delta records (commits, deletes, metadata,
+//! claims) have been appended since the last snapshot, and they take at
+//! least four times as many bytes as that snapshot, the store writes a new
+//! file holding Header + Snapshot (tmp file, fsync, rename over the log,
+//! then a sync of the folder), which drops everything below it: a load
+//! replays one snapshot and deltas of about four times its size (for small
+//! groups, [`SNAPSHOT_EVERY`]), so replay stays proportional to the group's
+//! state and snapshots add at most a quarter to what the log writes.
+//!
+//! A load verifies every record's length and checksum, stops at the first
+//! torn or corrupt one, truncates the file there (durably) and reports the
+//! damage. The header carries the real group id: a log whose header names
+//! another group is refused, and [`GroupLogStore::list_groups`] reads the ids
+//! from the headers, since long ids are hashed into file names.
+//!
+//! Writes are ordered when called: the record is appended (without fsync)
+//! before the call returns, so records of one group land in call order.
+//! The returned future resolves once the write is durable: by default
+//! ([`GroupLogSync::Journal`]) when the broker's commit journal round that
+//! holds it is; with [`GroupLogSync::Volume`] when one `syncfs` round makes
+//! the appends to every group log durable at once ([`super::volume_sync`]);
+//! with [`GroupLogSync::PerFile`] when the log is fdatasynced (appends to one
+//! group waiting at the same time share one fsync). A snapshot is written
+//! when one is due, after the append that made it due is answered.
+//!
+//! The store's jobs, one module each: the record format ([`records`]), one
+//! log as a file (`file`), fencing a second owner (`fencing`), the cache of
+//! open logs (`cache`), durability in its three modes (`durability`),
+//! snapshots (`snapshot`) and journal replay (`replay`).
+
+use std::collections::HashMap;
+use std::fs;
+use std::future::Future;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tracing::{error, info, warn};
+
+use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
+use crate::group::store::{Durable, GroupStore, StoreError, StoredGroup};
+use crate::storage::journal::{EntryRef, JournalEntry};
+use crate::storage::names::safe_file_name;
+use cache::Entry;
+use durability::{durable, Durability, LogIo, Pending, RealIo};
+pub use fencing::Owner;
+use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
+pub use records::FORMAT_VERSION;
+use records::{encode, encode_commit, PartitionEntry, Record, Table};
+
+mod cache;
+mod durability;
+mod fencing;
+mod file;
+mod records;
+mod replay;
+mod snapshot;
+
+/// Delta records between two snapshots, at least.
+pub const SNAPSHOT_EVERY: usize = 64;
+/// Bytes of delta records between two snapshots, at least, as a multiple
+/// of the last snapshot's size: snapshots then add at most 1/4 to what the
+/// log writes, and a load reads at most 5 snapshots' worth.
+pub(super) const SNAPSHOT_BYTES_FACTOR: u64 = 4;
+/// Group logs kept open (file handle and materialised table) at once by
+/// default. Beyond it, the least recently used idle ones are closed; they
+/// reopen (rescanning the file) on their next use. Without a bound every
+/// resident group holds a file descriptor, and 100,000 groups exceed any
+/// usual `ulimit -n`.
+pub const DEFAULT_MAX_OPEN_LOGS: usize = 4096;
+
+const LOG_SUFFIX: &str = ".log";
+/// Largest header record `list_groups` accepts (ids are short).
+pub(super) const MAX_HEADER_BYTES: u32 = 1 << 20;
+
+// ---------------------------------------------------------------- public types
+
+/// How the store makes appends durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupLogSync {
+    /// Appends are made durable by the broker's commit journal
+    /// ([`super::journal`]): one write and one `fdatasync` of one
+    /// preallocated file per round, whatever the groups; the logs follow
+    /// by `syncfs` each time a journal file fills.
+    #[default]
+    Journal,
+    /// One `syncfs` of the volume per round covers the appends to every
+    /// group log made before it (group commit across groups).
+    Volume,
+    /// One `fdatasync` per log file (group commit within one group only).
+    PerFile,
+}
+
+/// A group's state as read from its log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedGroup {
+    pub metadata: Option<GroupMetadataRecord>,
+    /// Sorted by topic, then partition.
+    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    /// Set when the log had a torn or corrupt tail, now cut off.
+    pub damage: Option<LogDamage>,
+    /// Snapshot records replayed (0 or 1 for logs this store wrote).
+    pub replayed_snapshots: usize,
+    /// Delta records replayed (at most [`SNAPSHOT_EVERY`] for logs this store wrote).
+    pub replayed_deltas: usize,
+}
+
+/// A torn or corrupt tail found (and truncated) when a log was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogDamage {
+    /// Byte position of the first bad record: the new length of the file.
+    pub position: u64,
+    /// Bytes cut off.
+    pub truncated_bytes: u64,
+    pub reason: String,
+}
+
+/// The group logs under `<data>/__cluster/__consumer_offsets`, with the open
+/// logs of the groups this broker writes.
+pub struct GroupLogStore {
+    root: PathBuf,
+    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    shared: Arc<Durability>,
+    /// Use counter: entries remember when they were last used.
+    ticks: AtomicU64,
+    /// Most entries (open logs) cached before idle ones are closed.
+    max_open: usize,
+    /// The broker claiming the logs it writes (fencing); `None` in tools
+    /// and tests that read logs.
+    owner: Option<Owner>,
+    /// Makes snapshot tmp files unique to this store: two brokers must
+    /// never write one another's.
+    tmp_tag: String,
+}
+
+impl GroupLogStore {
+    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
+    /// durable by the commit journal.
+    pub fn new(data_dir: &Path) -> io::Result<GroupLogStore> {
+        GroupLogStore::open(data_dir, GroupLogSync::default())
+    }
+
+    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
+    /// its appends made durable as `sync` says. Replays the journals of
+    /// stopped brokers before it returns.
+    pub fn open(data_dir: &Path, sync: GroupLogSync) -> io::Result<GroupLogStore> {
+        GroupLogStore::open_with_io(data_dir, sync, Arc::new(RealIo))
+    }
+
+    fn open_with_io(
+        data_dir: &Path,
+        sync: GroupLogSync,
+        io: Arc<dyn LogIo>,
+    ) -> io::Result<GroupLogStore> {
+        let root = data_dir.join("__cluster").join("__consumer_offsets");
+        fs::create_dir_all(&root)?;
+        let tmp_tag = format!(
+            "{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let store = GroupLogStore {
+            shared: Arc::new(Durability::new(sync, &root, &tmp_tag, io)?),
+            root,
+            entries: Mutex::new(HashMap::new()),
+            ticks: AtomicU64::new(0),
+            max_open: DEFAULT_MAX_OPEN_LOGS,
+            owner: None,
+            tmp_tag,
+        };
+        store.replay_journals()?;
+        Ok(store)
+    }
+
+    /// Keeps at most about `n` logs open (at least 1); see [`DEFAULT_MAX_OPEN_LOGS`].
+    pub fn with_max_open_logs(mut self, n: usize) -> Self {
+        self.max_open = n.max(1);
+        self
+    }
+
+    /// Logs currently cached (open or being written), for tests and metrics.
+    pub fn open_logs(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the log of `group_id` lives (whether or not it exists).
+    pub fn log_path(&self, group_id: &str) -> PathBuf {
+        self.paths(group_id).path
+    }
+
+    /// Fsyncs issued so far (files and folder), for tests and metrics.
+    pub fn fsync_count(&self) -> u64 {
+        self.shared.fsync_count()
+    }
+
+    /// Snapshots written so far.
+    pub fn snapshot_count(&self) -> u64 {
+        self.shared.snapshot_count()
+    }
+
+    fn paths(&self, group_id: &str) -> LogPaths {
+        let name = safe_file_name(group_id.as_bytes());
+        LogPaths {
+            group_id: group_id.to_string(),
+            root: self.root.clone(),
+            path: self.root.join(format!("{name}{LOG_SUFFIX}")),
+            tmp: self
+                .root
+                .join(format!("{name}{LOG_SUFFIX}.tmp.{}", self.tmp_tag)),
+        }
+    }
+
+    /// Reads the group's log from disk (blocking; closing any cached handle
+    /// first), recovering a damaged tail. `None` when the group has no log.
+    pub fn load(&self, group_id: &str) -> Result<Option<LoadedGroup>, StoreError> {
+        let loaded = self.with_entry(group_id, |entry, inner| {
+            inner.retire_log();
+            inner.reopen = false;
+            let failed = std::mem::take(&mut inner.failed);
+            let opened = match open_log(&entry.paths, false, &self.shared) {
+                Ok(opened) => opened,
+                Err(e) => {
+                    inner.failed |= failed;
+                    return Err(e.into());
+                }
+            };
+            let opened = match opened {
+                Some(opened) if self.taken_over(&opened.0) => {
+                    // Another broker wrote this log last: if it stopped
+                    // before its writes reached the log, its journal holds
+                    // them. Put them back before anything of ours follows
+                    // (read after the log, which on a shared file system
+                    // waits for the other writer to be gone or flushed).
+                    drop(opened);
+                    let touched = self.replay_journals()?;
+                    if touched.contains(group_id) {
+                        info!(
+                            group_id,
+                            "group log completed from another broker's journal"
+                        );
+                    }
+                    open_log(&entry.paths, false, &self.shared).inspect_err(|_| {
+                        inner.failed |= failed;
+                    })?
+                }
+                opened => opened,
+            };
+            let opened = match opened {
+                Some((mut log, replay, guard)) => {
+                    let mut journal = Vec::new();
+                    if let Err(e) = self.claim(group_id, &mut log, &mut journal) {
+                        inner.failed |= failed;
+                        return Err(e);
+                    }
+                    if !journal.is_empty() && !log.dir_dirty && !failed {
+                        // Nobody waits on the claim: the appends after it
+                        // are journaled after it, in the same or a later
+                        // round.
+                        drop(
+                            self.shared
+                                .journal_append(journal.iter().map(JournalEntry::as_ref)),
+                        );
+                    }
+                    drop(guard);
+                    Some((log, replay))
+                }
+                None => None,
+            };
+            Ok(opened.map(|(mut log, replay)| {
+                log.dir_dirty |= failed;
+                let loaded = LoadedGroup {
+                    metadata: log.table.metadata.clone(),
+                    offsets: log.table.offsets(),
+                    damage: replay.damage,
+                    replayed_snapshots: replay.snapshots,
+                    replayed_deltas: replay.deltas,
+                };
+                inner.log = Some(log);
+                loaded
+            }))
+        })?;
+        if loaded.is_none() {
+            self.close(group_id);
+        }
+        Ok(loaded)
+    }
+
+    /// Appends committed offsets now (creating the log if needed); the
+    /// future resolves once they are durable.
+    pub fn commit_offsets<T: AsRef<str>>(
+        &self,
+        group_id: &str,
+        offsets: &[(T, i32, OffsetAndMetadata)],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered = if offsets.is_empty() {
+            Ok(None)
+        } else {
+            encode_commit(offsets)
+                .map_err(StoreError::from)
+                .and_then(|frame| {
+                    self.append(group_id, &frame, true, |table| {
+                        for (t, p, o) in offsets {
+                            table.commit(t.as_ref(), *p, o.clone());
+                        }
+                    })
+                })
+        };
+        durable(ordered)
+    }
+
+    /// Appends the removal of offsets now (nothing to do without a log);
+    /// the future resolves once it is durable.
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered = if partitions.is_empty() {
+            Ok(None)
+        } else {
+            let record = Record::Delete(
+                partitions
+                    .iter()
+                    .map(|(topic, partition)| PartitionEntry {
+                        topic: topic.clone(),
+                        partition: *partition,
+                    })
+                    .collect(),
+            );
+            self.append_record(group_id, record, false)
+        };
+        durable(ordered)
+    }
+
+    /// Appends the group's metadata record now, replacing the previous one
+    /// (`None` clears it; clearing a group without a log does nothing); the
+    /// future resolves once it is durable.
+    pub fn write_metadata(
+        &self,
+        group_id: &str,
+        record: Option<&GroupMetadataRecord>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let create = record.is_some();
+        let ordered =
+            self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
+        durable(ordered)
+    }
+
+    /// Removes the group's log now (`Ok` if there is none); the future
+    /// resolves once the removal is durable.
+    pub fn delete_group(
+        &self,
+        group_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let removed = self.with_entry(group_id, |entry, inner| {
+            inner.log = None;
+            inner.retired.clear();
+            inner.reopen = false;
+            inner.failed = false;
+            // Appends still waiting went to a log that no longer exists.
+            inner.durable = inner.appended;
+            remove_if_exists(&entry.paths.tmp)?;
+            remove_if_exists(&entry.paths.path)
+        });
+        self.close(group_id);
+        let removal = self.shared.sync_folder(self.root.clone());
+        async move {
+            removed?;
+            Ok(removal.await?)
+        }
+    }
+
+    /// The real ids of every group with a log, sorted (blocking). Reads each
+    /// log's header; logs that cannot be read or whose header does not
+    /// match their file name are skipped with a warning.
+    pub fn list_groups(&self) -> io::Result<Vec<String>> {
+        let mut groups = Vec::new();
+        for dirent in fs::read_dir(&self.root)? {
+            let dirent = dirent?;
+            let file_name = dirent.file_name();
+            let Some(name) = file_name.to_str() else {
+                continue;
+            };
+            let Some(stem) = name.strip_suffix(LOG_SUFFIX) else {
+                continue;
+            };
+            match read_header(&dirent.path()) {
+                Ok(Some(id)) if safe_file_name(id.as_bytes()) == stem => groups.push(id),
+                Ok(Some(id)) => warn!(file = name, group_id = %id,
+                                      "group log names another group in its header; ignored"),
+                Ok(None) => {}
+                Err(e) => warn!(file = name, error = %e, "unreadable group log header; ignored"),
+            }
+        }
+        groups.sort();
+        Ok(groups)
+    }
+
+    /// Whether the group's open log was appended to, replaced or removed
+    /// by another writer since this store last read or wrote it (one
+    /// `fstat`). A log that is not open here (never used, or closed as
+    /// least recently used) reads as unchanged.
+    pub fn written_elsewhere(&self, group_id: &str) -> bool {
+        let Some(entry) = self.entries.lock().get(group_id).cloned() else {
+            return false;
+        };
+        let inner = entry.inner();
+        inner.log.as_ref().is_some_and(
+            |log| !matches!(log.file.metadata(), Ok(m) if m.nlink() > 0 && m.len() == log.len),
+        )
+    }
+
+    /// Drops the cached handle of a group (unloaded or moved away): the next
+    /// use reopens the log from disk. Appends already made still become
+    /// durable.
+    pub fn close(&self, group_id: &str) {
+        let mut entries = self.entries.lock();
+        if let Some(entry) = entries.remove(group_id) {
+            let mut inner = entry.inner();
+            inner.retire_log();
+            inner.closed = true;
+        }
+    }
+
+    /// [`Self::append`] of a JSON-bodied record.
+    fn append_record(
+        &self,
+        group_id: &str,
+        record: Record,
+        create: bool,
+    ) -> Result<Option<Pending>, StoreError> {
+        let frame = encode(&record)?;
+        self.append(group_id, &frame, create, |table| table.apply(record))
+    }
+
+    /// Writes one framed delta record at the end of the log (no fsync) and
+    /// applies it to the log's table. `None`: there is no log and `create`
+    /// is false.
+    fn append(
+        &self,
+        group_id: &str,
+        frame: &[u8],
+        create: bool,
+        apply: impl FnOnce(&mut Table),
+    ) -> Result<Option<Pending>, StoreError> {
+        self.with_entry(group_id, |entry, inner| -> Result<_, StoreError> {
+            let _guard = entry.ensure_open(inner, create, &self.shared)?;
+            let Some(log) = inner.log.as_mut() else {
+                return Ok(None);
+            };
+            if log.read_only {
+                return Err(io::Error::from_raw_os_error(libc::EROFS).into());
+            }
+            let mut journal = Vec::new();
+            if let Some(from_broker) = self.claim(group_id, log, &mut journal)? {
+                // Another broker wrote the log since we loaded the group:
+                // what we hold in memory may miss its records.
+                return Err(StoreError::Reclaimed {
+                    group_id: group_id.to_string(),
+                    from_broker,
+                });
+            }
+            if let Err(e) = self.shared.io.write_at(&log.file, log.len, frame) {
+                // Leave no partial record behind; if even that fails, the
+                // next use rescans the file, which cuts the torn tail.
+                if let Err(te) = log.file.set_len(log.len) {
+                    error!(group_id, error = %te, "cannot cut a failed write off the group log");
+                    inner.reopen = true;
+                }
+                return Err(e.into());
+            }
+            // A log not yet durable as a file (new, renamed into place,
+            // reopened after a failure) waits for a volume round instead:
+            // the journal holds writes, not files.
+            let journaled = if log.dir_dirty {
+                None
+            } else {
+                let this = EntryRef {
+                    group_id,
+                    log_id: log.log_id,
+                    position: log.len,
+                    prev_crc: log.last_crc,
+                    bytes: frame,
+                };
+                self.shared
+                    .journal_append(journal.iter().map(JournalEntry::as_ref).chain([this]))
+            };
+            log.last_crc = frame_crc(frame);
+            log.len += frame.len() as u64;
+            log.since_snapshot.delta(frame.len());
+            apply(&mut log.table);
+            inner.appended += 1;
+            Ok(Some(Pending {
+                entry: entry.clone(),
+                shared: self.shared.clone(),
+                seq: inner.appended,
+                journaled,
+            }))
+        })
+    }
+}
+
+impl GroupStore for GroupLogStore {
+    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        Ok(GroupLogStore::load(self, group_id)?.map(|g| StoredGroup {
+            metadata: g.metadata,
+            offsets: g.offsets,
+        }))
+    }
+
+    fn commit_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[(std::sync::Arc<str>, i32, OffsetAndMetadata)],
+    ) -> Durable {
+        Box::pin(GroupLogStore::commit_offsets(self, group_id, offsets))
+    }
+
+    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable {
+        Box::pin(GroupLogStore::delete_offsets(self, group_id, partitions))
+    }
+
+    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {
+        Box::pin(GroupLogStore::write_metadata(self, group_id, record))
+    }
+
+    fn delete_group(&self, group_id: &str) -> Durable {
+        Box::pin(GroupLogStore::delete_group(self, group_id))
+    }
+
+    fn list_groups(&self) -> io::Result<Vec<String>> {
+        GroupLogStore::list_groups(self)
+    }
+
+    fn close(&self, group_id: &str) {
+        GroupLogStore::close(self, group_id)
+    }
+
+    fn written_elsewhere(&self, group_id: &str) -> bool {
+        GroupLogStore::written_elsewhere(self, group_id)
+    }
+}
+
+/// Runs blocking file I/O off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
+}
+
+#[cfg(test)]
+impl GroupLogStore {
+    /// Waits until no snapshot of the group is pending or running: one
+    /// started after an awaited commit is then in place.
+    async fn turn_free(&self, group_id: &str) {
+        let entry = self.entries.lock().get(group_id).cloned();
+        if let Some(entry) = entry {
+            while entry.compacting.load(std::sync::atomic::Ordering::Acquire) {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
