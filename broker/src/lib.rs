@@ -1,5 +1,5 @@
 //! kaas-broker: a Kafka-protocol broker whose state lives on a shared
-//! volume. See DESIGN.md for the architecture.
+//! volume. The architecture: docs/design/architecture.md.
 
 pub mod api;
 pub mod broker;

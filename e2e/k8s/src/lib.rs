@@ -1,5 +1,5 @@
 //! Harness for the Kubernetes end-to-end tests: a real API server from
-//! `shared/tools/k8s-testenv`, the operator in-process, and real
+//! `scripts/k8s-testenv`, the operator in-process, and real
 //! `kaas-broker serve` processes on the loopback "pod IPs" that
 //! `mark-pods-ready` hands out.
 //!
@@ -9,7 +9,7 @@
 //! - `KUBECONFIG`: the server's admin kubeconfig;
 //! - `KAAS_K8S_DIR`: its state folder (for `mark-pods-ready`);
 //! - `KAAS_K8S_TESTENV` (optional): the k8s-testenv folder, by default
-//!   `../shared/tools/k8s-testenv` beside the repository;
+//!   the repository's own `scripts/k8s-testenv`;
 //! - `KAAS_BROKER_BIN` (optional): the broker binary, by default
 //!   `kaas-broker` beside this test binary's `deps/` folder.
 //!
@@ -77,7 +77,7 @@ impl TestEnv {
             .expect("KAAS_K8S_DIR is unset: run these tests through scripts/test-k8s");
         let tools = std::env::var_os("KAAS_K8S_TESTENV")
             .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("../shared/tools/k8s-testenv"));
+            .unwrap_or_else(|| repo_root().join("scripts/k8s-testenv"));
         let client = Client::try_default()
             .await
             .expect("KUBECONFIG must point at the k8s-testenv API server");
