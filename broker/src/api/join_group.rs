@@ -5,21 +5,17 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use tracing::info;
 
 use super::{client_host, group_error, str_bytes, RequestContext};
-use crate::group::core::{self, code, Protocol, Response};
+use crate::group::core::{self, Protocol};
 
 pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupResponse {
     let v = ctx.api_version;
     let group_id = req.group_id.0.to_string();
     let member_id = req.member_id.to_string();
-    let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
-        return encode(v, core::JoinGroupResponse::error(member_id, group_error(e)));
-    }
     if let Some(reason) = &req.reason {
         info!(group = %group_id, member = %member_id, reason = %reason, "member (re)joins");
     }
     let request = core::JoinGroupRequest {
-        group_id: group_id.clone(),
+        group_id,
         session_timeout_ms: req.session_timeout_ms,
         rebalance_timeout_ms: if v >= 1 {
             req.rebalance_timeout_ms
@@ -39,17 +35,9 @@ pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupRes
         client_id: ctx.client_id.clone(),
         client_host: client_host(ctx),
     };
-    let response = manager
-        .call(&group_id, |core, token, now| {
-            core.join_group(token, request, now)
-        })
-        .await;
-    match response {
-        Some(Response::Join(r)) => encode(v, r),
-        _ => encode(
-            v,
-            core::JoinGroupResponse::error(member_id, code::NOT_COORDINATOR),
-        ),
+    match ctx.broker.groups.request(request).await {
+        Ok(r) => encode(v, r),
+        Err(e) => encode(v, core::JoinGroupResponse::error(member_id, group_error(e))),
     }
 }
 

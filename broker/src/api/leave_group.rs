@@ -5,15 +5,11 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use super::{group_error, str_bytes, RequestContext};
-use crate::group::core::{self, code, LeaveMember, Response};
+use crate::group::core::{self, LeaveMember};
 
 pub async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse {
     let v = ctx.api_version;
     let group_id = req.group_id.0.to_string();
-    let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
-        return LeaveGroupResponse::default().with_error_code(group_error(e));
-    }
     let members = if v >= 3 {
         req.members
             .into_iter()
@@ -35,19 +31,14 @@ pub async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupR
         }]
     };
     let request = core::LeaveGroupRequest {
-        group_id: group_id.clone(),
+        group_id,
         members,
         api_version: v,
     };
-    let r = match manager
-        .call(&group_id, |core, token, now| {
-            core.leave_group(token, request, now)
-        })
-        .await
-    {
-        Some(Response::Leave(r)) => r,
-        _ => core::LeaveGroupResponse {
-            error_code: code::NOT_COORDINATOR,
+    let r = match ctx.broker.groups.request(request).await {
+        Ok(r) => r,
+        Err(e) => core::LeaveGroupResponse {
+            error_code: group_error(e),
             members: Vec::new(),
         },
     };

@@ -8,7 +8,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 
 use super::{group_error, str_bytes, RequestContext};
-use crate::group::core::{self, code, OffsetCommitPartition, OffsetCommitTopic, Response};
+use crate::group::core::{self, OffsetCommitPartition, OffsetCommitTopic};
 
 pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let v = ctx.api_version;
@@ -30,12 +30,8 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
                 .collect(),
         })
         .collect();
-    let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
-        return refuse(&req.topics, group_error(e));
-    }
     let request = core::OffsetCommitRequest {
-        group_id: group_id.clone(),
+        group_id,
         generation_id: req.generation_id_or_member_epoch,
         member_id: req.member_id.to_string(),
         group_instance_id: if v >= 7 {
@@ -47,14 +43,9 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
         topics,
         api_version: v,
     };
-    match manager
-        .call(&group_id, |core, token, now| {
-            core.offset_commit(token, request, now)
-        })
-        .await
-    {
-        Some(Response::OffsetCommit(r)) => encode(r),
-        _ => refuse(&req.topics, code::NOT_COORDINATOR),
+    match ctx.broker.groups.request(request).await {
+        Ok(r) => encode(r),
+        Err(e) => refuse(&req.topics, group_error(e)),
     }
 }
 

@@ -6,16 +6,11 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 
 use super::{group_error, str_bytes, RequestContext};
-use crate::group::core::{self, code, Response};
+use crate::group::core;
 
 pub async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    let group_id = req.group_id.0.to_string();
-    let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
-        return OffsetDeleteResponse::default().with_error_code(group_error(e));
-    }
     let request = core::OffsetDeleteRequest {
-        group_id: group_id.clone(),
+        group_id: req.group_id.0.to_string(),
         topics: req
             .topics
             .iter()
@@ -27,15 +22,10 @@ pub async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> OffsetDel
             })
             .collect(),
     };
-    let r = match manager
-        .call(&group_id, |core, token, now| {
-            core.offset_delete(token, request, now)
-        })
-        .await
-    {
-        Some(Response::OffsetDelete(r)) => r,
-        _ => core::OffsetDeleteResponse {
-            error_code: code::NOT_COORDINATOR,
+    let r = match ctx.broker.groups.request(request).await {
+        Ok(r) => r,
+        Err(e) => core::OffsetDeleteResponse {
+            error_code: group_error(e),
             topics: Vec::new(),
         },
     };

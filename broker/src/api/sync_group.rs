@@ -4,17 +4,12 @@
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
 use super::{group_error, str_bytes, RequestContext};
-use crate::group::core::{self, code, Response};
+use crate::group::core;
 
 pub async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupResponse {
     let v = ctx.api_version;
-    let group_id = req.group_id.0.to_string();
-    let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare(&group_id).await {
-        return encode(v, core::SyncGroupResponse::error(group_error(e)));
-    }
     let request = core::SyncGroupRequest {
-        group_id: group_id.clone(),
+        group_id: req.group_id.0.to_string(),
         generation_id: req.generation_id,
         member_id: req.member_id.to_string(),
         group_instance_id: req.group_instance_id.map(|s| s.to_string()),
@@ -35,14 +30,9 @@ pub async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupRes
             .collect(),
         api_version: v,
     };
-    match manager
-        .call(&group_id, |core, token, now| {
-            core.sync_group(token, request, now)
-        })
-        .await
-    {
-        Some(Response::Sync(r)) => encode(v, r),
-        _ => encode(v, core::SyncGroupResponse::error(code::NOT_COORDINATOR)),
+    match ctx.broker.groups.request(request).await {
+        Ok(r) => encode(v, r),
+        Err(e) => encode(v, core::SyncGroupResponse::error(group_error(e))),
     }
 }
 

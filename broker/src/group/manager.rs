@@ -126,6 +126,9 @@ pub struct GroupManager {
     clock: Arc<dyn Clock>,
     routing: watch::Receiver<Option<Arc<Routing>>>,
     timer_wake: Notify,
+    /// The deadline `run_timers` sleeps until: an earlier timer armed by a
+    /// request wakes it.
+    timers_sleep_until: AtomicU64,
     next_token: AtomicU64,
 }
 
@@ -152,6 +155,48 @@ fn shrink_if_sparse(st: &mut State) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotServed(pub i16);
 
+/// A group request the coordinator answers, at once or once a rebalance
+/// round or a write completes: which entry point of the core takes it, and
+/// which [`Response`] answers it.
+pub trait CoordinatorCall: Send + 'static {
+    type Answer;
+    fn group_id(&self) -> &str;
+    fn submit(self, core: &mut GroupCoordinator, token: RequestToken, now: u64) -> Vec<Effect>;
+    fn answer(response: Response) -> Option<Self::Answer>;
+}
+
+macro_rules! coordinator_calls {
+    ($($request:ident => $entry:ident, $variant:ident($answer:ident);)*) => {$(
+        impl CoordinatorCall for super::core::$request {
+            type Answer = super::core::$answer;
+
+            fn group_id(&self) -> &str {
+                &self.group_id
+            }
+
+            fn submit(self, core: &mut GroupCoordinator, token: RequestToken, now: u64) -> Vec<Effect> {
+                core.$entry(token, self, now)
+            }
+
+            fn answer(response: Response) -> Option<Self::Answer> {
+                match response {
+                    Response::$variant(r) => Some(r),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+coordinator_calls! {
+    JoinGroupRequest => join_group, Join(JoinGroupResponse);
+    SyncGroupRequest => sync_group, Sync(SyncGroupResponse);
+    HeartbeatRequest => heartbeat, Heartbeat(HeartbeatResponse);
+    LeaveGroupRequest => leave_group, Leave(LeaveGroupResponse);
+    OffsetCommitRequest => offset_commit, OffsetCommit(OffsetCommitResponse);
+    OffsetDeleteRequest => offset_delete, OffsetDelete(OffsetDeleteResponse);
+}
+
 impl GroupManager {
     pub fn new(
         broker_id: i32,
@@ -175,6 +220,7 @@ impl GroupManager {
             clock,
             routing,
             timer_wake: Notify::new(),
+            timers_sleep_until: AtomicU64::new(0),
             next_token: AtomicU64::new(1),
         });
         {
@@ -286,6 +332,23 @@ impl GroupManager {
         self.prepare(group_id).await
     }
 
+    /// Serves one group request: the owner check and load, then the core's
+    /// entry point, then its answer. A group unloaded before it answered
+    /// (moved away, fenced) reads as NOT_COORDINATOR.
+    pub async fn request<C: CoordinatorCall>(
+        self: &Arc<Self>,
+        request: C,
+    ) -> Result<C::Answer, NotServed> {
+        let group_id = request.group_id().to_string();
+        self.prepare(&group_id).await?;
+        self.call(&group_id, |core, token, now| {
+            request.submit(core, token, now)
+        })
+        .await
+        .and_then(C::answer)
+        .ok_or(NotServed(code::NOT_COORDINATOR))
+    }
+
     /// Runs `f` on the core and executes its effects, under the lock.
     pub fn apply<T>(
         self: &Arc<Self>,
@@ -342,6 +405,15 @@ impl GroupManager {
         effects: Vec<Effect>,
         caller: Option<RequestToken>,
     ) -> Option<BoxFuture<'static, ()>> {
+        // The core keeps the timers; the timer loop only needs waking when
+        // one falls due before the deadline it sleeps until.
+        if st
+            .core
+            .next_timer_deadline()
+            .is_some_and(|d| d < self.timers_sleep_until.load(Ordering::Relaxed))
+        {
+            self.timer_wake.notify_one();
+        }
         let mut own = None;
         for effect in effects {
             match effect {
@@ -350,8 +422,6 @@ impl GroupManager {
                         let _ = tx.send(response);
                     }
                 }
-                Effect::ScheduleTimer { .. } => self.timer_wake.notify_one(),
-                Effect::CancelTimer(_) => {}
                 Effect::PersistGroupMetadata {
                     group_id,
                     record,
@@ -562,9 +632,16 @@ impl GroupManager {
     pub async fn run_timers(self: Arc<Self>, shutdown: CancellationToken) {
         let mut last_idle_check = self.now_ms();
         loop {
-            let next = self.lock().core.next_timer_deadline();
             let now = self.now_ms();
-            let wait = next.map_or(1000, |d| d.saturating_sub(now)).min(1000);
+            let wait = {
+                let st = self.lock();
+                let next = st.core.next_timer_deadline();
+                let wait = next.map_or(1000, |d| d.saturating_sub(now)).min(1000);
+                // Under the lock: a request arming an earlier timer after
+                // this sees the new deadline and wakes the loop.
+                self.timers_sleep_until.store(now + wait, Ordering::Relaxed);
+                wait
+            };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.timer_wake.notified() => {}

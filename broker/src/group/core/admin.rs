@@ -3,8 +3,8 @@
 
 use super::api::group_id_too_long;
 use super::errors::{append_error_to_response_error, code};
-use super::join::{answer_leftover_waiters, prepare_rebalance, reschedule_member_heartbeat};
 use super::offsets::PendingGroupDelete;
+use super::rebalance::{answer_leftover_waiters, prepare_rebalance, reschedule_member_heartbeat};
 use super::{
     ClassicGroup, DeleteGroupResult, DeleteGroupsPlan, DeleteGroupsResponse, DescribedGroup,
     DescribedMember, Effect, GroupCoordinator, GroupMetadataRecord, GroupState, ListedGroup,
@@ -130,7 +130,7 @@ impl GroupCoordinator {
                 }
             };
             if error == code::NONE {
-                self.timers.cancel_group(&id, &mut fx);
+                self.timers.cancel_group(&id);
                 deleting.push(id.clone());
             }
             results.push(DeleteGroupResult {
@@ -288,7 +288,7 @@ impl GroupCoordinator {
             };
             for m in g.members_in_order() {
                 if let Some(t) = m.awaiting_join {
-                    super::join::respond_join(
+                    super::rebalance::respond_join(
                         t,
                         super::JoinGroupResponse::error(m.member_id.clone(), code::NOT_COORDINATOR),
                         &mut cx,
@@ -306,7 +306,7 @@ impl GroupCoordinator {
                 }
             }
         }
-        self.timers.cancel_group(group_id, &mut fx);
+        self.timers.cancel_group(group_id);
         self.offsets.remove(group_id);
         self.orphan_pending_offsets(group_id);
         fx
@@ -318,7 +318,7 @@ impl GroupCoordinator {
         for id in self.resident_groups() {
             fx.extend(self.unload_group(&id, now_ms));
         }
-        self.timers.cancel(&TimerKey::OffsetsRetention, &mut fx);
+        self.timers.cancel(&TimerKey::OffsetsRetention);
         fx
     }
 }

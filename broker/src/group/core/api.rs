@@ -4,7 +4,6 @@
 use bytes::Bytes;
 
 use super::member::Protocol;
-use super::time::TimerKey;
 
 /// Opaque id the shell gives each request so deferred answers find their way
 /// back. Must be unique among requests still awaiting an answer.
@@ -396,13 +395,6 @@ pub enum Response {
 pub enum Effect {
     /// Answer the request identified by the token.
     Respond(RequestToken, Response),
-    /// Arm (or re-arm, replacing the old deadline) a timer; call `on_timer`
-    /// once `now >= deadline_ms`.
-    ScheduleTimer {
-        key: TimerKey,
-        deadline_ms: u64,
-    },
-    CancelTimer(TimerKey),
     /// Write the group's metadata record (replacing the previous one). With
     /// `ack`, call `complete_group_persist(ack, result)` after the write.
     PersistGroupMetadata {

@@ -2,7 +2,7 @@
 
 use super::api::{heartbeat, invalid_group_id};
 use super::errors::code;
-use super::join::{reschedule_member_heartbeat, validate_member};
+use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{Effect, GroupCoordinator, GroupState, HeartbeatRequest, RequestToken};
 
 impl GroupCoordinator {

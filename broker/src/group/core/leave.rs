@@ -2,7 +2,7 @@
 
 use super::api::invalid_group_id;
 use super::errors::code;
-use super::join::{
+use super::rebalance::{
     answer_leftover_waiters, cancel_heartbeat, complete_join_waiter, maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join, validate_member,
 };

@@ -17,6 +17,7 @@ mod leave;
 mod member;
 mod offsets;
 pub mod protocol;
+mod rebalance;
 mod sync;
 mod time;
 pub(crate) mod vecmap;
@@ -178,13 +179,11 @@ impl GroupCoordinator {
 
     /// Arms the periodic offsets retention sweep.
     pub fn start(&mut self, now_ms: u64) -> Vec<Effect> {
-        let mut fx = Vec::new();
         self.timers.schedule(
             TimerKey::OffsetsRetention,
             now_ms.saturating_add(self.config.offsets_retention_check_interval_ms),
-            &mut fx,
         );
-        fx
+        Vec::new()
     }
 
     pub fn group(&self, group_id: &str) -> Option<&ClassicGroup> {
@@ -260,14 +259,13 @@ impl GroupCoordinator {
                 self.on_heartbeat_timer(&group_id, &member_id, now_ms, &mut fx)
             }
             TimerKey::OffsetsRetention => {
-                let expired = self.expire_offsets_into(now_ms, &mut fx);
+                let expired = self.expire_offsets_into(now_ms);
                 if !expired.offsets.is_empty() || !expired.removed_groups.is_empty() {
                     fx.push(Effect::OffsetsExpired(expired));
                 }
                 self.timers.schedule(
                     TimerKey::OffsetsRetention,
                     now_ms.saturating_add(self.config.offsets_retention_check_interval_ms),
-                    &mut fx,
                 );
             }
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::api::{group_id_too_long, invalid_group_id};
 use super::errors::{append_error_to_response_error, code};
-use super::join::{reschedule_member_heartbeat, validate_member};
+use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{
     ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupState, OffsetAndMetadata,
     OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse, OffsetDeletePlan,
@@ -526,16 +526,10 @@ impl GroupCoordinator {
     /// drops Empty groups left without offsets. Applied in memory at once; the
     /// shell deletes what is returned.
     pub fn expire_offsets(&mut self, now_ms: u64) -> (ExpiredOffsets, Vec<Effect>) {
-        let mut fx = Vec::new();
-        let expired = self.expire_offsets_into(now_ms, &mut fx);
-        (expired, fx)
+        (self.expire_offsets_into(now_ms), Vec::new())
     }
 
-    pub(crate) fn expire_offsets_into(
-        &mut self,
-        now_ms: u64,
-        fx: &mut Vec<Effect>,
-    ) -> ExpiredOffsets {
+    pub(crate) fn expire_offsets_into(&mut self, now_ms: u64) -> ExpiredOffsets {
         let mut out = ExpiredOffsets::default();
         let retention = self.config.offsets_retention_ms;
         for gid in self.resident_groups() {
@@ -581,7 +575,7 @@ impl GroupCoordinator {
                     g.transition_to(GroupState::Dead, now_ms);
                 }
                 self.offsets.remove(&gid);
-                self.timers.cancel_group(&gid, fx);
+                self.timers.cancel_group(&gid);
                 out.removed_groups.push(gid);
             }
         }

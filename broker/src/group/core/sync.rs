@@ -6,8 +6,9 @@ use bytes::Bytes;
 
 use super::api::{invalid_group_id, sync_error};
 use super::errors::code;
-use super::join::{validate_member, validate_sync_protocol};
+use super::join::validate_sync_protocol;
 use super::protocol::{consumer_protocol_version, empty_consumer_assignment};
+use super::rebalance::validate_member;
 use super::{
     ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, PendingPersist, RequestToken,
     Response, SyncGroupRequest, SyncGroupResponse, TimerKey,
@@ -25,7 +26,7 @@ fn remove_pending_sync_member(g: &mut ClassicGroup, member_id: &str, cx: &mut Ct
     };
     if done {
         g.sync_timer_generation = None;
-        cx.timers.cancel(&TimerKey::Sync(g.group_id.clone()), cx.fx);
+        cx.timers.cancel(&TimerKey::Sync(g.group_id.clone()));
     }
 }
 

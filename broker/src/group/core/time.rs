@@ -6,8 +6,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use super::Effect;
-
 /// Timer identity, mirroring Apache's coordinator timer keys. Scheduling a key
 /// again replaces its deadline.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,13 +55,12 @@ pub(crate) struct Timers {
 }
 
 impl Timers {
-    pub(crate) fn schedule(&mut self, key: TimerKey, deadline_ms: u64, fx: &mut Vec<Effect>) {
+    pub(crate) fn schedule(&mut self, key: TimerKey, deadline_ms: u64) {
         self.seq += 1;
         if let Some(old) = self.armed.insert(key.clone(), (deadline_ms, self.seq)) {
             self.order.remove(&old);
         }
-        self.order.insert((deadline_ms, self.seq), key.clone());
-        fx.push(Effect::ScheduleTimer { key, deadline_ms });
+        self.order.insert((deadline_ms, self.seq), key);
     }
 
     pub(crate) fn shrink_if_sparse(&mut self) {
@@ -72,15 +69,14 @@ impl Timers {
         }
     }
 
-    pub(crate) fn cancel(&mut self, key: &TimerKey, fx: &mut Vec<Effect>) {
+    pub(crate) fn cancel(&mut self, key: &TimerKey) {
         if let Some(old) = self.armed.remove(key) {
             self.order.remove(&old);
-            fx.push(Effect::CancelTimer(key.clone()));
         }
     }
 
     /// Cancels every timer of a group (unload, delete, expiry).
-    pub(crate) fn cancel_group(&mut self, group_id: &str, fx: &mut Vec<Effect>) {
+    pub(crate) fn cancel_group(&mut self, group_id: &str) {
         let mut keys: Vec<TimerKey> = self
             .armed
             .keys()
@@ -89,7 +85,7 @@ impl Timers {
             .collect();
         keys.sort();
         for k in keys {
-            self.cancel(&k, fx);
+            self.cancel(&k);
         }
     }
 

@@ -215,13 +215,13 @@ fn test_load_group_keeps_generation_and_members_without_rebalance() {
         )],
         s.now,
     );
-    assert!(fx.iter().any(|e| matches!(
-        e,
-        Effect::ScheduleTimer {
-            key: TimerKey::Heartbeat(..),
-            ..
-        }
-    )));
+    // Every loaded member's session timer is armed.
+    for id in &ids {
+        assert!(s
+            .c
+            .timer_deadline(&TimerKey::Heartbeat("g".into(), id.clone()))
+            .is_some());
+    }
     s.apply(fx);
     let g = s.group("g");
     assert!(g.is(GroupState::Stable));
@@ -265,8 +265,14 @@ fn test_unload_group_answers_parked_requests_with_not_coordinator() {
     let (ids, generation) = s.stable_group("g", 2, protocols(&["range"]));
     let t = s.join(consumer_join("g", &ids[0]));
     assert!(s.join_resp(t).is_none());
+    let heartbeat = TimerKey::Heartbeat("g".into(), ids[0].clone());
+    assert!(s.c.timer_deadline(&heartbeat).is_some());
     let fx = s.c.unload_group("g", s.now);
-    assert!(fx.iter().any(|e| matches!(e, Effect::CancelTimer(_))));
+    assert_eq!(
+        s.c.timer_deadline(&heartbeat),
+        None,
+        "the group's timers are disarmed"
+    );
     s.apply(fx);
     let r = s.join_resp(t).unwrap();
     assert_eq!(

@@ -76,7 +76,6 @@ impl Shell {
                         "request {t} answered twice"
                     );
                 }
-                Effect::ScheduleTimer { .. } | Effect::CancelTimer(_) => {}
                 Effect::PersistGroupMetadata { record, ack, .. } => {
                     self.persisted.push(record);
                     if let Some(a) = ack {
