@@ -10,7 +10,7 @@ use tracing::info;
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
-use crate::storage::group_log::{GroupLogStore, GroupLogSync};
+use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::{LogConfig, Storage};
 
@@ -24,6 +24,10 @@ pub struct BrokerConfig {
     pub advertised_port: u16,
     /// Largest request frame accepted (Kafka's `socket.request.max.bytes`).
     pub max_frame_bytes: usize,
+    /// Kafka's `max.connections`: beyond it the listener waits for one to close.
+    pub max_connections: usize,
+    /// Kafka's `max.connections.per.ip`: beyond it a new connection is closed.
+    pub max_connections_per_ip: usize,
     /// Kafka's `auto.create.topics.enable`.
     pub auto_create_topics: bool,
     /// Kafka's `num.partitions`, for auto-created topics.
@@ -42,6 +46,8 @@ impl BrokerConfig {
             advertised_host: host.to_string(),
             advertised_port: port,
             max_frame_bytes: 100 * 1024 * 1024,
+            max_connections: usize::MAX,
+            max_connections_per_ip: usize::MAX,
             auto_create_topics: true,
             default_partitions: 1,
             log: LogConfig::default(),
@@ -70,12 +76,16 @@ impl Broker {
         // Group logs are claimed under the assignment version this broker
         // follows, so a broker on an older one is fenced (docs/design/fencing.md).
         let followed = cluster.subscribe();
-        let store = Arc::new(
-            GroupLogStore::open(&config.data_dir, config.group_log_sync)?
-                .with_owner(config.id, move || {
+        let store = Arc::new(GroupLogStore::open(
+            &config.data_dir,
+            GroupLogOptions {
+                sync: config.group_log_sync,
+                owner: Some(Owner::new(config.id, move || {
                     followed.borrow().as_ref().map_or(0, |r| r.version())
-                }),
-        );
+                })),
+                max_open_logs: None,
+            },
+        )?);
         let groups = GroupManager::new(
             config.id,
             config.groups.clone(),
@@ -119,7 +129,7 @@ impl Broker {
     pub fn refresh_gauges(&self) {
         let version = self.routing().map_or(0, |r| r.version() as i64);
         self.metrics.assignment_version.set(version);
-        let resident = self.groups.read(|core| core.resident_groups().len());
+        let resident = self.groups.read(|core| core.num_resident_groups());
         self.metrics.groups_resident.set(resident as i64);
     }
 

@@ -87,7 +87,10 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
+                    // Out of file descriptors and the like: back off, go on
+                    // (as the Kafka listener does), rather than spin.
                     warn!(error = %e, "http accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             },

@@ -107,6 +107,14 @@ struct Tuning {
     /// Largest request accepted, in bytes (socket.request.max.bytes).
     #[arg(long, default_value_t = 100 * 1024 * 1024)]
     max_frame_bytes: usize,
+    /// Most client connections at once (max.connections); beyond it the
+    /// listener stops accepting until one closes. Unlimited by default.
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Most connections from one address (max.connections.per.ip); a
+    /// connection beyond it is closed and logged. Unlimited by default.
+    #[arg(long)]
+    max_connections_per_ip: Option<usize>,
     /// Do not create topics on first use (auto.create.topics.enable=false).
     #[arg(long)]
     no_auto_create_topics: bool,
@@ -154,6 +162,8 @@ struct Tuning {
 impl Tuning {
     fn apply(&self, c: &mut BrokerConfig) {
         c.max_frame_bytes = self.max_frame_bytes;
+        c.max_connections = self.max_connections.unwrap_or(usize::MAX);
+        c.max_connections_per_ip = self.max_connections_per_ip.unwrap_or(usize::MAX);
         c.auto_create_topics = !self.no_auto_create_topics;
         c.default_partitions = self.default_partitions;
         c.log.segment_bytes = self.segment_bytes;

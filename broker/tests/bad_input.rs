@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use kaas_client::KafkaClient;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -24,7 +24,7 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use kafka_protocol::protocol::{Decodable, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -155,22 +155,10 @@ impl Env {
 
 // ------------------------------------------------------------------ wire helpers
 
-/// A whole request frame, encoded the way a client does.
+/// A whole request frame, encoded the way a client does (editable).
 fn frame<R: Request>(req: &R, version: i16, correlation_id: i32) -> BytesMut {
-    let header = RequestHeader::default()
-        .with_request_api_key(R::KEY)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("bad-input")));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, R::header_version(version))
-        .unwrap();
-    req.encode(&mut body, version).unwrap();
-    let mut f = BytesMut::new();
-    f.put_i32(body.len() as i32);
-    f.extend_from_slice(&body);
-    f
+    let f = kaas_client::frame::request_frame(req, version, correlation_id, "bad-input").unwrap();
+    BytesMut::from(&f[..])
 }
 
 /// Fixes the length prefix after the body was edited.
@@ -288,6 +276,73 @@ async fn frame_over_the_maximum_is_closed() {
     s.write_all(&f).await.unwrap();
     assert_closed(&mut s).await;
     assert_logged(&[&peer, "unknown or unsupported API key 9999"]).await;
+    env.assert_still_serving().await;
+}
+
+/// Above what 127.0.0.1 uses here (the bystander, the checks' clients and
+/// the controller's probe), which the test's own address must not share.
+const PER_IP: usize = 8;
+
+fn per_ip_tune(c: &mut kaas_broker::BrokerConfig) {
+    default_tune(c);
+    c.max_connections_per_ip = PER_IP;
+}
+
+/// A connection from 127.0.0.2, an address of the test's own.
+async fn connect_from_second_address(addr: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    socket.connect(addr.parse().unwrap()).await.unwrap()
+}
+
+/// Whether the broker answers an ApiVersions request on `s`.
+async fn answers(s: &mut TcpStream) -> bool {
+    if s.write_all(&frame(&ApiVersionsRequest::default(), 2, 1))
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut len = [0u8; 4];
+    matches!(
+        tokio::time::timeout(WAIT, s.read_exact(&mut len)).await,
+        Ok(Ok(_)) if i32::from_be_bytes(len) > 0
+    )
+}
+
+/// `max.connections.per.ip`: the connection over the limit is closed and
+/// logged with its address; the ones under it are served, other addresses
+/// are not limited by it (127.0.0.1 is served throughout), and a closed
+/// connection gives its place back.
+#[tokio::test]
+async fn connections_over_max_connections_per_ip_are_closed_and_logged() {
+    let env = start_with(per_ip_tune).await;
+    let mut held = Vec::new();
+    for _ in 0..PER_IP {
+        held.push(connect_from_second_address(&env.addr).await);
+    }
+    let mut over = connect_from_second_address(&env.addr).await;
+    let peer = over.local_addr().unwrap().to_string();
+    assert_closed(&mut over).await;
+    assert_logged(&[&peer, "refused a connection", "max.connections.per.ip"]).await;
+    for s in &mut held {
+        assert!(answers(s).await, "a connection under the limit is served");
+    }
+    // One closes: a new one from the same address is served again, once
+    // the broker has seen the close.
+    drop(held.pop());
+    let mut served = false;
+    for _ in 0..100 {
+        let mut s = connect_from_second_address(&env.addr).await;
+        if answers(&mut s).await {
+            served = true;
+            held.push(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(served, "a freed place is given to a new connection");
+    drop(held);
     env.assert_still_serving().await;
 }
 

@@ -8,7 +8,7 @@ use tracing::info;
 use super::{Err, RequestContext};
 use crate::storage::TopicError;
 
-pub fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
+pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let topics = &ctx.broker.storage.topics;
     // Up to v5 topics come by name only; v6 names or ids.
     let targets: Vec<(Option<String>, uuid::Uuid)> = if ctx.api_version >= 6 {
@@ -37,7 +37,13 @@ pub fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsRes
             resp.responses.push(result);
             continue;
         };
-        match topics.delete(&topic) {
+        // Renames, fsyncs and removes files: off the async runtime's threads.
+        let broker = ctx.broker.clone();
+        let name = topic.clone();
+        let deleted = tokio::task::spawn_blocking(move || broker.storage.topics.delete(&name))
+            .await
+            .unwrap_or_else(|e| Err(TopicError::Io(std::io::Error::other(e))));
+        match deleted {
             Ok(meta) => {
                 ctx.broker.storage.close_topic(&topic);
                 info!(topic = %topic, id = %meta.id, "deleted topic");

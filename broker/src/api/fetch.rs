@@ -25,7 +25,7 @@ pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
     }
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     loop {
-        let round = read_once(ctx, &req);
+        let round = read_once(ctx, &req).await;
         let done = round.bytes >= req.min_bytes.max(0) as usize
             || round.has_error
             || round.waiters.is_empty()
@@ -37,7 +37,7 @@ pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
         let mut waiters = round.waiters;
         let changed = select_all(waiters.iter_mut().map(|w| Box::pin(w.changed())));
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            return read_once(ctx, &req).response;
+            return read_once(ctx, &req).await.response;
         }
     }
 }
@@ -49,7 +49,7 @@ struct Round {
     waiters: Vec<watch::Receiver<i64>>,
 }
 
-fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
+async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
     let broker = &ctx.broker;
     let routing = broker.routing();
     let by_id = ctx.api_version >= 13;
@@ -115,7 +115,7 @@ fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
                 out.partitions.push(data);
                 continue;
             }
-            let partition = match broker.storage.partition(meta, p.partition) {
+            let partition = match broker.storage.partition(meta, p.partition).await {
                 Ok(partition) => partition,
                 Err(e) => {
                     error(&mut data, open_error_code(&e));

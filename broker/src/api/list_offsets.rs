@@ -16,7 +16,7 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-pub fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse {
+pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let broker = &ctx.broker;
     let routing = broker.routing();
     let mut resp = ListOffsetsResponse::default();
@@ -45,7 +45,7 @@ pub fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffsetsRespo
                 out.partitions.push(r);
                 continue;
             }
-            let partition = match broker.storage.partition(meta, p.partition_index) {
+            let partition = match broker.storage.partition(meta, p.partition_index).await {
                 Ok(partition) => partition,
                 Err(e) => {
                     r.error_code = open_error_code(&e);

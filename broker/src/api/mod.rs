@@ -166,12 +166,16 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&ctx, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(&ctx, r)),
         RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(create_topics::handle(&ctx, r)),
-        RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r)),
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r).await)
+        }
         RequestKind::Produce(r) => {
             return produce::handle(&ctx, r).await.map(ResponseKind::Produce)
         }
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(&ctx, r).await),
-        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(&ctx, r)),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(list_offsets::handle(&ctx, r).await)
+        }
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r))
         }

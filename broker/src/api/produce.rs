@@ -162,7 +162,7 @@ async fn produce_partition(
             return fail(response, Err::CorruptMessage.code(), e.to_string());
         }
     }
-    let partition = match broker.storage.partition(meta, index) {
+    let partition = match broker.storage.partition(meta, index).await {
         Ok(p) => p,
         Err(e) => {
             warn!(topic = %meta.name, partition = index, error = %e, "cannot open partition");

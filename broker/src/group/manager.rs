@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use kaas_shared::Routing;
 use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug_span, info, warn, Instrument};
 
 use super::core::{
     code, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupState, RequestToken, Response,
@@ -160,6 +160,8 @@ pub struct NotServed(pub i16);
 /// which [`Response`] answers it.
 pub trait CoordinatorCall: Send + 'static {
     type Answer;
+    /// The operation, for spans and logs.
+    const NAME: &'static str;
     fn group_id(&self) -> &str;
     fn submit(self, core: &mut GroupCoordinator, token: RequestToken, now: u64) -> Vec<Effect>;
     fn answer(response: Response) -> Option<Self::Answer>;
@@ -169,6 +171,7 @@ macro_rules! coordinator_calls {
     ($($request:ident => $entry:ident, $variant:ident($answer:ident);)*) => {$(
         impl CoordinatorCall for super::core::$request {
             type Answer = super::core::$answer;
+            const NAME: &'static str = stringify!($entry);
 
             fn group_id(&self) -> &str {
                 &self.group_id
@@ -322,7 +325,14 @@ impl GroupManager {
     /// claim is the newer one (docs/design/fencing.md).
     pub async fn prepare_read(self: &Arc<Self>, group_id: &str) -> Result<(), NotServed> {
         let resident = self.lock().core.is_resident(group_id);
-        if resident && self.store.written_elsewhere(group_id) {
+        let written_elsewhere = resident && {
+            // An fstat, which on a network volume asks the server.
+            let (store, id) = (self.store.clone(), group_id.to_string());
+            tokio::task::spawn_blocking(move || store.written_elsewhere(&id))
+                .await
+                .unwrap_or(false)
+        };
+        if written_elsewhere {
             info!(
                 group = group_id,
                 "the group's log was written by another broker; reloading before answering"
@@ -340,13 +350,18 @@ impl GroupManager {
         request: C,
     ) -> Result<C::Answer, NotServed> {
         let group_id = request.group_id().to_string();
-        self.prepare(&group_id).await?;
-        self.call(&group_id, |core, token, now| {
-            request.submit(core, token, now)
-        })
+        let span = debug_span!("group", group = %group_id, op = C::NAME);
+        async {
+            self.prepare(&group_id).await?;
+            self.call(&group_id, |core, token, now| {
+                request.submit(core, token, now)
+            })
+            .await
+            .and_then(C::answer)
+            .ok_or(NotServed(code::NOT_COORDINATOR))
+        }
+        .instrument(span)
         .await
-        .and_then(C::answer)
-        .ok_or(NotServed(code::NOT_COORDINATOR))
     }
 
     /// Runs `f` on the core and executes its effects, under the lock.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
-use super::core::{GroupMetadataRecord, OffsetAndMetadata};
+use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
 
 /// A write that has been ordered; awaiting it waits for durability.
 pub type Durable = BoxFuture<'static, Result<(), StoreError>>;
@@ -52,17 +52,15 @@ pub struct StoredGroup {
 }
 
 /// Where group state lives. Every write method orders the write when
-/// called (writes of one group become durable in call order) and returns a
-/// future that resolves once it is durable. The call itself must not block
-/// on I/O: the manager calls it under its lock.
+/// called (writes of one group become durable in call order, and a load
+/// sees every write ordered before it) and returns a future that resolves
+/// once it is durable. The call itself must not block on I/O: the manager
+/// calls it under its lock.
 pub trait GroupStore: Send + Sync + 'static {
-    /// Reads a group's log (blocking I/O); `None` when the group has none.
+    /// Reads a group's log (blocking: called on a blocking thread); `None`
+    /// when the group has none.
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError>;
-    fn commit_offsets(
-        &self,
-        group_id: &str,
-        offsets: &[(Arc<str>, i32, OffsetAndMetadata)],
-    ) -> Durable;
+    fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable;
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
     fn delete_group(&self, group_id: &str) -> Durable;
@@ -71,7 +69,8 @@ pub trait GroupStore: Send + Sync + 'static {
     /// Forget any cached handle: the group was unloaded or moved.
     fn close(&self, group_id: &str);
     /// Whether another broker wrote the group's log since this one last
-    /// read or wrote it, as far as the store can tell cheaply.
+    /// read or wrote it, as far as the store can tell cheaply (blocking:
+    /// called on a blocking thread).
     fn written_elsewhere(&self, _group_id: &str) -> bool {
         false
     }
@@ -140,14 +139,10 @@ impl GroupStore for MemoryStore {
         Ok(self.stored(group_id))
     }
 
-    fn commit_offsets(
-        &self,
-        group_id: &str,
-        offsets: &[(Arc<str>, i32, OffsetAndMetadata)],
-    ) -> Durable {
+    fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable {
         self.write(group_id, |groups| {
             let group = groups.entry(group_id.to_string()).or_default();
-            for (topic, partition, offset) in offsets {
+            for (topic, partition, offset) in offsets.iter() {
                 let key = (topic.as_ref(), *partition);
                 match group
                     .offsets

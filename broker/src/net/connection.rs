@@ -12,7 +12,7 @@ use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, error, warn};
+use tracing::{debug, debug_span, error, warn, Instrument};
 
 use crate::api::{self, Incoming, RequestContext};
 use crate::broker::Broker;
@@ -152,16 +152,22 @@ fn prepare(
                 local_addr: local,
             };
             let correlation_id = header.correlation_id;
-            Ok(Some(Box::pin(async move {
-                let response = api::handle(ctx, *request).await?;
-                match api::encode_response(api_key, version, correlation_id, &response) {
-                    Ok(frame) => Some(frame),
-                    Err(e) => {
-                        error!(?api_key, version, error = %e, "cannot encode a response");
-                        None
+            // At debug level (a span per request costs at the default one).
+            let span = debug_span!("request", api = ?api_key, version, correlation_id,
+                                   client_id = %ctx.client_id);
+            Ok(Some(Box::pin(
+                async move {
+                    let response = api::handle(ctx, *request).await?;
+                    match api::encode_response(api_key, version, correlation_id, &response) {
+                        Ok(frame) => Some(frame),
+                        Err(e) => {
+                            error!(?api_key, version, error = %e, "cannot encode a response");
+                            None
+                        }
                     }
                 }
-            })))
+                .instrument(span),
+            )))
         }
     }
 }

@@ -1,4 +1,5 @@
 //! The network side: framing, one task pair per connection, the listener.
 
 pub mod connection;
+pub mod quotas;
 pub mod server;

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::{info, info_span, warn, Instrument};
 
 use super::connection::serve_connection;
+use super::quotas::ConnectionQuotas;
 use crate::broker::Broker;
 
 /// Serves connections until `shutdown` fires, then waits for open
@@ -15,18 +16,40 @@ use crate::broker::Broker;
 pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: CancellationToken) {
     let tracker = TaskTracker::new();
     let local = listener.local_addr().ok();
+    let quotas = ConnectionQuotas::new(
+        broker.config.max_connections,
+        broker.config.max_connections_per_ip,
+    );
     info!(broker = broker.id(), addr = ?local, "listening");
     loop {
+        // At max.connections the listener waits; clients queue in the backlog.
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = quotas.wait_for_slot() => {}
+        }
         tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let slot = match quotas.acquire(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(refused) => {
+                            warn!(broker = broker.id(), client = %peer, "refused a connection: {refused}");
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nodelay(true);
                     let broker = broker.clone();
                     let shutdown = shutdown.clone();
-                    tracker.spawn(async move {
-                        serve_connection(stream, peer, broker, shutdown).await;
-                    });
+                    // Every log line of the connection names the broker and the client.
+                    let span = info_span!("connection", broker = broker.id(), client = %peer);
+                    tracker.spawn(
+                        async move {
+                            serve_connection(stream, peer, broker, shutdown).await;
+                            drop(slot);
+                        }
+                        .instrument(span),
+                    );
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, go on.

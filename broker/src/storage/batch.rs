@@ -105,8 +105,8 @@ pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     })
 }
 
-/// Parses and fully validates one batch at the start of `buf` (length and CRC).
-pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+/// The header of the whole batch at the start of `buf` (its checksum unchecked).
+fn parse_whole(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     let header = parse_header(buf)?;
     if buf.len() < header.size {
         return Err(BatchError::Truncated {
@@ -114,6 +114,12 @@ pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
             have: buf.len(),
         });
     }
+    Ok(header)
+}
+
+/// Parses and fully validates one batch at the start of `buf` (length and CRC).
+pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = parse_whole(buf)?;
     let stored = u32::from_be_bytes(buf[CRC_OFFSET..CRC_OFFSET + 4].try_into().expect("4"));
     let computed = crc32c::crc32c(&buf[ATTRIBUTES_OFFSET..header.size]);
     if stored != computed {
@@ -124,10 +130,26 @@ pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
 
 /// Splits a produce payload into validated batches (as byte ranges).
 pub fn split_batches(buf: &[u8]) -> Result<Vec<(std::ops::Range<usize>, BatchHeader)>, BatchError> {
+    split(buf, validate)
+}
+
+/// [`split_batches`] of a payload whose checksums were verified already
+/// (the produce handler did): lengths and headers only, no second pass
+/// over every byte.
+pub fn split_verified(
+    buf: &[u8],
+) -> Result<Vec<(std::ops::Range<usize>, BatchHeader)>, BatchError> {
+    split(buf, parse_whole)
+}
+
+fn split(
+    buf: &[u8],
+    parse: fn(&[u8]) -> Result<BatchHeader, BatchError>,
+) -> Result<Vec<(std::ops::Range<usize>, BatchHeader)>, BatchError> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < buf.len() {
-        let header = validate(&buf[at..])?;
+        let header = parse(&buf[at..])?;
         out.push((at..at + header.size, header));
         at += header.size;
     }

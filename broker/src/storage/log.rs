@@ -474,13 +474,14 @@ impl Log {
             .clone()
     }
 
-    /// Appends already validated batches, assigning offsets in place. A
-    /// retried idempotent batch is answered with its original offsets.
+    /// Appends batches whose checksums were verified already
+    /// ([`batch::split_batches`]), assigning offsets in place. A retried
+    /// idempotent batch is answered with its original offsets.
     pub fn append(&mut self, data: &mut [u8], leader_epoch: i32) -> Result<Appended, AppendError> {
         if !self.writable {
             return Err(io::Error::from_raw_os_error(libc::EROFS).into());
         }
-        let parts = batch::split_batches(data)
+        let parts = batch::split_verified(data)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if parts.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "no record batch").into());

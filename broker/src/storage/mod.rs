@@ -15,31 +15,76 @@ pub mod volume_sync;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
+use tokio::sync::OnceCell;
 use tracing::info;
 
 pub use log::LogConfig;
 pub use partition::{Partition, PartitionRef};
 pub use topics::{TopicError, TopicMeta, TopicRegistry};
 
+/// Opens a partition's log (recovering it): [`Partition::open`], or in
+/// tests one that a test can hold back.
+pub trait PartitionOpener: Send + Sync + 'static {
+    fn open(
+        &self,
+        topic: &str,
+        index: i32,
+        dir: PathBuf,
+        config: LogConfig,
+    ) -> io::Result<Partition>;
+}
+
+struct OpenFromDisk;
+
+impl PartitionOpener for OpenFromDisk {
+    fn open(
+        &self,
+        topic: &str,
+        index: i32,
+        dir: PathBuf,
+        config: LogConfig,
+    ) -> io::Result<Partition> {
+        Partition::open(topic, index, dir, config)
+    }
+}
+
+/// A partition this broker has open, or is opening.
+struct OpenSlot {
+    topic: String,
+    partition: Arc<OnceCell<PartitionRef>>,
+}
+
 /// The data folder: topics, their partition logs, and the cluster folder.
 pub struct Storage {
     data_dir: PathBuf,
     log_config: LogConfig,
     pub topics: TopicRegistry,
-    /// Partitions this broker has open because it leads them.
-    open: Mutex<HashMap<(uuid::Uuid, i32), PartitionRef>>,
+    /// Partitions this broker has open (or is opening) because it leads them.
+    open: Mutex<HashMap<(uuid::Uuid, i32), OpenSlot>>,
+    opener: Arc<dyn PartitionOpener>,
 }
 
 impl Storage {
     pub fn new(data_dir: &Path, log_config: LogConfig) -> io::Result<Storage> {
+        Storage::with_opener(data_dir, log_config, Arc::new(OpenFromDisk))
+    }
+
+    /// [`Storage::new`] with partitions opened by `opener`.
+    pub fn with_opener(
+        data_dir: &Path,
+        log_config: LogConfig,
+        opener: Arc<dyn PartitionOpener>,
+    ) -> io::Result<Storage> {
         std::fs::create_dir_all(data_dir.join("__cluster"))?;
         Ok(Storage {
             data_dir: data_dir.to_path_buf(),
             log_config,
             topics: TopicRegistry::new(data_dir.to_path_buf()),
             open: Mutex::new(HashMap::new()),
+            opener,
         })
     }
 
@@ -51,27 +96,46 @@ impl Storage {
         self.data_dir.join("__cluster")
     }
 
-    /// Opens (recovering if needed) a partition of an existing topic.
-    pub fn partition(&self, topic: &TopicMeta, index: i32) -> io::Result<PartitionRef> {
-        let key = (topic.id, index);
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = open.get(&key) {
+    /// Opens (recovering if needed) a partition of an existing topic. The
+    /// open runs on a blocking thread; requests for the same partition wait
+    /// for it, requests for others do not.
+    pub async fn partition(&self, topic: &TopicMeta, index: i32) -> io::Result<PartitionRef> {
+        let cell = {
+            let mut open = self.open.lock();
+            let slot = open.entry((topic.id, index)).or_insert_with(|| OpenSlot {
+                topic: topic.name.clone(),
+                partition: Arc::default(),
+            });
+            slot.partition.clone()
+        };
+        if let Some(p) = cell.get() {
             return Ok(p.clone());
         }
-        let dir = self.topics.topic_dir(&topic.name).join(index.to_string());
-        let p = Arc::new(Partition::open(&topic.name, index, dir, self.log_config)?);
-        open.insert(key, p.clone());
-        Ok(p)
+        let (opener, config) = (self.opener.clone(), self.log_config);
+        let (name, dir) = (
+            topic.name.clone(),
+            self.topics.topic_dir(&topic.name).join(index.to_string()),
+        );
+        cell.get_or_try_init(|| async move {
+            let opened = tokio::task::spawn_blocking(move || {
+                opener.open(&name, index, dir, config).map(Arc::new)
+            })
+            .await;
+            opened.map_err(io::Error::other)?
+        })
+        .await
+        .cloned()
     }
 
     /// Closes partitions this broker no longer leads (or whose topic is
-    /// gone), so a later leader change reopens and recovers from disk.
+    /// gone), so a later leader change reopens and recovers from disk. A
+    /// partition still opening is let go too: its request uses it once.
     pub fn retain_partitions(&self, mut keep: impl FnMut(&str, i32) -> bool) {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.lock();
         let before = open.len();
-        open.retain(|(id, index), p| {
-            let current = self.topics.get(&p.topic).is_some_and(|t| t.id == *id);
-            current && keep(&p.topic, *index)
+        open.retain(|(id, index), slot| {
+            let current = self.topics.get(&slot.topic).is_some_and(|t| t.id == *id);
+            current && keep(&slot.topic, *index)
         });
         let closed = before - open.len();
         if closed > 0 {
@@ -87,4 +151,87 @@ impl Storage {
 /// Whether an I/O error says the volume is mounted read-only.
 pub fn is_read_only(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EROFS)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use futures::FutureExt;
+
+    use super::*;
+
+    /// Opens partition `held` only once the test says so, as a long
+    /// recovery (or a slow volume) would hold it; others open at once.
+    struct HeldOpen {
+        held: i32,
+        release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+        opened_held: AtomicBool,
+    }
+
+    impl PartitionOpener for HeldOpen {
+        fn open(
+            &self,
+            topic: &str,
+            index: i32,
+            dir: PathBuf,
+            config: LogConfig,
+        ) -> io::Result<Partition> {
+            if index == self.held {
+                self.release
+                    .lock()
+                    .unwrap()
+                    .recv()
+                    .map_err(io::Error::other)?;
+                self.opened_held.store(true, Ordering::SeqCst);
+            }
+            Partition::open(topic, index, dir, config)
+        }
+    }
+
+    #[tokio::test]
+    async fn opening_one_partition_does_not_delay_produce_to_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (release, gate) = std::sync::mpsc::channel();
+        let opener = Arc::new(HeldOpen {
+            held: 0,
+            release: std::sync::Mutex::new(gate),
+            opened_held: AtomicBool::new(false),
+        });
+        let storage = Arc::new(
+            Storage::with_opener(dir.path(), LogConfig::default(), opener.clone()).unwrap(),
+        );
+        let meta = storage
+            .topics
+            .create("t", 2, BTreeMap::new(), false)
+            .unwrap();
+        // Partition 0's open is under way and held.
+        let (s, m) = (storage.clone(), meta.clone());
+        let mut held = tokio::spawn(async move { s.partition(&m, 0).await.map(|_| ()) });
+        tokio::task::yield_now().await;
+        assert!(
+            (&mut held).now_or_never().is_none(),
+            "partition 0 is still opening"
+        );
+        // Partition 1 opens, takes a produce and makes it durable meanwhile.
+        let p1 = storage.partition(&meta, 1).await.unwrap();
+        let appended = p1
+            .append(super::batch::tests::encode_batch(3, 0))
+            .await
+            .unwrap();
+        assert_eq!((appended.base_offset, appended.last_offset), (0, 2));
+        assert_eq!(p1.high_watermark(), 3);
+        assert!(
+            !opener.opened_held.load(Ordering::SeqCst),
+            "partition 0 was held all along"
+        );
+        // A second request for partition 0 waits for the same open.
+        let (s, m) = (storage.clone(), meta.clone());
+        let second = tokio::spawn(async move { s.partition(&m, 0).await.map(|p| p.index) });
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
+        assert_eq!(second.await.unwrap().unwrap(), 0);
+        assert!(opener.opened_held.load(Ordering::SeqCst));
+    }
 }

@@ -50,11 +50,3 @@ pub fn append_error_to_response_error(append_error: i16) -> i16 {
         other => other,
     }
 }
-
-/// Misuse of the core's completion entry points by the shell (unknown token,
-/// completion called twice). Never a client-visible error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CoreError {
-    #[error("no pending operation for token {0}")]
-    UnknownToken(u64),
-}

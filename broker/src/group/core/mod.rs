@@ -28,7 +28,7 @@ mod tests;
 use std::collections::HashMap;
 
 pub use api::*;
-pub use errors::{append_error_to_response_error, code, CoreError};
+pub use errors::{append_error_to_response_error, code};
 pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
 pub use time::TimerKey;

@@ -13,7 +13,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::durability::Durability;
 use super::fencing::LogLock;
 use super::file::{open_log, LogPaths, OpenLog};
-use super::GroupLogStore;
+use super::Logs;
 
 /// One group's log as this process sees it. The store caches at most one
 /// live entry per group, so every write to a log goes through one `inner`.
@@ -27,7 +27,7 @@ pub(super) struct Entry {
     pub(super) sync_lock: Arc<tokio::sync::RwLock<()>>,
     /// A snapshot task is spawned or running.
     pub(super) compacting: AtomicBool,
-    /// `GroupLogStore::ticks` at the last use, for closing idle logs.
+    /// `Logs::ticks` at the last use, for closing idle logs.
     pub(super) last_used: AtomicU64,
 }
 
@@ -128,7 +128,7 @@ impl Entry {
     }
 }
 
-impl GroupLogStore {
+impl Logs {
     /// Runs `f` on the group's live entry, locked.
     pub(super) fn with_entry<R>(
         &self,

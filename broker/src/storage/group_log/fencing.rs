@@ -10,7 +10,7 @@ use tracing::{info, warn};
 
 use super::file::{frame_crc, OpenLog};
 use super::records::{encode, ClaimBody, Record};
-use super::GroupLogStore;
+use super::Logs;
 use crate::group::store::StoreError;
 use crate::storage::fs::FileLock;
 use crate::storage::journal::JournalEntry;
@@ -22,6 +22,17 @@ pub struct Owner {
     pub broker: i32,
     /// The assignment version the broker follows now.
     pub version: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl Owner {
+    /// `broker` claims the logs it loads or writes under the assignment
+    /// version `version()` returns at the time.
+    pub fn new(broker: i32, version: impl Fn() -> u64 + Send + Sync + 'static) -> Owner {
+        Owner {
+            broker,
+            version: Arc::new(version),
+        }
+    }
 }
 
 /// An exclusive `flock` on an open log, held while its length is checked
@@ -48,7 +59,7 @@ impl LogLock {
     }
 }
 
-impl GroupLogStore {
+impl Logs {
     /// Under the log's file lock: refuses ([`Fenced`]) when another broker
     /// claimed the log under an assignment at least as new as ours, else
     /// appends our claim if the log's last claim is not ours (and adds the
@@ -115,19 +126,5 @@ impl GroupLogStore {
             );
         }
         Ok(previous.map(|c| c.broker))
-    }
-
-    /// Claims every log this store loads or writes for `broker`, under the
-    /// assignment version `version()` returns at the time (fencing).
-    pub fn with_owner(
-        mut self,
-        broker: i32,
-        version: impl Fn() -> u64 + Send + Sync + 'static,
-    ) -> Self {
-        self.owner = Some(Owner {
-            broker,
-            version: Arc::new(version),
-        });
-        self
     }
 }

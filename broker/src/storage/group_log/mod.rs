@@ -46,8 +46,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tracing::{error, info, warn};
 
-use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
-use crate::group::store::{Durable, GroupStore, StoreError, StoredGroup};
+use crate::group::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
+// The port is implemented by path, not imported: tests and tools that
+// glob this module call the inherent methods of `Logs`.
+use crate::group::store::{Durable, StoreError, StoredGroup};
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
 use cache::Entry;
@@ -56,6 +58,7 @@ pub use fencing::Owner;
 use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
 pub use records::FORMAT_VERSION;
 use records::{encode, encode_commit, PartitionEntry, Record, Table};
+use writer::Writer;
 
 mod cache;
 mod durability;
@@ -64,6 +67,7 @@ mod file;
 mod records;
 mod replay;
 mod snapshot;
+mod writer;
 
 /// Delta records between two snapshots, at least.
 pub const SNAPSHOT_EVERY: usize = 64;
@@ -124,9 +128,96 @@ pub struct LogDamage {
     pub reason: String,
 }
 
-/// The group logs under `<data>/__cluster/__consumer_offsets`, with the open
-/// logs of the groups this broker writes.
+/// The group logs under `<data>/__cluster/__consumer_offsets`: the
+/// [`GroupStore`] port on the shared volume. Writes, loads and closes of one
+/// group run in order on the store's own threads ([`writer`]), never on the
+/// caller's; the methods of [`Logs`] (through `Deref`) run on the caller's
+/// thread, for tools, tests and benchmarks.
 pub struct GroupLogStore {
+    logs: Arc<Logs>,
+    writer: Writer,
+}
+
+/// How a [`GroupLogStore`] is opened.
+#[derive(Clone, Default)]
+pub struct GroupLogOptions {
+    /// How appends are made durable.
+    pub sync: GroupLogSync,
+    /// The broker claiming the logs it writes (fencing); `None` in tools
+    /// and tests that only read logs.
+    pub owner: Option<Owner>,
+    /// Most logs kept open (at least 1); [`DEFAULT_MAX_OPEN_LOGS`] if `None`.
+    pub max_open_logs: Option<usize>,
+}
+
+impl GroupLogStore {
+    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
+    /// durable by the commit journal, claiming nothing.
+    pub fn new(data_dir: &Path) -> io::Result<GroupLogStore> {
+        GroupLogStore::open(data_dir, GroupLogOptions::default())
+    }
+
+    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
+    /// as `options` say. Replays the journals of stopped brokers before it
+    /// returns.
+    pub fn open(data_dir: &Path, options: GroupLogOptions) -> io::Result<GroupLogStore> {
+        GroupLogStore::open_with_io(data_dir, options, Arc::new(RealIo))
+    }
+
+    fn open_with_io(
+        data_dir: &Path,
+        options: GroupLogOptions,
+        io: Arc<dyn LogIo>,
+    ) -> io::Result<GroupLogStore> {
+        Ok(GroupLogStore {
+            logs: Arc::new(Logs::open(data_dir, options, io)?),
+            writer: Writer::new()?,
+        })
+    }
+
+    /// Runs the ordering half of a write (`write`: encode, append, journal)
+    /// on the group's lane, and hands back its durability.
+    fn ordered<F>(
+        &self,
+        group_id: &str,
+        write: impl FnOnce(&Logs, &str) -> F + Send + 'static,
+    ) -> Durable
+    where
+        F: Future<Output = Result<(), StoreError>> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let logs = self.logs.clone();
+        let group = group_id.to_string();
+        self.writer.submit(
+            group_id,
+            Box::new(move || {
+                let _ = tx.send(write(&logs, &group));
+            }),
+        );
+        Box::pin(async move {
+            match rx.await {
+                Ok(durable) => durable.await,
+                Err(_) => Err(StoreError::Io(writer_gone())),
+            }
+        })
+    }
+}
+
+fn writer_gone() -> io::Error {
+    io::Error::other("the group log store's writer stopped")
+}
+
+impl std::ops::Deref for GroupLogStore {
+    type Target = Logs;
+
+    fn deref(&self) -> &Logs {
+        &self.logs
+    }
+}
+
+/// The group logs themselves, with the open logs of the groups this broker
+/// writes. Every method runs on the caller's thread and may block on I/O.
+pub struct Logs {
     root: PathBuf,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
     shared: Arc<Durability>,
@@ -142,25 +233,8 @@ pub struct GroupLogStore {
     tmp_tag: String,
 }
 
-impl GroupLogStore {
-    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
-    /// durable by the commit journal.
-    pub fn new(data_dir: &Path) -> io::Result<GroupLogStore> {
-        GroupLogStore::open(data_dir, GroupLogSync::default())
-    }
-
-    /// The store under `data_dir/__cluster/__consumer_offsets` (created),
-    /// its appends made durable as `sync` says. Replays the journals of
-    /// stopped brokers before it returns.
-    pub fn open(data_dir: &Path, sync: GroupLogSync) -> io::Result<GroupLogStore> {
-        GroupLogStore::open_with_io(data_dir, sync, Arc::new(RealIo))
-    }
-
-    fn open_with_io(
-        data_dir: &Path,
-        sync: GroupLogSync,
-        io: Arc<dyn LogIo>,
-    ) -> io::Result<GroupLogStore> {
+impl Logs {
+    fn open(data_dir: &Path, options: GroupLogOptions, io: Arc<dyn LogIo>) -> io::Result<Logs> {
         let root = data_dir.join("__cluster").join("__consumer_offsets");
         fs::create_dir_all(&root)?;
         let tmp_tag = format!(
@@ -168,23 +242,20 @@ impl GroupLogStore {
             std::process::id(),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let store = GroupLogStore {
-            shared: Arc::new(Durability::new(sync, &root, &tmp_tag, io)?),
+        let logs = Logs {
+            shared: Arc::new(Durability::new(options.sync, &root, &tmp_tag, io)?),
             root,
             entries: Mutex::new(HashMap::new()),
             ticks: AtomicU64::new(0),
-            max_open: DEFAULT_MAX_OPEN_LOGS,
-            owner: None,
+            max_open: options
+                .max_open_logs
+                .unwrap_or(DEFAULT_MAX_OPEN_LOGS)
+                .max(1),
+            owner: options.owner,
             tmp_tag,
         };
-        store.replay_journals()?;
-        Ok(store)
-    }
-
-    /// Keeps at most about `n` logs open (at least 1); see [`DEFAULT_MAX_OPEN_LOGS`].
-    pub fn with_max_open_logs(mut self, n: usize) -> Self {
-        self.max_open = n.max(1);
-        self
+        logs.replay_journals()?;
+        Ok(logs)
     }
 
     /// Logs currently cached (open or being written), for tests and metrics.
@@ -513,44 +584,64 @@ impl GroupLogStore {
     }
 }
 
-impl GroupStore for GroupLogStore {
+impl crate::group::store::GroupStore for GroupLogStore {
+    /// Waits for the group's earlier writes, then reads its log, on the
+    /// group's lane (the caller is a blocking thread).
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
-        Ok(GroupLogStore::load(self, group_id)?.map(|g| StoredGroup {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let logs = self.logs.clone();
+        let group = group_id.to_string();
+        self.writer.submit(
+            group_id,
+            Box::new(move || {
+                let _ = tx.send(logs.load(&group));
+            }),
+        );
+        let loaded = rx.recv().map_err(|_| StoreError::Io(writer_gone()))??;
+        Ok(loaded.map(|g| StoredGroup {
             metadata: g.metadata,
             offsets: g.offsets,
         }))
     }
 
-    fn commit_offsets(
-        &self,
-        group_id: &str,
-        offsets: &[(std::sync::Arc<str>, i32, OffsetAndMetadata)],
-    ) -> Durable {
-        Box::pin(GroupLogStore::commit_offsets(self, group_id, offsets))
+    fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable {
+        let offsets = offsets.clone();
+        self.ordered(group_id, move |logs, group| {
+            logs.commit_offsets(group, &offsets[..])
+        })
     }
 
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable {
-        Box::pin(GroupLogStore::delete_offsets(self, group_id, partitions))
+        let partitions = partitions.to_vec();
+        self.ordered(group_id, move |logs, group| {
+            logs.delete_offsets(group, &partitions)
+        })
     }
 
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {
-        Box::pin(GroupLogStore::write_metadata(self, group_id, record))
+        let record = record.cloned();
+        self.ordered(group_id, move |logs, group| {
+            logs.write_metadata(group, record.as_ref())
+        })
     }
 
     fn delete_group(&self, group_id: &str) -> Durable {
-        Box::pin(GroupLogStore::delete_group(self, group_id))
+        self.ordered(group_id, |logs, group| logs.delete_group(group))
     }
 
     fn list_groups(&self) -> io::Result<Vec<String>> {
-        GroupLogStore::list_groups(self)
+        self.logs.list_groups()
     }
 
     fn close(&self, group_id: &str) {
-        GroupLogStore::close(self, group_id)
+        let logs = self.logs.clone();
+        let group = group_id.to_string();
+        self.writer
+            .submit(group_id, Box::new(move || logs.close(&group)));
     }
 
     fn written_elsewhere(&self, group_id: &str) -> bool {
-        GroupLogStore::written_elsewhere(self, group_id)
+        self.logs.written_elsewhere(group_id)
     }
 }
 

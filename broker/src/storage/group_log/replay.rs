@@ -13,7 +13,7 @@ use tracing::{error, info, warn};
 use super::fencing::LogLock;
 use super::file::{frame_crc, scan, OpenLog};
 use super::records::read_frame;
-use super::GroupLogStore;
+use super::Logs;
 use crate::storage::fs::syncfs;
 use crate::storage::journal::{self, JournalEntry, ReplayLock};
 
@@ -31,7 +31,7 @@ pub(super) enum Replayed {
     NotYet,
 }
 
-impl GroupLogStore {
+impl Logs {
     /// Replays the journals of broker processes that are gone into the
     /// group logs, then removes them (blocking; run before serving). Writes
     /// missing from a log (the machine crashed before the page cache was

@@ -22,10 +22,34 @@ struct Faults {
     /// Runs once a snapshot's tmp file is written, before it replaces the log.
     #[allow(clippy::type_complexity)]
     after_snapshot_tmp: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// A record holding these bytes is written only once the receiver
+    /// hears from the test (a stuck lock or write on a network volume);
+    /// the sender says the write is held.
+    #[allow(clippy::type_complexity)]
+    hold: Mutex<
+        Option<(
+            Vec<u8>,
+            std::sync::mpsc::Sender<()>,
+            std::sync::mpsc::Receiver<()>,
+        )>,
+    >,
 }
 
 impl LogIo for Faults {
     fn write_at(&self, file: &File, at: u64, bytes: &[u8]) -> io::Result<()> {
+        let held = {
+            let mut hold = self.hold.lock();
+            match hold.as_ref() {
+                Some((marker, _, _)) if bytes.windows(marker.len()).any(|w| w == marker) => {
+                    hold.take()
+                }
+                _ => None,
+            }
+        };
+        if let Some((_, held, release)) = held {
+            held.send(()).unwrap();
+            release.recv().unwrap();
+        }
         if self.short_write.swap(false, Ordering::AcqRel) {
             file.write_all_at(&bytes[..bytes.len() / 2], at)?;
             return Err(io::Error::other("injected short write"));
@@ -47,10 +71,27 @@ impl LogIo for Faults {
     }
 }
 
+fn sync(sync: GroupLogSync) -> GroupLogOptions {
+    GroupLogOptions {
+        sync,
+        ..GroupLogOptions::default()
+    }
+}
+
+/// A store claiming what it writes for `broker`, under assignment version `broker`.
+fn owned_by(dir: &Path, broker: i32) -> GroupLogStore {
+    let options = GroupLogOptions {
+        owner: Some(Owner::new(broker, move || broker as u64)),
+        ..GroupLogOptions::default()
+    };
+    GroupLogStore::open(dir, options).unwrap()
+}
+
 /// A store (journal mode) whose file operations fail when `faults` says.
 fn faulty_store(dir: &Path) -> (GroupLogStore, Arc<Faults>) {
     let faults = Arc::new(Faults::default());
-    let store = GroupLogStore::open_with_io(dir, GroupLogSync::Journal, faults.clone()).unwrap();
+    let store =
+        GroupLogStore::open_with_io(dir, GroupLogOptions::default(), faults.clone()).unwrap();
     (store, faults)
 }
 
@@ -685,9 +726,11 @@ async fn close_drops_the_cached_handle() {
 #[tokio::test]
 async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::new(dir.path())
-        .unwrap()
-        .with_max_open_logs(4);
+    let options = GroupLogOptions {
+        max_open_logs: Some(4),
+        ..GroupLogOptions::default()
+    };
+    let store = GroupLogStore::open(dir.path(), options).unwrap();
     for i in 0..20 {
         let g = format!("g{i}");
         store
@@ -738,7 +781,7 @@ fn records_are_framed_with_length_and_crc() {
 #[tokio::test]
 async fn writes_are_ordered_when_called_and_durable_when_awaited() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::open(dir.path(), GroupLogSync::PerFile).unwrap();
+    let store = GroupLogStore::open(dir.path(), sync(GroupLogSync::PerFile)).unwrap();
     let first = store.commit_offsets("g", &commit("t", 0, oam(1)));
     let second = store.commit_offsets("g", &commit("t", 0, oam(2)));
     let meta = store.write_metadata("g", Some(&metadata(3)));
@@ -863,10 +906,11 @@ async fn close_with_writes_in_flight_still_makes_them_durable() {
 
 #[tokio::test]
 async fn works_through_the_group_store_trait() {
+    use crate::group::store::GroupStore;
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn GroupStore> = Arc::new(GroupLogStore::new(dir.path()).unwrap());
     store
-        .commit_offsets("g", &[("t".into(), 0, oam(1))])
+        .commit_offsets("g", &Arc::new(vec![("t".into(), 0, oam(1))]))
         .await
         .unwrap();
     store.write_metadata("g", Some(&metadata(1))).await.unwrap();
@@ -1077,12 +1121,12 @@ async fn replay_never_overwrites_records_written_after_a_takeover() {
 #[tokio::test]
 async fn a_takeover_replays_the_previous_writers_journal_first() {
     let dir = tempfile::tempdir().unwrap();
-    let a = GroupLogStore::new(dir.path()).unwrap().with_owner(1, || 1);
+    let a = owned_by(dir.path(), 1);
     // Broker 1's lock outlives it a while on a shared file system: broker
     // 2 starts before its journal is an orphan.
     let root = a.root().to_path_buf();
     let (path, full, a_journal, held) = stop_and_lose_the_tail(a).await;
-    let b = GroupLogStore::new(dir.path()).unwrap().with_owner(2, || 2);
+    let b = owned_by(dir.path(), 2);
     drop(held);
     let loaded = b.load("g").unwrap().unwrap();
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(9))]);
@@ -1099,7 +1143,7 @@ async fn a_takeover_replays_the_previous_writers_journal_first() {
 #[tokio::test]
 async fn volume_mode_makes_appends_durable_without_a_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let store = GroupLogStore::open(dir.path(), GroupLogSync::Volume).unwrap();
+    let store = GroupLogStore::open(dir.path(), sync(GroupLogSync::Volume)).unwrap();
     assert!(store.shared.journal().is_none());
     for i in 1..=5 {
         store
@@ -1119,4 +1163,131 @@ async fn volume_mode_makes_appends_durable_without_a_journal() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+}
+
+/// The coordinator over the real store, one group's write held in the
+/// store (as a stuck lock or write on a network volume would hold it):
+/// commits, joins, syncs and heartbeats of another group are served
+/// meanwhile, and the held commit completes once let go.
+#[tokio::test]
+async fn a_held_write_of_one_group_does_not_delay_other_groups() {
+    use crate::group::core::{
+        GroupCoordinatorConfig, HeartbeatRequest, JoinGroupRequest, OffsetCommitPartition,
+        OffsetCommitRequest, OffsetCommitTopic, Protocol, SyncGroupRequest,
+    };
+    use crate::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
+    use kaas_shared::{Assignment, BrokerInfo, BrokerState, Routing};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (store, faults) = faulty_store(dir.path());
+    let (held_tx, held) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *faults.hold.lock() = Some((b"held-topic".to_vec(), held_tx, release_rx));
+    let routing = Routing::new(Assignment {
+        version: 1,
+        brokers: vec![BrokerInfo {
+            id: 0,
+            host: "127.0.0.1".into(),
+            port: 9092,
+            state: BrokerState::Alive,
+        }],
+        ..Default::default()
+    });
+    let (_routing_tx, routing_rx) = tokio::sync::watch::channel(Some(Arc::new(routing)));
+    let config = GroupManagerConfig {
+        core: GroupCoordinatorConfig {
+            initial_rebalance_delay_ms: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let m = GroupManager::new(0, config, Arc::new(store), clock, routing_rx);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(m.clone().run_timers(shutdown.clone()));
+    let commit = |group: &str, topic: &str| OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![OffsetCommitTopic {
+            name: topic.into(),
+            partitions: vec![OffsetCommitPartition {
+                partition: 0,
+                offset: 7,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+        }],
+        api_version: 8,
+    };
+
+    let (m2, req) = (m.clone(), commit("slow", "held-topic"));
+    let slow = tokio::spawn(async move { m2.request(req).await });
+    tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the slow group's write reached the store and is held");
+
+    let r = m.request(commit("fast", "t")).await.unwrap();
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    let joined = m
+        .request(JoinGroupRequest {
+            group_id: "fast".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![Protocol::new("range", bytes::Bytes::new())],
+            reason: None,
+            api_version: 3,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(joined.error_code, 0);
+    let synced = m
+        .request(SyncGroupRequest {
+            group_id: "fast".into(),
+            generation_id: joined.generation_id,
+            member_id: joined.member_id.clone(),
+            group_instance_id: None,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: vec![(joined.member_id.clone(), bytes::Bytes::from_static(b"a"))],
+            api_version: 3,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        synced.error_code, 0,
+        "the group's metadata was written meanwhile"
+    );
+    let beat = m
+        .request(HeartbeatRequest {
+            group_id: "fast".into(),
+            generation_id: joined.generation_id,
+            member_id: joined.member_id,
+            group_instance_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(beat.error_code, 0);
+    assert!(!slow.is_finished(), "the slow group's commit is still held");
+
+    release.send(()).unwrap();
+    let r = slow.await.unwrap().unwrap();
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 0,
+        "acknowledged once written"
+    );
+    let offset = m.read(|c| {
+        c.committed_offset("slow", "held-topic", 0)
+            .map(|o| o.offset)
+    });
+    assert_eq!(offset, Some(7));
+    shutdown.cancel();
 }

@@ -1,0 +1,159 @@
+//! The store's own threads: every file operation of a group's write (open,
+//! lock, claim, append, journal, unlink, load) runs here, in the order the
+//! writes were submitted for that group, and never on the caller's thread.
+//! The coordinator submits under its lock, so a slow lock or a slow file
+//! on a network volume delays only the group it belongs to: groups are
+//! lanes, taken by whichever thread is free, one thread per lane at a time.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+/// Threads of a store: enough that one group stuck in a slow call leaves
+/// others served.
+const THREADS: usize = 4;
+
+pub(super) type Job = Box<dyn FnOnce() + Send>;
+
+pub(super) struct Writer {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// A lane became ready, or the writer is stopping.
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Groups with jobs queued or running; a lane goes once drained.
+    lanes: HashMap<String, VecDeque<Job>>,
+    /// Lanes waiting for a thread, each at most once.
+    ready: VecDeque<String>,
+    stopping: bool,
+}
+
+impl Writer {
+    pub(super) fn new() -> std::io::Result<Writer> {
+        let shared = Arc::new(Shared::default());
+        for n in 0..THREADS {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("kaas-group-log-{n}"))
+                .spawn(move || shared.run())?;
+        }
+        Ok(Writer { shared })
+    }
+
+    /// Runs `job` after every job submitted before it for `group_id`.
+    pub(super) fn submit(&self, group_id: &str, job: Job) {
+        let mut state = self.shared.state.lock();
+        match state.lanes.get_mut(group_id) {
+            // Queued or running: the thread that has the lane runs it.
+            Some(lane) => lane.push_back(job),
+            None => {
+                state
+                    .lanes
+                    .insert(group_id.to_string(), VecDeque::from([job]));
+                state.ready.push_back(group_id.to_string());
+                drop(state);
+                self.shared.ready.notify_one();
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// The threads finish every job submitted, then end.
+    fn drop(&mut self) {
+        self.shared.state.lock().stopping = true;
+        self.shared.ready.notify_all();
+    }
+}
+
+impl Shared {
+    fn run(&self) {
+        loop {
+            let group = {
+                let mut state = self.state.lock();
+                loop {
+                    if let Some(group) = state.ready.pop_front() {
+                        break group;
+                    }
+                    if state.stopping {
+                        return;
+                    }
+                    self.ready.wait(&mut state);
+                }
+            };
+            self.drain(&group);
+        }
+    }
+
+    /// Runs the lane's jobs in order until it is empty, then lets it go.
+    fn drain(&self, group: &str) {
+        loop {
+            let job = {
+                let mut state = self.state.lock();
+                let lane = state.lanes.get_mut(group).expect("a ready lane exists");
+                match lane.pop_front() {
+                    Some(job) => job,
+                    None => {
+                        state.lanes.remove(group);
+                        return;
+                    }
+                }
+            };
+            job();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn one_groups_jobs_run_in_order_and_a_stuck_group_holds_no_other() {
+        let writer = Writer::new().unwrap();
+        let (done, finished) = mpsc::channel();
+        // Group "stuck" blocks in its first job until released.
+        let (release, gate) = mpsc::channel::<()>();
+        let d = done.clone();
+        writer.submit(
+            "stuck",
+            Box::new(move || {
+                gate.recv().unwrap();
+                d.send("stuck-1").unwrap();
+            }),
+        );
+        let d = done.clone();
+        writer.submit("stuck", Box::new(move || d.send("stuck-2").unwrap()));
+        for i in 0..3 {
+            let d = done.clone();
+            writer.submit(
+                "free",
+                Box::new(move || d.send(["free-0", "free-1", "free-2"][i]).unwrap()),
+            );
+        }
+        let first: Vec<_> = (0..3)
+            .map(|_| finished.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert_eq!(
+            first,
+            ["free-0", "free-1", "free-2"],
+            "served, in order, while another group is stuck"
+        );
+        release.send(()).unwrap();
+        let rest: Vec<_> = (0..2)
+            .map(|_| finished.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert_eq!(rest, ["stuck-1", "stuck-2"]);
+    }
+}
