@@ -19,7 +19,7 @@ use kaas_broker::group::core::{
 };
 use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
 use kaas_broker::storage::group_log::GroupLogStore;
-use kaas_shared::{Assignment, BrokerInfo, BrokerState, Routing};
+use kaas_shared::{Assignment, BrokerInfo, Routing};
 use tokio::sync::watch;
 
 use crate::report::{emit, note, section, Figure, Target};
@@ -38,16 +38,10 @@ fn manager(
     dir: &std::path::Path,
     clock: Arc<ManualClock>,
 ) -> anyhow::Result<(Arc<GroupManager>, RoutingSender)> {
-    let routing = Routing::new(Assignment {
-        version: 1,
-        brokers: vec![BrokerInfo {
-            id: 0,
-            host: "127.0.0.1".into(),
-            port: 9092,
-            state: BrokerState::Alive,
-        }],
-        ..Default::default()
-    });
+    let routing = Routing::new(Assignment::of_brokers(
+        1,
+        [BrokerInfo::alive(0, "127.0.0.1", 9092)],
+    ));
     let (tx, rx) = watch::channel(Some(Arc::new(routing)));
     let config = GroupManagerConfig {
         core: GroupCoordinatorConfig {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use kaas_broker::api::{offset_commit, offset_fetch, RequestContext};
 use kaas_broker::storage::group_log::GroupLogStore;
 use kaas_broker::{Broker, BrokerConfig};
-use kaas_shared::{Assignment, BrokerInfo, BrokerState, GroupEntry};
+use kaas_shared::{Assignment, BrokerInfo, GroupEntry};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -26,12 +26,7 @@ fn assignment(version: u64, owner: i32) -> Assignment {
     Assignment {
         version,
         brokers: (0..2)
-            .map(|id| BrokerInfo {
-                id,
-                host: "127.0.0.1".into(),
-                port: 9092 + id as u16,
-                state: BrokerState::Alive,
-            })
+            .map(|id| BrokerInfo::alive(id, "127.0.0.1", 9092 + id as u16))
             .collect(),
         consumer_groups: vec![GroupEntry {
             group_id: GROUP.into(),

@@ -70,16 +70,11 @@ pub fn fit(previous: Option<&Assignment>, next: Assignment, budget: usize) -> (A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kaas_shared::{recompute, BrokerInfo, BrokerState, Routing};
+    use kaas_shared::{recompute, BrokerInfo, Routing};
 
     fn brokers(n: i32) -> Vec<BrokerInfo> {
         (0..n)
-            .map(|id| BrokerInfo {
-                id,
-                host: format!("b{id}"),
-                port: 9092,
-                state: BrokerState::Alive,
-            })
+            .map(|id| BrokerInfo::alive(id, format!("b{id}"), 9092))
             .collect()
     }
 

@@ -52,6 +52,29 @@ pub struct BrokerInfo {
     pub state: BrokerState,
 }
 
+impl BrokerInfo {
+    /// An alive broker at `host:port`.
+    pub fn alive(id: BrokerId, host: impl Into<String>, port: u16) -> BrokerInfo {
+        BrokerInfo {
+            id,
+            host: host.into(),
+            port,
+            state: BrokerState::Alive,
+        }
+    }
+}
+
+impl Assignment {
+    /// Version `version` of a document naming `brokers` and no explicit entry.
+    pub fn of_brokers(version: u64, brokers: impl IntoIterator<Item = BrokerInfo>) -> Assignment {
+        Assignment {
+            version,
+            brokers: brokers.into_iter().collect(),
+            ..Assignment::default()
+        }
+    }
+}
+
 /// Broker liveness. Only [`BrokerState::Alive`] brokers are routed to;
 /// draining and dead brokers stay in the set only to keep the divisor stable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

@@ -126,16 +126,11 @@ pub fn decode(cm: &ConfigMap) -> Result<Assignment, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{recompute, BrokerInfo, BrokerState, GroupEntry};
+    use crate::{recompute, BrokerInfo, GroupEntry};
 
     fn brokers(n: i32) -> Vec<BrokerInfo> {
         (0..n)
-            .map(|id| BrokerInfo {
-                id,
-                host: format!("demo-{id}.demo-brokers.ns.svc"),
-                port: 9092,
-                state: BrokerState::Alive,
-            })
+            .map(|id| BrokerInfo::alive(id, format!("demo-{id}.demo-brokers.ns.svc"), 9092))
             .collect()
     }
 

@@ -13,16 +13,17 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
+use kafka_protocol::ResponseError as E;
+
 pub const NONE: i16 = 0;
-pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub const NOT_COORDINATOR: i16 = 16;
-pub const ILLEGAL_GENERATION: i16 = 22;
-pub const UNKNOWN_MEMBER_ID: i16 = 25;
-pub const REBALANCE_IN_PROGRESS: i16 = 27;
-pub const NON_EMPTY_GROUP: i16 = 68;
-pub const GROUP_ID_NOT_FOUND: i16 = 69;
-pub const MEMBER_ID_REQUIRED: i16 = 79;
+pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = E::CoordinatorLoadInProgress.code();
+pub const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
+pub const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
+pub const ILLEGAL_GENERATION: i16 = E::IllegalGeneration.code();
+pub const UNKNOWN_MEMBER_ID: i16 = E::UnknownMemberId.code();
+pub const REBALANCE_IN_PROGRESS: i16 = E::RebalanceInProgress.code();
+pub const GROUP_ID_NOT_FOUND: i16 = E::GroupIdNotFound.code();
+pub const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
 
 /// The topic every group commits offsets for. OffsetCommit does not require
 /// the topic to exist (as in Apache Kafka's group coordinator), so the soak
@@ -39,24 +40,24 @@ pub const FETCH_V: i16 = 7;
 pub const DELETE_V: i16 = 1;
 pub const LIST_V: i16 = 4;
 
-/// Names for the codes the soak expects to see; others print as numbers.
+/// The code's name as Apache writes it (`NOT_COORDINATOR`), from the
+/// `kafka-protocol` crate's `NotCoordinator` (`UNKNOWN(n)` for a code it
+/// does not know).
 pub fn error_name(code: i16) -> String {
-    match code {
-        NONE => "NONE".into(),
-        7 => "REQUEST_TIMED_OUT".into(),
-        COORDINATOR_LOAD_IN_PROGRESS => "COORDINATOR_LOAD_IN_PROGRESS".into(),
-        COORDINATOR_NOT_AVAILABLE => "COORDINATOR_NOT_AVAILABLE".into(),
-        NOT_COORDINATOR => "NOT_COORDINATOR".into(),
-        ILLEGAL_GENERATION => "ILLEGAL_GENERATION".into(),
-        UNKNOWN_MEMBER_ID => "UNKNOWN_MEMBER_ID".into(),
-        26 => "INVALID_SESSION_TIMEOUT".into(),
-        REBALANCE_IN_PROGRESS => "REBALANCE_IN_PROGRESS".into(),
-        NON_EMPTY_GROUP => "NON_EMPTY_GROUP".into(),
-        GROUP_ID_NOT_FOUND => "GROUP_ID_NOT_FOUND".into(),
-        MEMBER_ID_REQUIRED => "MEMBER_ID_REQUIRED".into(),
-        -1 => "UNKNOWN_SERVER_ERROR".into(),
-        c => format!("code {c}"),
+    let Some(e) = E::try_from_code(code) else {
+        return match code {
+            NONE => "NONE".into(),
+            c => format!("code {c}"),
+        };
+    };
+    let mut name = String::new();
+    for (i, ch) in format!("{e:?}").chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(ch.to_ascii_uppercase());
     }
+    name
 }
 
 /// Whether `code` tells the client to find the coordinator again.
@@ -224,4 +225,18 @@ pub fn decode_assignment(bytes: &Bytes) -> anyhow::Result<Vec<i32>> {
         .filter(|tp| tp.topic.0.as_str() == TOPIC)
         .flat_map(|tp| tp.partitions.iter().copied())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_names_are_apaches() {
+        assert_eq!(error_name(NONE), "NONE");
+        assert_eq!(error_name(NOT_COORDINATOR), "NOT_COORDINATOR");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(14), "COORDINATOR_LOAD_IN_PROGRESS");
+        assert_eq!(error_name(9999), "UNKNOWN(9999)");
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kaas_shared::{Assignment, BrokerInfo, BrokerState};
+use kaas_shared::{Assignment, BrokerInfo};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -267,12 +267,7 @@ fn context(broker: Arc<Broker>, version: i16) -> RequestContext {
 }
 
 fn two_broker_assignment() -> Assignment {
-    let b = |id, port| BrokerInfo {
-        id,
-        host: "127.0.0.1".into(),
-        port,
-        state: BrokerState::Alive,
-    };
+    let b = |id, port| BrokerInfo::alive(id, "127.0.0.1", port);
     Assignment {
         version: 1,
         brokers: vec![b(0, 9092), b(1, 9093)],

@@ -69,8 +69,8 @@ pub trait GroupStore: Send + Sync + 'static {
     /// Forget any cached handle: the group was unloaded or moved.
     fn close(&self, group_id: &str);
     /// Whether another broker wrote the group's log since this one last
-    /// read or wrote it, as far as the store can tell cheaply (blocking:
-    /// called on a blocking thread).
+    /// read or wrote it, as far as the store can tell cheaply: one fstat at
+    /// most, called on the request's thread.
     fn written_elsewhere(&self, _group_id: &str) -> bool {
         false
     }

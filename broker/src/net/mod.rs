@@ -1,4 +1,5 @@
-//! The network side: framing, one task pair per connection, the listener.
+//! The network side: the listener, one task per connection, connection quotas.
+//! Framing is `kaas_client::frame`, shared with the clients.
 
 pub mod connection;
 pub mod quotas;

@@ -606,13 +606,13 @@ impl Journal {
 
     /// Queues `entries` now, in order after everything queued before; the
     /// future resolves once they are durable.
-    pub fn append<'a>(&self, entries: impl IntoIterator<Item = EntryRef<'a>>) -> Durable {
+    pub fn append<'a>(&self, entries: impl IntoIterator<Item = EntryRef<'a>>) -> Journaled {
         let started = match self.started.load(Ordering::Acquire) {
             true => Ok(()),
             false => self.start(),
         };
         if let Err(e) = started {
-            return Durable(Err(Some(e)));
+            return Journaled(Err(Some(e)));
         }
         let (tx, rx) = oneshot::channel();
         let mut q = self.shared.queue();
@@ -622,7 +622,7 @@ impl Journal {
             if let Err(e) = encode_entry(&mut q.encoded, generation, &e) {
                 // All or none of the call's entries.
                 q.encoded.truncate(before);
-                return Durable(Err(Some(e)));
+                return Journaled(Err(Some(e)));
             }
         }
         q.waiters.push(tx);
@@ -631,7 +631,7 @@ impl Journal {
         if idle {
             self.shared.wake.notify_one();
         }
-        Durable(Ok(rx))
+        Journaled(Ok(rx))
     }
 
     /// Journal rounds (one `fdatasync` each) so far.
@@ -641,9 +641,9 @@ impl Journal {
 }
 
 /// Resolves once the entries of one [`Journal::append`] are durable.
-pub struct Durable(Result<oneshot::Receiver<Outcome>, Option<io::Error>>);
+pub struct Journaled(Result<oneshot::Receiver<Outcome>, Option<io::Error>>);
 
-impl Future for Durable {
+impl Future for Journaled {
     type Output = io::Result<()>;
 
     fn poll(

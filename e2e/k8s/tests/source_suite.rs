@@ -120,12 +120,7 @@ async fn suite(dir: &Path, publisher: Publisher, source: Source) {
         .collect::<Vec<_>>()
         .join(",");
     let infos: Vec<BrokerInfo> = (0..3)
-        .map(|id| BrokerInfo {
-            id,
-            host: "127.0.0.1".into(),
-            port: ports[id as usize],
-            state: BrokerState::Alive,
-        })
+        .map(|id| BrokerInfo::alive(id, "127.0.0.1", ports[id as usize]))
         .collect();
     let v1 = Assignment {
         version: 1,

@@ -1,35 +1,39 @@
 //! Kafka error codes used by the classic group coordinator, plus the mapping
 //! Apache applies to failed group-metadata writes.
 
-/// Kafka wire error codes (`org.apache.kafka.common.protocol.Errors`).
+/// Kafka wire error codes the coordinator answers, named as Apache names
+/// them (`org.apache.kafka.common.protocol.Errors`) and taken from the
+/// `kafka-protocol` crate, never written down by hand.
 pub mod code {
+    use kafka_protocol::ResponseError as E;
+
     pub const NONE: i16 = 0;
-    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const MESSAGE_TOO_LARGE: i16 = 10;
-    pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-    pub const NOT_COORDINATOR: i16 = 16;
-    pub const RECORD_LIST_TOO_LARGE: i16 = 18;
-    pub const NOT_ENOUGH_REPLICAS: i16 = 19;
-    pub const ILLEGAL_GENERATION: i16 = 22;
-    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-    pub const INVALID_GROUP_ID: i16 = 24;
-    pub const UNKNOWN_MEMBER_ID: i16 = 25;
-    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
-    pub const REBALANCE_IN_PROGRESS: i16 = 27;
-    pub const REQUEST_TIMED_OUT: i16 = 7;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const INVALID_FETCH_SIZE: i16 = 4;
-    pub const UNSUPPORTED_VERSION: i16 = 35;
-    pub const KAFKA_STORAGE_ERROR: i16 = 56;
-    pub const NON_EMPTY_GROUP: i16 = 68;
-    pub const GROUP_ID_NOT_FOUND: i16 = 69;
-    pub const MEMBER_ID_REQUIRED: i16 = 79;
-    pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
-    pub const FENCED_INSTANCE_ID: i16 = 82;
-    pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-    pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
+    pub const UNKNOWN_SERVER_ERROR: i16 = E::UnknownServerError.code();
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = E::UnknownTopicOrPartition.code();
+    pub const MESSAGE_TOO_LARGE: i16 = E::MessageTooLarge.code();
+    pub const OFFSET_METADATA_TOO_LARGE: i16 = E::OffsetMetadataTooLarge.code();
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
+    pub const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
+    pub const RECORD_LIST_TOO_LARGE: i16 = E::RecordListTooLarge.code();
+    pub const NOT_ENOUGH_REPLICAS: i16 = E::NotEnoughReplicas.code();
+    pub const ILLEGAL_GENERATION: i16 = E::IllegalGeneration.code();
+    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = E::InconsistentGroupProtocol.code();
+    pub const INVALID_GROUP_ID: i16 = E::InvalidGroupId.code();
+    pub const UNKNOWN_MEMBER_ID: i16 = E::UnknownMemberId.code();
+    pub const INVALID_SESSION_TIMEOUT: i16 = E::InvalidSessionTimeout.code();
+    pub const REBALANCE_IN_PROGRESS: i16 = E::RebalanceInProgress.code();
+    pub const REQUEST_TIMED_OUT: i16 = E::RequestTimedOut.code();
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = E::NotLeaderOrFollower.code();
+    pub const INVALID_FETCH_SIZE: i16 = E::InvalidFetchSize.code();
+    pub const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
+    pub const KAFKA_STORAGE_ERROR: i16 = E::KafkaStorageError.code();
+    pub const NON_EMPTY_GROUP: i16 = E::NonEmptyGroup.code();
+    pub const GROUP_ID_NOT_FOUND: i16 = E::GroupIdNotFound.code();
+    pub const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
+    pub const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
+    pub const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
+    pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
+    pub const UNSTABLE_OFFSET_COMMIT: i16 = E::UnstableOffsetCommit.code();
 }
 
 /// Apache's `appendGroupMetadataErrorToResponseError`: a failed write of group

@@ -101,7 +101,7 @@ impl Durability {
     pub(super) fn journal_append<'a>(
         &self,
         entries: impl IntoIterator<Item = EntryRef<'a>>,
-    ) -> Option<journal::Durable> {
+    ) -> Option<journal::Journaled> {
         match &self.mode {
             Mode::Journal { journal, .. } => Some(journal.append(entries)),
             _ => None,
@@ -234,7 +234,7 @@ pub(super) struct Pending {
     pub(super) shared: Arc<Durability>,
     pub(super) seq: u64,
     /// The append's journal round, when the journal makes it durable.
-    pub(super) journaled: Option<journal::Durable>,
+    pub(super) journaled: Option<journal::Journaled>,
 }
 
 impl Pending {

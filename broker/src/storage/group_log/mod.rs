@@ -57,7 +57,7 @@ use durability::{durable, Durability, LogIo, Pending, RealIo};
 pub use fencing::Owner;
 use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
 pub use records::FORMAT_VERSION;
-use records::{encode, encode_commit, PartitionEntry, Record, Table};
+use records::{encode, encode_commit, PartitionKey, Record, Table};
 use writer::Writer;
 
 mod cache;
@@ -405,7 +405,7 @@ impl Logs {
             let record = Record::Delete(
                 partitions
                     .iter()
-                    .map(|(topic, partition)| PartitionEntry {
+                    .map(|(topic, partition)| PartitionKey {
                         topic: topic.clone(),
                         partition: *partition,
                     })

@@ -77,7 +77,7 @@ struct OffsetEntry {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct PartitionEntry {
+pub(super) struct PartitionKey {
     pub topic: String,
     pub partition: i32,
 }
@@ -135,7 +135,7 @@ pub(super) struct Snapshot {
 pub(super) enum Record {
     Header(HeaderBody),
     Commit(Offsets),
-    Delete(Vec<PartitionEntry>),
+    Delete(Vec<PartitionKey>),
     Metadata(Option<GroupMeta>),
     Snapshot(Snapshot),
     Claim(ClaimBody),

@@ -1176,23 +1176,17 @@ async fn a_held_write_of_one_group_does_not_delay_other_groups() {
         OffsetCommitRequest, OffsetCommitTopic, Protocol, SyncGroupRequest,
     };
     use crate::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
-    use kaas_shared::{Assignment, BrokerInfo, BrokerState, Routing};
+    use kaas_shared::{Assignment, BrokerInfo, Routing};
 
     let dir = tempfile::tempdir().unwrap();
     let (store, faults) = faulty_store(dir.path());
     let (held_tx, held) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel();
     *faults.hold.lock() = Some((b"held-topic".to_vec(), held_tx, release_rx));
-    let routing = Routing::new(Assignment {
-        version: 1,
-        brokers: vec![BrokerInfo {
-            id: 0,
-            host: "127.0.0.1".into(),
-            port: 9092,
-            state: BrokerState::Alive,
-        }],
-        ..Default::default()
-    });
+    let routing = Routing::new(Assignment::of_brokers(
+        1,
+        [BrokerInfo::alive(0, "127.0.0.1", 9092)],
+    ));
     let (_routing_tx, routing_rx) = tokio::sync::watch::channel(Some(Arc::new(routing)));
     let config = GroupManagerConfig {
         core: GroupCoordinatorConfig {

@@ -17,11 +17,11 @@ const THREADS: usize = 4;
 pub(super) type Job = Box<dyn FnOnce() + Send>;
 
 pub(super) struct Writer {
-    shared: Arc<Shared>,
+    shared: Arc<Lanes>,
 }
 
 #[derive(Default)]
-struct Shared {
+struct Lanes {
     state: Mutex<State>,
     /// A lane became ready, or the writer is stopping.
     ready: Condvar,
@@ -38,7 +38,7 @@ struct State {
 
 impl Writer {
     pub(super) fn new() -> std::io::Result<Writer> {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Lanes::default());
         for n in 0..THREADS {
             let shared = shared.clone();
             std::thread::Builder::new()
@@ -74,7 +74,7 @@ impl Drop for Writer {
     }
 }
 
-impl Shared {
+impl Lanes {
     fn run(&self) {
         loop {
             let group = {
