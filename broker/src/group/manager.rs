@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -234,9 +236,7 @@ impl GroupManager {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // The core never panics on input; a poisoned lock means a bug in
-        // the shell, and the state is still the last consistent one.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     pub fn now_ms(&self) -> u64 {

@@ -38,12 +38,13 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use tokio::sync::oneshot;
+use tracing::error;
 
 use super::fs::{syncfs, FileLock};
-use tracing::error;
 
 /// The journals' folder, inside the group logs' folder.
 pub const JOURNAL_DIR: &str = ".journal";
@@ -211,11 +212,6 @@ pub struct Journal {
     /// append tries to start them (a full volume may have room later).
     started: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves the data consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
@@ -425,7 +421,7 @@ fn make_file(creating: &Path, capacity: u64) -> io::Result<File> {
 
 impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
-        lock(&self.queue)
+        self.queue.lock()
     }
 
     fn open(&self) -> io::Result<Files> {
@@ -465,7 +461,7 @@ impl Shared {
                 let mut q = self.queue();
                 while q.encoded.is_empty() && !q.closing {
                     q.idle = true;
-                    q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                    self.wake.wait(&mut q);
                     q.idle = false;
                 }
                 if q.encoded.is_empty() {
@@ -586,7 +582,7 @@ impl Journal {
 
     /// Creates the files and starts the thread, once.
     fn start(&self) -> io::Result<()> {
-        let mut thread = lock(&self.thread);
+        let mut thread = self.thread.lock();
         if self.started.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -671,7 +667,7 @@ impl Drop for Journal {
         // orphaned.
         self.shared.queue().closing = true;
         self.shared.wake.notify_all();
-        if let Some(thread) = lock(&self.thread).take() {
+        if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
         }
     }

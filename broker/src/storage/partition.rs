@@ -4,7 +4,9 @@
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 use tokio::sync::watch;
@@ -92,9 +94,7 @@ impl Partition {
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
-        // A panic while holding the lock cannot leave the log half-written
-        // (appends write then publish), so a poisoned lock is still usable.
-        self.log.lock().unwrap_or_else(|p| p.into_inner())
+        self.log.lock()
     }
 
     pub fn high_watermark(&self) -> i64 {

@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -114,7 +116,7 @@ impl TopicRegistry {
     /// the last look (the folder's mtime changes on rename in or out).
     fn refresh(&self) {
         let stamp = self.stamp();
-        if stamp.is_some() && self.cache.read().expect("cache lock").stamp == stamp {
+        if stamp.is_some() && self.cache.read().stamp == stamp {
             return;
         }
         let mut by_name = HashMap::new();
@@ -130,38 +132,25 @@ impl TopicRegistry {
                 }
             }
         }
-        *self.cache.write().expect("cache lock") = Cache { stamp, by_name };
+        *self.cache.write() = Cache { stamp, by_name };
     }
 
     pub fn all(&self) -> Vec<Arc<TopicMeta>> {
         self.refresh();
-        let mut all: Vec<_> = self
-            .cache
-            .read()
-            .expect("cache lock")
-            .by_name
-            .values()
-            .cloned()
-            .collect();
+        let mut all: Vec<_> = self.cache.read().by_name.values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<TopicMeta>> {
         self.refresh();
-        self.cache
-            .read()
-            .expect("cache lock")
-            .by_name
-            .get(name)
-            .cloned()
+        self.cache.read().by_name.get(name).cloned()
     }
 
     pub fn get_by_id(&self, id: Uuid) -> Option<Arc<TopicMeta>> {
         self.refresh();
         self.cache
             .read()
-            .expect("cache lock")
             .by_name
             .values()
             .find(|t| t.id == id)

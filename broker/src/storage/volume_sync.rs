@@ -18,7 +18,9 @@ use std::future::Future;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 use tracing::error;
@@ -106,8 +108,7 @@ struct Shared {
 
 impl Shared {
     fn rounds(&self) -> MutexGuard<'_, Rounds> {
-        // Every critical section leaves `Rounds` consistent.
-        self.rounds.lock().unwrap_or_else(|p| p.into_inner())
+        self.rounds.lock()
     }
 
     fn syncfs(&self) -> Outcome {
@@ -130,7 +131,7 @@ impl Shared {
                         return;
                     }
                     rounds.idle += 1;
-                    rounds = self.wake.wait(rounds).unwrap_or_else(|p| p.into_inner());
+                    self.wake.wait(&mut rounds);
                     rounds.idle -= 1;
                 }
             };
