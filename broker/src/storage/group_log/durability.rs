@@ -22,8 +22,10 @@ use crate::storage::fs::sync_dir;
 use crate::storage::journal::{self, EntryRef, Journal};
 use crate::storage::volume_sync::VolumeSync;
 
-/// The group-log writes a test can make fail. Production uses [`RealIo`].
-pub(super) trait LogIo: Send + Sync + 'static {
+/// The group-log writes a test can make fail or hold
+/// ([`GroupLogStore::open_with_io`](super::GroupLogStore::open_with_io)).
+/// Production uses the plain calls, which are the defaults.
+pub trait LogIo: Send + Sync + 'static {
     /// Writes a whole record at `at`.
     fn write_at(&self, file: &File, at: u64, bytes: &[u8]) -> io::Result<()> {
         file.write_all_at(bytes, at)

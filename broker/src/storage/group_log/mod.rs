@@ -53,7 +53,8 @@ use crate::group::store::{Durable, StoreError, StoredGroup};
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
 use cache::Entry;
-use durability::{durable, Durability, LogIo, Pending, RealIo};
+pub use durability::LogIo;
+use durability::{durable, Durability, Pending, RealIo};
 pub use fencing::Owner;
 use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
 pub use records::FORMAT_VERSION;
@@ -164,7 +165,9 @@ impl GroupLogStore {
         GroupLogStore::open_with_io(data_dir, options, Arc::new(RealIo))
     }
 
-    fn open_with_io(
+    /// [`GroupLogStore::open`] with the log writes going through `io`: for
+    /// tests that fail or hold them.
+    pub fn open_with_io(
         data_dir: &Path,
         options: GroupLogOptions,
         io: Arc<dyn LogIo>,
