@@ -3,19 +3,18 @@
 //! core acknowledges them.
 //!
 //! One mutex guards the core. Writes are *ordered* while that mutex is held
-//! (the store appends at call time) and *awaited* outside it, so a slow
-//! fsync never blocks other groups and records of one group land in the
-//! order the core emitted them.
+//! (the store queues each on its group's lane, doing no I/O) and *awaited*
+//! outside it, so a slow lock, write or fsync never blocks other groups and
+//! records of one group land in the order the core emitted them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-use parking_lot::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kaas_shared::Routing;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug_span, info, warn, Instrument};

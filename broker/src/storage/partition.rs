@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 

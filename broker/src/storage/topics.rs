@@ -10,10 +10,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use parking_lot::RwLock;
 use std::time::SystemTime;
 
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
