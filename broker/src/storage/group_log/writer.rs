@@ -18,6 +18,7 @@ pub(super) type Job = Box<dyn FnOnce() + Send>;
 
 pub(super) struct Writer {
     shared: Arc<Lanes>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -39,13 +40,16 @@ struct State {
 impl Writer {
     pub(super) fn new() -> std::io::Result<Writer> {
         let shared = Arc::new(Lanes::default());
+        let mut threads = Vec::with_capacity(THREADS);
         for n in 0..THREADS {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("kaas-group-log-{n}"))
-                .spawn(move || shared.run())?;
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("kaas-group-log-{n}"))
+                    .spawn(move || shared.run())?,
+            );
         }
-        Ok(Writer { shared })
+        Ok(Writer { shared, threads })
     }
 
     /// Runs `job` after every job submitted before it for `group_id`.
@@ -67,10 +71,14 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// The threads finish every job submitted, then end.
+    /// Waits for the threads to finish every job submitted: once the store
+    /// is dropped, no job holds its logs (their files, the journal) open.
     fn drop(&mut self) {
         self.shared.state.lock().stopping = true;
         self.shared.ready.notify_all();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
     }
 }
 
