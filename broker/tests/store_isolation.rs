@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kaas_broker::group::core::{
-    GroupCoordinatorConfig, HeartbeatRequest, JoinGroupRequest, OffsetCommitPartition,
-    OffsetCommitRequest, OffsetCommitTopic, Protocol, SyncGroupRequest,
+    GroupCoordinatorConfig, HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, Protocol,
+    SyncGroupRequest,
 };
 use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
 use kaas_broker::storage::group_log::{GroupLogOptions, GroupLogStore, LogIo};
@@ -37,23 +37,7 @@ impl LogIo for HoldOne {
 }
 
 fn commit(group: &str, topic: &str) -> OffsetCommitRequest {
-    OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id: -1,
-        member_id: String::new(),
-        group_instance_id: None,
-        retention_time_ms: -1,
-        topics: vec![OffsetCommitTopic {
-            name: topic.into(),
-            partitions: vec![OffsetCommitPartition {
-                partition: 0,
-                offset: 7,
-                leader_epoch: -1,
-                metadata: None,
-            }],
-        }],
-        api_version: 8,
-    }
+    OffsetCommitRequest::simple(group, topic, 0, 7)
 }
 
 #[tokio::test]

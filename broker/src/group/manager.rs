@@ -701,7 +701,7 @@ mod tests {
     use futures::FutureExt;
 
     use super::*;
-    use crate::group::core::{OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic};
+    use crate::group::core::OffsetCommitRequest;
     use crate::group::store::MemoryStore;
 
     type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
@@ -734,23 +734,7 @@ mod tests {
     }
 
     fn commit_request(group: &str, offset: i64) -> OffsetCommitRequest {
-        OffsetCommitRequest {
-            group_id: group.into(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-            retention_time_ms: -1,
-            topics: vec![OffsetCommitTopic {
-                name: "t".into(),
-                partitions: vec![OffsetCommitPartition {
-                    partition: 0,
-                    offset,
-                    leader_epoch: -1,
-                    metadata: None,
-                }],
-            }],
-            api_version: 8,
-        }
+        OffsetCommitRequest::simple(group, "t", 0, offset)
     }
 
     #[tokio::test]

@@ -188,6 +188,30 @@ pub struct OffsetCommitRequest {
     pub api_version: i16,
 }
 
+impl OffsetCommitRequest {
+    /// One offset committed by a simple consumer (no generation, no member;
+    /// OffsetCommit v8): what admin tools send, and what tests use.
+    pub fn simple(group_id: &str, topic: &str, partition: i32, offset: i64) -> OffsetCommitRequest {
+        OffsetCommitRequest {
+            group_id: group_id.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: vec![OffsetCommitTopic {
+                name: topic.into(),
+                partitions: vec![OffsetCommitPartition {
+                    partition,
+                    offset,
+                    leader_epoch: -1,
+                    metadata: None,
+                }],
+            }],
+            api_version: 8,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionResult {
     pub partition: i32,

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::api::{join_error, sync_error};
 use super::errors::code;
 use super::rebalance::{
-    answer_leftover_waiters, cancel_heartbeat, maybe_complete_join_phase,
+    answer_leftover_waiters, cancel_heartbeat, current_state_response, maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join, prepare_rebalance, reschedule_heartbeat,
     reschedule_member_heartbeat, respond_join, validate_member,
 };
@@ -152,27 +152,6 @@ fn join_new_member(
                 }
             }
         }
-    }
-}
-
-fn current_state_response(
-    g: &ClassicGroup,
-    member_id: &str,
-    with_members: bool,
-) -> JoinGroupResponse {
-    JoinGroupResponse {
-        error_code: code::NONE,
-        generation_id: g.generation_id,
-        protocol_type: g.protocol_type.clone(),
-        protocol_name: g.protocol_name.clone(),
-        leader: g.leader_id.clone().unwrap_or_default(),
-        skip_assignment: false,
-        member_id: member_id.to_string(),
-        members: if with_members {
-            g.current_members_for_join()
-        } else {
-            Vec::new()
-        },
     }
 }
 

@@ -3,12 +3,12 @@
 use super::api::invalid_group_id;
 use super::errors::code;
 use super::rebalance::{
-    answer_leftover_waiters, cancel_heartbeat, complete_join_waiter, maybe_complete_join_phase,
+    cancel_heartbeat, drop_member, maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join, validate_member,
 };
 use super::{
-    ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, LeaveMemberResponse, RequestToken, Response,
+    ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, LeaveGroupRequest, LeaveGroupResponse,
+    LeaveMemberResponse, RequestToken, Response,
 };
 
 /// v0–v2 responses have no member list: Apache's `LeaveGroupResponse` folds
@@ -33,15 +33,7 @@ fn remove_current_member(g: &mut ClassicGroup, member_id: &str, reason: &str, cx
     cancel_heartbeat(g, member_id, cx);
     tracing::info!(group = %g.group_id, member_id, reason, "member has left group through explicit LeaveGroup request");
     // A parked JoinGroup of the leaving member is told to retry.
-    complete_join_waiter(
-        g,
-        member_id,
-        JoinGroupResponse::error("", code::UNKNOWN_MEMBER_ID),
-        cx,
-    );
-    if let Some(m) = g.remove(member_id) {
-        answer_leftover_waiters(&m, code::UNKNOWN_MEMBER_ID, cx);
-    }
+    drop_member(g, member_id, cx);
 }
 
 impl GroupCoordinator {

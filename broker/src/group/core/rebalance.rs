@@ -242,6 +242,30 @@ pub(crate) fn maybe_complete_join_phase(g: &mut ClassicGroup, cx: &mut Ctx<'_>) 
     complete_join(g, cx);
 }
 
+/// The group as a JoinGroup answer to `member_id`: the generation, the
+/// protocol, the leader and, with `with_members`, every member (the leader's
+/// answer).
+pub(crate) fn current_state_response(
+    g: &ClassicGroup,
+    member_id: &str,
+    with_members: bool,
+) -> JoinGroupResponse {
+    JoinGroupResponse {
+        error_code: code::NONE,
+        generation_id: g.generation_id,
+        protocol_type: g.protocol_type.clone(),
+        protocol_name: g.protocol_name.clone(),
+        leader: g.leader_id.clone().unwrap_or_default(),
+        skip_assignment: false,
+        member_id: member_id.to_string(),
+        members: if with_members {
+            g.current_members_for_join()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
 /// Apache `completeClassicGroupJoin`: drop dynamic members that did not
 /// rejoin, start the next generation, answer every parked JoinGroup.
 pub(crate) fn complete_join(g: &mut ClassicGroup, cx: &mut Ctx<'_>) {
@@ -284,23 +308,8 @@ pub(crate) fn complete_join(g: &mut ClassicGroup, cx: &mut Ctx<'_>) {
         members = g.num_members(),
         "Stabilized group"
     );
-    let leader_members = g.current_members_for_join();
     for id in g.member_ids() {
-        let is_leader = g.is_leader(&id);
-        let resp = JoinGroupResponse {
-            error_code: code::NONE,
-            generation_id: g.generation_id,
-            protocol_type: g.protocol_type.clone(),
-            protocol_name: g.protocol_name.clone(),
-            leader: g.leader_id.clone().unwrap_or_default(),
-            skip_assignment: false,
-            member_id: id.clone(),
-            members: if is_leader {
-                leader_members.clone()
-            } else {
-                Vec::new()
-            },
-        };
+        let resp = current_state_response(g, &id, g.is_leader(&id));
         complete_join_waiter(g, &id, resp, cx);
         reschedule_member_heartbeat(g, &id, cx);
         if let Some(m) = g.member_mut(&id) {
@@ -422,14 +431,9 @@ pub(crate) fn expire_heartbeat(g: &mut ClassicGroup, member_id: &str, cx: &mut C
     }
 }
 
-/// Apache `removeMemberAndUpdateClassicGroup`.
-pub(crate) fn remove_member_and_update(
-    g: &mut ClassicGroup,
-    member_id: &str,
-    reason: &str,
-    cx: &mut Ctx<'_>,
-) {
-    // A new member may time out with its JoinGroup parked: tell it to retry.
+/// Removes a member, telling its parked JoinGroup and SyncGroup to retry
+/// (UNKNOWN_MEMBER_ID).
+pub(crate) fn drop_member(g: &mut ClassicGroup, member_id: &str, cx: &mut Ctx<'_>) {
     complete_join_waiter(
         g,
         member_id,
@@ -439,6 +443,17 @@ pub(crate) fn remove_member_and_update(
     if let Some(m) = g.remove(member_id) {
         answer_leftover_waiters(&m, code::UNKNOWN_MEMBER_ID, cx);
     }
+}
+
+/// Apache `removeMemberAndUpdateClassicGroup`.
+pub(crate) fn remove_member_and_update(
+    g: &mut ClassicGroup,
+    member_id: &str,
+    reason: &str,
+    cx: &mut Ctx<'_>,
+) {
+    // A new member may time out with its JoinGroup parked: tell it to retry.
+    drop_member(g, member_id, cx);
     match g.state {
         GroupState::Stable | GroupState::CompletingRebalance => {
             maybe_prepare_rebalance_or_complete_join(g, reason, cx)

@@ -29,27 +29,9 @@ impl Shell {
 
     fn simple_commit(&mut self, group: &str) {
         let t = self.token();
-        let fx = self.c.offset_commit(
-            t,
-            OffsetCommitRequest {
-                group_id: group.into(),
-                generation_id: -1,
-                member_id: String::new(),
-                group_instance_id: None,
-                retention_time_ms: -1,
-                topics: vec![OffsetCommitTopic {
-                    name: "t".into(),
-                    partitions: vec![OffsetCommitPartition {
-                        partition: 0,
-                        offset: 1,
-                        leader_epoch: -1,
-                        metadata: None,
-                    }],
-                }],
-                api_version: 8,
-            },
-            self.now,
-        );
+        let fx = self
+            .c
+            .offset_commit(t, OffsetCommitRequest::simple(group, "t", 0, 1), self.now);
         self.apply(fx);
         let fx = self.c.complete_offset_commit(t, self.now);
         self.apply(fx);
