@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::procs::ProcCluster;
+use common::procs::{self, PUBLISHED_WITHIN};
 use common::{client_config, create_topic, eventually};
 use kaas_client::KafkaClient;
 use kafka_protocol::messages::{DescribeGroupsRequest, FindCoordinatorRequest, GroupId};
@@ -94,7 +94,7 @@ async fn produce(bootstrap: &str, from: usize, to: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_group_survives_kill_9_of_its_coordinator_without_a_rebalance() {
-    let mut cluster = ProcCluster::start(3).await;
+    let cluster = procs::start(3).await;
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, "stream", PARTITIONS).await;
     produce(&bootstrap, 0, 300).await;
@@ -143,7 +143,7 @@ async fn the_group_survives_kill_9_of_its_coordinator_without_a_rebalance() {
     assert_eq!(rebalances.0.load(Ordering::SeqCst), 1);
 
     cluster.kill(old);
-    cluster.wait_alive(2).await;
+    cluster.wait_alive_count(2, PUBLISHED_WITHIN).await.unwrap();
     let alive = (0..3).find(|i| *i != old).unwrap();
     // Brokers follow the published assignment within a poll interval.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

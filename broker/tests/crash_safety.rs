@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::procs::ProcCluster;
+use common::procs::{self, ProcessCluster, PUBLISHED_WITHIN};
 use kaas_client::KafkaClient;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -92,16 +92,14 @@ async fn find_coordinator(cluster_addrs: &[String], group: &str) -> Option<usize
 /// broker in `alive` names it (each broker answers from the assignment it
 /// follows, which lags the published one by up to its poll interval).
 async fn agreed_coordinator(
-    cluster: &ProcCluster,
+    cluster: &ProcessCluster,
     addrs: &[String],
     alive: &[usize],
     group: &str,
 ) -> usize {
     let start = Instant::now();
     loop {
-        let published = serde_json::from_str::<kaas_shared::Assignment>(&cluster.assignment())
-            .ok()
-            .and_then(|a| kaas_shared::Routing::new(a).owner_of_group(group));
+        let published = cluster.routing().and_then(|r| r.owner_of_group(group));
         let mut answers = Vec::new();
         for &id in alive {
             answers.push(find_coordinator(&addrs[id..=id], group).await);
@@ -190,7 +188,7 @@ async fn committer(
 /// live brokers agree), retried until it answers without error:
 /// partition -> (offset, metadata).
 async fn fetch_all(
-    cluster: &ProcCluster,
+    cluster: &ProcessCluster,
     addrs: &[String],
     alive: &[usize],
     group: &str,
@@ -368,7 +366,7 @@ fn damage_tail(
 /// Log lines reporting damage to the group's log: cut off on load, or
 /// restored from the commit journal of the broker that wrote it (which
 /// holds every acknowledged write until the log is flushed).
-fn damage_reports(cluster: &ProcCluster, group: &str) -> usize {
+fn damage_reports(cluster: &ProcessCluster, group: &str) -> usize {
     cluster
         .logs()
         .lines()
@@ -382,21 +380,12 @@ fn damage_reports(cluster: &ProcCluster, group: &str) -> usize {
 
 // ------------------------------------------------------------ the test
 
-fn is_dead(cluster: &ProcCluster, id: usize) -> bool {
-    let v: serde_json::Value = serde_json::from_str(&cluster.assignment()).unwrap_or_default();
-    v["brokers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|b| b["id"] == id as u64 && b["state"] == "dead")
-}
-
-async fn wait_for(what: &str, cluster: &ProcCluster, mut cond: impl FnMut(&ProcCluster) -> bool) {
-    let start = Instant::now();
-    while !cond(cluster) {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+fn is_dead(cluster: &ProcessCluster, id: usize) -> bool {
+    cluster.assignment().is_some_and(|a| {
+        a.brokers
+            .iter()
+            .any(|b| b.id == id as i32 && b.state == kaas_shared::BrokerState::Dead)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -418,7 +407,7 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
     println!("KAAS_CRASH_SEED={seed}");
     let mut rng = Rng(seed);
 
-    let mut cluster = ProcCluster::start(BROKERS).await;
+    let cluster = procs::start(BROKERS).await;
     let addrs: Vec<String> = (0..BROKERS).map(|id| cluster.addr(id)).collect();
     let groups: Vec<String> = (0..GROUPS).map(group_name).collect();
     let acks = Arc::new(Mutex::new(Acks::default()));
@@ -429,7 +418,10 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
     let mut failures = Vec::new();
 
     for round in 0..rounds {
-        cluster.wait_alive(BROKERS).await;
+        cluster
+            .wait_alive_count(BROKERS, PUBLISHED_WITHIN)
+            .await
+            .unwrap();
         // Committers run; the victim is the coordinator of a random group.
         let stop = Arc::new(AtomicBool::new(false));
         let tasks: Vec<_> = groups
@@ -451,10 +443,12 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
         // Wait until some commits were acknowledged this round, then a
         // random moment more, and kill mid-commit.
         let before = acks.lock().unwrap().count;
-        wait_for("commits acknowledged", &cluster, |_| {
-            acks.lock().unwrap().count > before + GROUPS as u64
-        })
-        .await;
+        cluster
+            .wait_until(DEADLINE, "commits acknowledged", |_| {
+                acks.lock().unwrap().count > before + GROUPS as u64
+            })
+            .await
+            .unwrap();
         let mut victims = Vec::new();
         for g in &groups {
             if agreed_coordinator(&cluster, &addrs, &all, g).await == victim {
@@ -510,10 +504,13 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
         let moved = rng.below(2) == 0;
         if moved {
             moves += 1;
-            wait_for("the victim declared dead", &cluster, |c| is_dead(c, victim)).await;
+            cluster
+                .wait_until(DEADLINE, "the victim declared dead", |c| is_dead(c, victim))
+                .await
+                .unwrap();
         } else {
             restarts += 1;
-            cluster.restart(victim);
+            cluster.restart(victim).unwrap();
         }
 
         // Every acknowledged offset back, from the current coordinators.
@@ -574,8 +571,11 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
             }
         }
         if moved {
-            cluster.restart(victim);
-            cluster.wait_alive(BROKERS).await;
+            cluster.restart(victim).unwrap();
+            cluster
+                .wait_alive_count(BROKERS, PUBLISHED_WITHIN)
+                .await
+                .unwrap();
         }
         assert!(failures.is_empty(), "{failures:#?}\n{}", cluster.logs());
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::procs::ProcCluster;
+use common::procs::{self, PUBLISHED_WITHIN};
 use common::{consume_until, create_topic, eventually};
 use kaas_shared::route;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -39,7 +39,7 @@ fn leaders(bootstrap: &str) -> Option<BTreeMap<i32, i32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
-    let mut cluster = ProcCluster::start(3).await;
+    let cluster = procs::start(3).await;
     let bootstrap = format!("{},{}", cluster.addr(0), cluster.addr(2));
     create_topic(&bootstrap, "orders", PARTITIONS).await;
 
@@ -152,8 +152,8 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
     .await;
 
     // The victim comes back on its port; production keeps running.
-    cluster.restart(victim as usize);
-    cluster.wait_alive(3).await;
+    cluster.restart(victim as usize).unwrap();
+    cluster.wait_alive_count(3, PUBLISHED_WITHIN).await.unwrap();
     let at_return = count(&acked);
     eventually(Duration::from_secs(30), "acks after the return", || {
         count(&acked) > at_return + 2000

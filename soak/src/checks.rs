@@ -143,7 +143,9 @@ async fn snapshot(cluster: &Cluster) -> Option<(u64, BTreeMap<usize, HashSet<Str
     let version = cluster.routing()?.version();
     let mut out = BTreeMap::new();
     for id in cluster.up_ids() {
-        let body = cluster.http_get(id, "/debug/groups").await.ok()?;
+        let body = crate::cluster::http_get(cluster, id, "/debug/groups")
+            .await
+            .ok()?;
         let v: serde_json::Value = serde_json::from_str(&body).ok()?;
         if v["assignment_version"].as_u64()? != version {
             return None;

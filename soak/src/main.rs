@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use crate::checks::{Findings, Monitor};
-use crate::cluster::{BrokerFlags, Cluster};
+use crate::cluster::BrokerFlags;
 use crate::ledger::Ledger;
 use crate::stats::Stats;
 use crate::workload::{Shared, WorkloadConfig};
@@ -198,7 +198,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
 
     let stats = Arc::new(Stats::new());
     let cluster = Arc::new(
-        Cluster::start(
+        cluster::start(
             &bin,
             &dir,
             args.brokers,

@@ -13,7 +13,7 @@ use tracing::info;
 use super::{Err, RequestContext};
 use crate::storage::TopicError;
 
-pub fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = &ctx.broker;
     let mut seen: HashMap<String, usize> = HashMap::new();
     for t in &req.topics {
@@ -74,6 +74,7 @@ pub fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsRes
             .storage
             .topics
             .create(&name, partitions, configs.clone(), req.validate_only)
+            .await
         {
             Ok(meta) => {
                 if !req.validate_only {

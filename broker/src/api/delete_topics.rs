@@ -37,13 +37,7 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
             resp.responses.push(result);
             continue;
         };
-        // Renames, fsyncs and removes files: off the async runtime's threads.
-        let broker = ctx.broker.clone();
-        let name = topic.clone();
-        let deleted = tokio::task::spawn_blocking(move || broker.storage.topics.delete(&name))
-            .await
-            .unwrap_or_else(|e| Err(TopicError::Io(std::io::Error::other(e))));
-        match deleted {
+        match topics.delete(&topic).await {
             Ok(meta) => {
                 ctx.broker.storage.close_topic(&topic);
                 info!(topic = %topic, id = %meta.id, "deleted topic");

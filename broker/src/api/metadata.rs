@@ -12,7 +12,7 @@ use tracing::info;
 use super::{Err, RequestContext};
 use crate::storage::{TopicError, TopicMeta};
 
-pub fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
+pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
     let broker = &ctx.broker;
     let routing = broker.routing();
     let mut resp = MetadataResponse::default()
@@ -46,21 +46,25 @@ pub fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
         }
     }
 
-    let topics: Vec<Result<std::sync::Arc<TopicMeta>, MetadataResponseTopic>> = match req.topics {
-        None => broker.storage.topics.all().into_iter().map(Ok).collect(),
-        Some(requested) => requested
-            .into_iter()
-            .map(|t| match t.name {
-                Some(name) => lookup_or_create(ctx, name.0.as_str(), req.allow_auto_topic_creation),
-                None => broker.storage.topics.get_by_id(t.topic_id).ok_or_else(|| {
-                    MetadataResponseTopic::default()
-                        .with_name(None)
-                        .with_topic_id(t.topic_id)
-                        .with_error_code(Err::UnknownTopicId.code())
-                }),
-            })
-            .collect(),
-    };
+    let mut topics: Vec<Result<std::sync::Arc<TopicMeta>, MetadataResponseTopic>> = Vec::new();
+    match req.topics {
+        None => topics.extend(broker.storage.topics.all().into_iter().map(Ok)),
+        Some(requested) => {
+            for t in requested {
+                topics.push(match t.name {
+                    Some(name) => {
+                        lookup_or_create(ctx, name.0.as_str(), req.allow_auto_topic_creation).await
+                    }
+                    None => broker.storage.topics.get_by_id(t.topic_id).ok_or_else(|| {
+                        MetadataResponseTopic::default()
+                            .with_name(None)
+                            .with_topic_id(t.topic_id)
+                            .with_error_code(Err::UnknownTopicId.code())
+                    }),
+                });
+            }
+        }
+    }
     for t in topics {
         resp.topics.push(match t {
             Ok(meta) => describe_topic(&meta, routing.as_deref()),
@@ -70,7 +74,7 @@ pub fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
     resp
 }
 
-fn lookup_or_create(
+async fn lookup_or_create(
     ctx: &RequestContext,
     name: &str,
     allow_auto_create: bool,
@@ -92,6 +96,7 @@ fn lookup_or_create(
         .storage
         .topics
         .create(name, partitions, Default::default(), false)
+        .await
     {
         Ok(meta) => {
             info!(topic = name, partitions, "auto-created topic");

@@ -164,8 +164,10 @@ pub fn encode_response(
 pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<ResponseKind> {
     Some(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&ctx, r)),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(&ctx, r)),
-        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(create_topics::handle(&ctx, r)),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(&ctx, r).await),
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(create_topics::handle(&ctx, r).await)
+        }
         RequestKind::DeleteTopics(r) => {
             ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r).await)
         }

@@ -298,7 +298,7 @@ async fn every_advertised_version_reaches_a_handler_and_encodes() {
     let topic = broker
         .storage
         .topics
-        .create("t", PARTITIONS, Default::default(), false)
+        .create_blocking("t", PARTITIONS, Default::default(), false)
         .unwrap();
     let advertised = api_versions::advertised();
     assert_eq!(advertised.api_keys.len(), SUPPORTED.len());

@@ -118,6 +118,55 @@ impl Drop for FileLock {
     }
 }
 
+/// A counter on the shared volume that many brokers advance: under an
+/// exclusive lock on a lock file beside it (`<name>.lock`: the counter is
+/// replaced by rename, which a lock on the counter itself would not
+/// survive), replaced atomically, so a crash leaves the old value or the
+/// new one, never an empty file that starts over from 0.
+pub struct SharedCounter {
+    path: PathBuf,
+    lock_path: PathBuf,
+}
+
+impl SharedCounter {
+    pub fn new(path: PathBuf) -> SharedCounter {
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        SharedCounter {
+            path,
+            lock_path: lock_path.into(),
+        }
+    }
+
+    /// The value (0 before the first advance). Reads the file itself, not
+    /// its attributes: on NFS an open revalidates what another machine
+    /// wrote, where a `stat` may answer from the attribute cache.
+    pub fn read(&self) -> io::Result<i64> {
+        let raw = match fs::read_to_string(&self.path) {
+            Ok(raw) => raw,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        match raw.trim() {
+            "" => Ok(0),
+            s => s.parse().map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("bad counter '{s}' in {}", self.path.display()),
+                )
+            }),
+        }
+    }
+
+    /// Adds `by`, durably, and returns the value before.
+    pub fn advance(&self, by: i64) -> io::Result<i64> {
+        let _held = FileLock::acquire_path(&self.lock_path)?;
+        let before = self.read()?;
+        write_atomic(&self.path, (before + by).to_string().as_bytes())?;
+        Ok(before)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,18 +33,16 @@
 //! record's bytes`.
 
 use std::fs::{self, File, OpenOptions};
-use std::future::Future;
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
-use tokio::sync::oneshot;
 use tracing::error;
 
 use super::fs::{syncfs, FileLock};
+use super::group_commit::{Committed, Flush, GroupCommit};
 
 /// The journals' folder, inside the group logs' folder.
 pub const JOURNAL_DIR: &str = ".journal";
@@ -93,21 +91,6 @@ pub struct EntryRef<'a> {
     pub position: u64,
     pub prev_crc: u32,
     pub bytes: &'a [u8],
-}
-
-type Outcome = Result<(), (io::ErrorKind, String)>;
-
-/// The bookkeeping shared by callers and the journal thread.
-#[derive(Default)]
-struct Queue {
-    /// Entries waiting for the next round, encoded under `generation`.
-    encoded: Vec<u8>,
-    waiters: Vec<oneshot::Sender<Outcome>>,
-    /// The generation of the file being written (entries encoded under an
-    /// older one are re-stamped by the round that writes them).
-    generation: u64,
-    closing: bool,
-    idle: bool,
 }
 
 /// Alignment and size unit of direct writes.
@@ -172,7 +155,7 @@ impl DirectWriter {
     }
 }
 
-/// The open files, owned by the journal thread.
+/// The open files, owned by the journal's round thread.
 struct Files {
     /// Locked (the lock says the journal is live) and used for buffered
     /// writes where direct ones are refused.
@@ -180,38 +163,30 @@ struct Files {
     direct: Option<DirectWriter>,
     current: usize,
     position: u64,
-    generation: u64,
+    /// The generation of the file being written, published to callers
+    /// (entries encoded under an older one are re-stamped by the round
+    /// that writes them).
+    generation: Arc<AtomicU64>,
     capacity: u64,
     /// A write failed: the page cache of the current file cannot be
     /// trusted, so the next round starts the other file.
     must_switch: bool,
-    encoded: Vec<u8>,
     /// The other file holds entries whose log writes no checkpoint has
     /// made durable yet: it cannot be reused before one has.
     other_uncovered: bool,
     /// The checkpoint (`syncfs`) started at the last switch.
     checkpoint: Option<std::thread::JoinHandle<io::Result<()>>>,
-}
-
-struct Shared {
-    queue: Mutex<Queue>,
-    wake: Condvar,
     /// The group logs' folder, for `syncfs`.
     volume: File,
-    folder: PathBuf,
-    tag: String,
-    capacity: u64,
-    rounds: AtomicU64,
 }
 
-/// A broker process's journal. Its files are created, and its thread
-/// started, by the first append: stores that only read never make one.
+/// A broker process's journal. Its files are created, and its round
+/// thread started, by the first append: stores that only read never make
+/// one.
 pub struct Journal {
-    shared: Arc<Shared>,
-    /// Set once the files exist and the thread runs; until then every
-    /// append tries to start them (a full volume may have room later).
-    started: AtomicBool,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    rounds: GroupCommit<Files>,
+    /// The generation entries are encoded under (see [`Files::generation`]).
+    generation: Arc<AtomicU64>,
 }
 
 fn header(generation: u64) -> [u8; HEADER_LEN as usize] {
@@ -419,79 +394,60 @@ fn make_file(creating: &Path, capacity: u64) -> io::Result<File> {
     Ok(file)
 }
 
-impl Shared {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock()
-    }
-
-    fn open(&self) -> io::Result<Files> {
-        fs::create_dir_all(&self.folder)?;
-        let a = create_file(&self.folder, &self.tag, 0, self.capacity)?;
-        let b = create_file(&self.folder, &self.tag, 1, self.capacity)?;
-        let paths = [0, 1].map(|n| file_path(&self.folder, &self.tag, n));
-        let mut direct = DirectWriter::open([&paths[0], &paths[1]])?;
-        match &mut direct {
-            Some(d) => d.restart(0, &header(1))?,
-            None => {
-                a.write_all_at(&header(1), 0)?;
-                a.sync_data()?;
-            }
+/// Creates both files, locked, the first started, under `folder`.
+fn open_files(
+    folder: &Path,
+    tag: &str,
+    capacity: u64,
+    volume: File,
+    generation: Arc<AtomicU64>,
+) -> io::Result<Files> {
+    fs::create_dir_all(folder)?;
+    let a = create_file(folder, tag, 0, capacity)?;
+    let b = create_file(folder, tag, 1, capacity)?;
+    let paths = [0, 1].map(|n| file_path(folder, tag, n));
+    let mut direct = DirectWriter::open([&paths[0], &paths[1]])?;
+    match &mut direct {
+        Some(d) => d.restart(0, &header(1))?,
+        None => {
+            a.write_all_at(&header(1), 0)?;
+            a.sync_data()?;
         }
-        File::open(&self.folder)?.sync_all()?;
-        Ok(Files {
-            files: [a, b],
-            direct,
-            current: 0,
-            position: HEADER_LEN,
-            generation: 1,
-            capacity: self.capacity,
-            must_switch: false,
-            encoded: Vec::new(),
-            other_uncovered: false,
-            checkpoint: None,
+    }
+    File::open(folder)?.sync_all()?;
+    generation.store(1, Ordering::Release);
+    Ok(Files {
+        files: [a, b],
+        direct,
+        current: 0,
+        position: HEADER_LEN,
+        generation,
+        capacity,
+        must_switch: false,
+        other_uncovered: false,
+        checkpoint: None,
+        volume,
+    })
+}
+
+impl Flush for Files {
+    type Batch = Vec<u8>;
+
+    fn flush(&mut self, encoded: &mut Vec<u8>) -> io::Result<()> {
+        self.write(encoded).map_err(|e| {
+            error!(error = %e, "commit journal write failed");
+            self.must_switch = true;
+            io::Error::new(e.kind(), format!("commit journal write failed: {e}"))
         })
     }
+}
 
-    fn run(&self, mut files: Files) {
-        // The round's buffers are swapped with the queue's, so steady
-        // state allocates nothing.
-        let mut waiters = Vec::new();
-        loop {
-            {
-                let mut q = self.queue();
-                while q.encoded.is_empty() && !q.closing {
-                    q.idle = true;
-                    self.wake.wait(&mut q);
-                    q.idle = false;
-                }
-                if q.encoded.is_empty() {
-                    return;
-                }
-                files.encoded.clear();
-                std::mem::swap(&mut q.encoded, &mut files.encoded);
-                std::mem::swap(&mut q.waiters, &mut waiters);
-            }
-            let generation = files.generation;
-            let outcome = self.write(&mut files).map_err(|e| {
-                error!(error = %e, "commit journal write failed");
-                files.must_switch = true;
-                (e.kind(), format!("commit journal write failed: {e}"))
-            });
-            if files.generation != generation {
-                self.queue().generation = files.generation;
-            }
-            self.rounds.fetch_add(1, Ordering::Relaxed);
-            for tx in waiters.drain(..) {
-                let _ = tx.send(outcome.clone());
-            }
-        }
-    }
-
-    /// Writes the round in `f.encoded`.
-    fn write(&self, f: &mut Files) -> io::Result<()> {
-        if f.must_switch || f.position + f.encoded.len() as u64 > f.capacity {
-            self.switch(f)?;
-            if f.position + f.encoded.len() as u64 > f.capacity {
+impl Files {
+    /// Writes one round's entries.
+    fn write(&mut self, encoded: &mut [u8]) -> io::Result<()> {
+        if self.must_switch || self.position + encoded.len() as u64 > self.capacity {
+            self.switch()?;
+            if self.position + encoded.len() as u64 > self.capacity {
                 // Larger than a whole journal file (a commit of many
                 // thousand partitions): the logs hold these writes already,
                 // so a sync of the volume makes them durable instead.
@@ -500,16 +456,17 @@ impl Shared {
         }
         // Entries queued while the last round switched files carry the
         // old generation.
-        stamp_generation(&mut f.encoded, f.generation, false);
-        let written = match &mut f.direct {
-            Some(d) => d.write(f.current, f.position, &f.encoded),
+        let generation = self.generation.load(Ordering::Acquire);
+        stamp_generation(encoded, generation, false);
+        let written = match &mut self.direct {
+            Some(d) => d.write(self.current, self.position, encoded),
             None => {
-                let file = &f.files[f.current];
-                file.write_all_at(&f.encoded, f.position)
+                let file = &self.files[self.current];
+                file.write_all_at(encoded, self.position)
                     .and_then(|()| file.sync_data())
             }
         };
-        f.position += f.encoded.len() as u64;
+        self.position += encoded.len() as u64;
         written
     }
 
@@ -519,9 +476,9 @@ impl Shared {
     /// needed. It is reused at the next switch (under a new generation that
     /// ends it at its first old entry), which first waits for that
     /// checkpoint: the `syncfs` runs off the commit path, beside rounds.
-    fn switch(&self, f: &mut Files) -> io::Result<()> {
-        if f.other_uncovered {
-            let done = match f.checkpoint.take() {
+    fn switch(&mut self) -> io::Result<()> {
+        if self.other_uncovered {
+            let done = match self.checkpoint.take() {
                 Some(thread) => thread
                     .join()
                     .unwrap_or_else(|_| Err(io::Error::other("journal checkpoint panicked"))),
@@ -531,24 +488,24 @@ impl Shared {
                 error!(error = %e, "commit journal checkpoint failed; retrying before reuse");
                 syncfs(&self.volume)?;
             }
-            f.other_uncovered = false;
+            self.other_uncovered = false;
         }
-        let next = 1 - f.current;
-        let generation = f.generation + 1;
-        match &mut f.direct {
+        let next = 1 - self.current;
+        let generation = self.generation.load(Ordering::Acquire) + 1;
+        match &mut self.direct {
             Some(d) => d.restart(next, &header(generation))?,
             None => {
-                f.files[next].write_all_at(&header(generation), 0)?;
-                f.files[next].sync_data()?;
+                self.files[next].write_all_at(&header(generation), 0)?;
+                self.files[next].sync_data()?;
             }
         }
-        f.current = next;
-        f.generation = generation;
-        f.position = HEADER_LEN;
-        f.must_switch = false;
-        f.other_uncovered = true;
+        self.current = next;
+        self.generation.store(generation, Ordering::Release);
+        self.position = HEADER_LEN;
+        self.must_switch = false;
+        self.other_uncovered = true;
         let volume = self.volume.try_clone()?;
-        f.checkpoint = Some(
+        self.checkpoint = Some(
             std::thread::Builder::new()
                 .name("kaas-journal-checkpoint".into())
                 .spawn(move || syncfs(&volume))?,
@@ -562,114 +519,40 @@ impl Journal {
     /// to this process). Nothing is created before the first append.
     pub fn new(logs: &Path, tag: &str, capacity: u64) -> io::Result<Journal> {
         let folder = logs.join(JOURNAL_DIR);
-        Ok(Journal {
-            shared: Arc::new(Shared {
-                queue: Mutex::new(Queue {
-                    generation: 1,
-                    ..Queue::default()
-                }),
-                wake: Condvar::new(),
-                volume: File::open(logs)?,
-                folder,
-                tag: tag.to_string(),
-                capacity,
-                rounds: AtomicU64::new(0),
-            }),
-            started: AtomicBool::new(false),
-            thread: Mutex::new(None),
-        })
-    }
-
-    /// Creates the files and starts the thread, once.
-    fn start(&self) -> io::Result<()> {
-        let mut thread = self.thread.lock();
-        if self.started.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let files = self.shared.open().map_err(|e| {
-            error!(error = %e, "cannot create the commit journal");
-            io::Error::new(e.kind(), format!("cannot create the commit journal: {e}"))
-        })?;
-        let shared = self.shared.clone();
-        *thread = Some(
-            std::thread::Builder::new()
-                .name("kaas-journal".into())
-                .spawn(move || shared.run(files))?,
-        );
-        self.started.store(true, Ordering::Release);
-        Ok(())
+        let volume = File::open(logs)?;
+        let tag = tag.to_string();
+        let generation = Arc::new(AtomicU64::new(1));
+        let published = generation.clone();
+        let rounds = GroupCommit::new("kaas-journal", move || {
+            let volume = volume.try_clone()?;
+            open_files(&folder, &tag, capacity, volume, published.clone()).map_err(|e| {
+                error!(error = %e, "cannot create the commit journal");
+                io::Error::new(e.kind(), format!("cannot create the commit journal: {e}"))
+            })
+        });
+        Ok(Journal { rounds, generation })
     }
 
     /// Queues `entries` now, in order after everything queued before; the
     /// future resolves once they are durable.
-    pub fn append<'a>(&self, entries: impl IntoIterator<Item = EntryRef<'a>>) -> Journaled {
-        let started = match self.started.load(Ordering::Acquire) {
-            true => Ok(()),
-            false => self.start(),
-        };
-        if let Err(e) = started {
-            return Journaled(Err(Some(e)));
-        }
-        let (tx, rx) = oneshot::channel();
-        let mut q = self.shared.queue();
-        let before = q.encoded.len();
-        let generation = q.generation;
-        for e in entries {
-            if let Err(e) = encode_entry(&mut q.encoded, generation, &e) {
-                // All or none of the call's entries.
-                q.encoded.truncate(before);
-                return Journaled(Err(Some(e)));
+    pub fn append<'a>(&self, entries: impl IntoIterator<Item = EntryRef<'a>>) -> Committed {
+        self.rounds.submit(|encoded| {
+            let before = encoded.len();
+            let generation = self.generation.load(Ordering::Acquire);
+            for e in entries {
+                if let Err(e) = encode_entry(encoded, generation, &e) {
+                    // All or none of the call's entries.
+                    encoded.truncate(before);
+                    return Err(e);
+                }
             }
-        }
-        q.waiters.push(tx);
-        let idle = q.idle;
-        drop(q);
-        if idle {
-            self.shared.wake.notify_one();
-        }
-        Journaled(Ok(rx))
+            Ok(())
+        })
     }
 
     /// Journal rounds (one `fdatasync` each) so far.
     pub fn rounds(&self) -> u64 {
-        self.shared.rounds.load(Ordering::Relaxed)
-    }
-}
-
-/// Resolves once the entries of one [`Journal::append`] are durable.
-pub struct Journaled(Result<oneshot::Receiver<Outcome>, Option<io::Error>>);
-
-impl Future for Journaled {
-    type Output = io::Result<()>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
-        match &mut self.0 {
-            Err(e) => Poll::Ready(Err(e
-                .take()
-                .unwrap_or_else(|| io::Error::other("polled after completion")))),
-            Ok(rx) => std::pin::Pin::new(rx).poll(cx).map(|r| match r {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err((kind, msg))) => Err(io::Error::new(kind, msg)),
-                Err(_) => Err(io::Error::other("the commit journal stopped")),
-            }),
-        }
-    }
-}
-
-impl Drop for Journal {
-    fn drop(&mut self) {
-        // The thread answers what is queued, then stops, which releases
-        // the files' locks; the files stay until a replay finds them
-        // orphaned.
-        self.shared.queue().closing = true;
-        self.shared.wake.notify_all();
-        if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
-        }
+        self.rounds.rounds()
     }
 }
 

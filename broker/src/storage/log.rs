@@ -65,7 +65,7 @@ impl IndexEntry {
     }
 }
 
-struct Segment {
+pub struct Segment {
     base_offset: i64,
     file: Arc<File>,
     /// `None` for a log opened read-only: its index lives in memory only.
@@ -134,6 +134,28 @@ fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {
     file.read_exact_at(&mut buf, pos).ok()?;
     let h = batch::parse_header(&buf).ok()?;
     (pos + h.size as u64 <= file_len).then_some(h)
+}
+
+/// A segment roll, prepared under the log and run without it.
+pub struct Roll {
+    dir: PathBuf,
+    sealed: Arc<File>,
+    sealed_index: Option<File>,
+    base_offset: i64,
+}
+
+impl Roll {
+    /// Seals the old segment durably before anything lands in the new one,
+    /// then creates the new one (durably named in the folder).
+    pub fn run(self) -> io::Result<Segment> {
+        self.sealed.sync_data()?;
+        if let Some(index_file) = &self.sealed_index {
+            index_file.sync_data()?;
+        }
+        let segment = Segment::create(&self.dir, self.base_offset)?;
+        sync_dir(&self.dir)?;
+        Ok(segment)
+    }
 }
 
 impl Segment {
@@ -535,19 +557,39 @@ impl Log {
     }
 
     fn maybe_roll(&mut self, incoming: u64) -> io::Result<()> {
-        let active = self.segments.last().expect("a log has a segment");
-        if active.size == 0 || active.size + incoming <= self.config.segment_bytes {
-            return Ok(());
+        if let Some(roll) = self.roll_due(incoming)? {
+            let segment = roll.run()?;
+            self.push_segment(segment);
         }
-        // Seal the old segment durably before anything lands in the new one.
-        active.file.sync_data()?;
-        if let Some(index_file) = &active.index_file {
-            index_file.sync_data()?;
-        }
-        let seg = Segment::create(&self.dir, active.next_offset)?;
-        sync_dir(&self.dir)?;
-        self.segments.push(seg);
         Ok(())
+    }
+
+    /// The roll an append of `incoming` bytes needs first, if any: its
+    /// I/O (fsyncs, file creation) can then run without the log, on a
+    /// blocking thread ([`Roll::run`]), before [`Log::push_segment`].
+    pub fn roll_due(&self, incoming: u64) -> io::Result<Option<Roll>> {
+        let active = self.segments.last().expect("a log has a segment");
+        if !self.writable || active.size == 0 || active.size + incoming <= self.config.segment_bytes
+        {
+            return Ok(None);
+        }
+        Ok(Some(Roll {
+            dir: self.dir.clone(),
+            sealed: active.file.clone(),
+            sealed_index: active
+                .index_file
+                .as_ref()
+                .map(File::try_clone)
+                .transpose()?,
+            base_offset: active.next_offset,
+        }))
+    }
+
+    /// Makes the segment a [`Roll`] created the active one. The log must
+    /// not have been appended to since [`Log::roll_due`].
+    pub fn push_segment(&mut self, segment: Segment) {
+        debug_assert_eq!(segment.base_offset, self.next_offset());
+        self.segments.push(segment);
     }
 
     /// Whole batches starting at the one holding `offset`, below `limit`

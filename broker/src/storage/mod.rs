@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod fs;
+pub mod group_commit;
 pub mod group_log;
 pub mod journal;
 pub mod log;
@@ -61,7 +62,7 @@ struct OpenSlot {
 pub struct Storage {
     data_dir: PathBuf,
     log_config: LogConfig,
-    pub topics: TopicRegistry,
+    pub topics: Arc<TopicRegistry>,
     /// Partitions this broker has open (or is opening) because it leads them.
     open: Mutex<HashMap<(uuid::Uuid, i32), OpenSlot>>,
     opener: Arc<dyn PartitionOpener>,
@@ -82,7 +83,7 @@ impl Storage {
         Ok(Storage {
             data_dir: data_dir.to_path_buf(),
             log_config,
-            topics: TopicRegistry::new(data_dir.to_path_buf()),
+            topics: Arc::new(TopicRegistry::new(data_dir.to_path_buf())),
             open: Mutex::new(HashMap::new()),
             opener,
         })
@@ -116,12 +117,8 @@ impl Storage {
             topic.name.clone(),
             self.topics.topic_dir(&topic.name).join(index.to_string()),
         );
-        cell.get_or_try_init(|| async move {
-            let opened = tokio::task::spawn_blocking(move || {
-                opener.open(&name, index, dir, config).map(Arc::new)
-            })
-            .await;
-            opened.map_err(io::Error::other)?
+        cell.get_or_try_init(|| {
+            blocking(move || opener.open(&name, index, dir, config).map(Arc::new))
         })
         .await
         .cloned()
@@ -146,6 +143,15 @@ impl Storage {
     pub fn close_topic(&self, topic: &str) {
         self.retain_partitions(|t, _| t != topic);
     }
+}
+
+/// Runs file I/O on a blocking thread, off the async runtime's.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
 }
 
 /// Whether an I/O error says the volume is mounted read-only.
@@ -204,7 +210,7 @@ mod tests {
         );
         let meta = storage
             .topics
-            .create("t", 2, BTreeMap::new(), false)
+            .create_blocking("t", 2, BTreeMap::new(), false)
             .unwrap();
         // Partition 0's open is under way and held.
         let (s, m) = (storage.clone(), meta.clone());

@@ -5,20 +5,18 @@
 //! rename), so a crash leaves the old mark or the new one, never an empty
 //! file that would hand out ids again from 0.
 
-use std::fs;
 use std::io;
 use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
-use super::fs::{write_atomic, FileLock};
+use super::fs::SharedCounter;
 
 /// Ids taken from the shared counter at a time.
 const BLOCK: i64 = 1000;
 
 pub struct ProducerIdAllocator {
-    path: PathBuf,
-    lock_path: PathBuf,
+    counter: SharedCounter,
     /// Next id to hand out and the end of the block this broker holds.
     block: Mutex<(i64, i64)>,
 }
@@ -26,8 +24,7 @@ pub struct ProducerIdAllocator {
 impl ProducerIdAllocator {
     pub fn new(cluster_dir: PathBuf) -> Self {
         Self {
-            path: cluster_dir.join("producer_ids"),
-            lock_path: cluster_dir.join("producer_ids.lock"),
+            counter: SharedCounter::new(cluster_dir.join("producer_ids")),
             block: Mutex::new((0, 0)),
         }
     }
@@ -36,34 +33,12 @@ impl ProducerIdAllocator {
     pub fn allocate(&self) -> io::Result<i64> {
         let mut block = self.block.lock();
         if block.0 >= block.1 {
-            let start = self.take_block()?;
+            let start = self.counter.advance(BLOCK)?;
             *block = (start, start + BLOCK);
         }
         let id = block.0;
         block.0 += 1;
         Ok(id)
-    }
-
-    fn take_block(&self) -> io::Result<i64> {
-        // The counter itself is replaced by rename: a lock on it would not
-        // exclude a broker that opened the new file.
-        let _held = FileLock::acquire_path(&self.lock_path)?;
-        let raw = match fs::read_to_string(&self.path) {
-            Ok(raw) => raw,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e),
-        };
-        let start: i64 = match raw.trim() {
-            "" => 0,
-            s => s.parse().map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("bad producer id counter '{s}' in {}", self.path.display()),
-                )
-            })?,
-        };
-        write_atomic(&self.path, (start + BLOCK).to_string().as_bytes())?;
-        Ok(start)
     }
 }
 

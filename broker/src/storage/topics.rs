@@ -4,19 +4,26 @@
 //! is visible to all. Creation is atomic (a fully written temporary folder is
 //! renamed into place), so two brokers racing to create a topic cannot both
 //! win, and a crash never leaves a half-made topic.
+//!
+//! Each broker caches the topics it has read. Every change (create,
+//! delete) advances a shared counter, `__cluster/topics.version`, once it
+//! is durable; a lookup reads the counter and rescans the folder when it
+//! moved. (A folder's mtime would miss a second change in the same clock
+//! tick, and on NFS a `stat` may answer from the attribute cache; the
+//! counter's content is revalidated on open.) A lookup that misses reads
+//! the topic's own file too, so a topic is found as soon as it exists.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::fs::{sync_dir, write_synced};
+use super::fs::{sync_dir, write_synced, SharedCounter};
 use super::names::safe_file_name;
 
 pub const TOPIC_FILE: &str = "topic.json";
@@ -76,15 +83,18 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
 }
 
 /// The set of topics in the data folder, cached and refreshed when the
-/// folder changes.
+/// shared version counter moves.
 pub struct TopicRegistry {
     data_dir: PathBuf,
+    version: SharedCounter,
     cache: RwLock<Cache>,
 }
 
 #[derive(Default)]
 struct Cache {
-    stamp: Option<SystemTime>,
+    /// The counter's value the cache was read at; `None` before the first
+    /// scan.
+    version: Option<i64>,
     by_name: HashMap<String, Arc<TopicMeta>>,
 }
 
@@ -98,6 +108,7 @@ fn write_json_durably(path: &Path, value: &impl Serialize) -> io::Result<()> {
 impl TopicRegistry {
     pub fn new(data_dir: PathBuf) -> Self {
         Self {
+            version: SharedCounter::new(data_dir.join("__cluster").join("topics.version")),
             data_dir,
             cache: RwLock::new(Cache::default()),
         }
@@ -107,15 +118,12 @@ impl TopicRegistry {
         self.data_dir.join(safe_file_name(name.as_bytes()))
     }
 
-    fn stamp(&self) -> Option<SystemTime> {
-        fs::metadata(&self.data_dir).and_then(|m| m.modified()).ok()
-    }
-
     /// Rescans the data folder if any topic was created or deleted since
-    /// the last look (the folder's mtime changes on rename in or out).
+    /// the last look. An unreadable counter rescans (and so does every
+    /// lookup until it reads again).
     fn refresh(&self) {
-        let stamp = self.stamp();
-        if stamp.is_some() && self.cache.read().stamp == stamp {
+        let version = self.version.read().ok();
+        if version.is_some() && self.cache.read().version == version {
             return;
         }
         let mut by_name = HashMap::new();
@@ -131,7 +139,7 @@ impl TopicRegistry {
                 }
             }
         }
-        *self.cache.write() = Cache { stamp, by_name };
+        *self.cache.write() = Cache { version, by_name };
     }
 
     pub fn all(&self) -> Vec<Arc<TopicMeta>> {
@@ -143,7 +151,17 @@ impl TopicRegistry {
 
     pub fn get(&self, name: &str) -> Option<Arc<TopicMeta>> {
         self.refresh();
-        self.cache.read().by_name.get(name).cloned()
+        if let Some(meta) = self.cache.read().by_name.get(name) {
+            return Some(meta.clone());
+        }
+        // Created by a broker that has not advanced the counter yet (or
+        // could not): the topic's own file says.
+        let meta = Arc::new(read_meta(&self.topic_dir(name)).filter(|m| m.name == name)?);
+        self.cache
+            .write()
+            .by_name
+            .insert(name.to_string(), meta.clone());
+        Some(meta)
     }
 
     pub fn get_by_id(&self, id: Uuid) -> Option<Arc<TopicMeta>> {
@@ -156,8 +174,26 @@ impl TopicRegistry {
             .cloned()
     }
 
+    /// [`TopicRegistry::create_blocking`] on a blocking thread.
+    pub async fn create(
+        self: &Arc<Self>,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, TopicError> {
+        let (me, name) = (self.clone(), name.to_string());
+        off_runtime(move || me.create_blocking(&name, partitions, configs, validate_only)).await
+    }
+
+    /// [`TopicRegistry::delete_blocking`] on a blocking thread.
+    pub async fn delete(self: &Arc<Self>, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
+        let (me, name) = (self.clone(), name.to_string());
+        off_runtime(move || me.delete_blocking(&name)).await
+    }
+
     /// Creates a topic atomically; fails if it exists.
-    pub fn create(
+    pub fn create_blocking(
         &self,
         name: &str,
         partitions: i32,
@@ -197,12 +233,12 @@ impl TopicRegistry {
             return Err(e.into());
         }
         sync_dir(&self.data_dir)?;
-        self.refresh();
+        self.changed()?;
         Ok(Arc::new(meta))
     }
 
     /// Deletes a topic: renamed out of sight first (atomic), then removed.
-    pub fn delete(&self, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
+    pub fn delete_blocking(&self, name: &str) -> Result<Arc<TopicMeta>, TopicError> {
         let meta = self
             .get(name)
             .ok_or_else(|| TopicError::Unknown(name.to_string()))?;
@@ -213,10 +249,26 @@ impl TopicRegistry {
             _ => e.into(),
         })?;
         sync_dir(&self.data_dir)?;
+        self.changed()?;
         let _ = fs::remove_dir_all(&trash);
-        self.refresh();
         Ok(meta)
     }
+
+    /// Tells every broker (this one included) that the topics changed.
+    fn changed(&self) -> io::Result<()> {
+        fs::create_dir_all(self.data_dir.join("__cluster"))?;
+        self.version.advance(1)?;
+        self.refresh();
+        Ok(())
+    }
+}
+
+async fn off_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, TopicError> + Send + 'static,
+) -> Result<T, TopicError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(TopicError::Io(io::Error::other(e))))
 }
 
 fn read_meta(dir: &Path) -> Option<TopicMeta> {
@@ -232,19 +284,44 @@ mod tests {
     fn create_list_delete() {
         let dir = tempfile::tempdir().unwrap();
         let reg = TopicRegistry::new(dir.path().to_path_buf());
-        let t = reg.create("orders", 6, BTreeMap::new(), false).unwrap();
+        let t = reg
+            .create_blocking("orders", 6, BTreeMap::new(), false)
+            .unwrap();
         assert_eq!(reg.get("orders").unwrap().id, t.id);
         assert_eq!(reg.get_by_id(t.id).unwrap().name, "orders");
         assert!(matches!(
-            reg.create("orders", 1, BTreeMap::new(), false),
+            reg.create_blocking("orders", 1, BTreeMap::new(), false),
             Err(TopicError::AlreadyExists(_))
         ));
         // A second registry (another broker) sees the same topic.
         let other = TopicRegistry::new(dir.path().to_path_buf());
         assert_eq!(other.all().len(), 1);
-        reg.delete("orders").unwrap();
+        reg.delete_blocking("orders").unwrap();
         assert!(reg.get("orders").is_none());
-        assert!(matches!(reg.delete("orders"), Err(TopicError::Unknown(_))));
+        assert!(other.get("orders").is_none(), "the other broker sees it go");
+        assert!(matches!(
+            reg.delete_blocking("orders"),
+            Err(TopicError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_deletion_is_seen_even_when_the_folder_mtime_does_not_move() {
+        // Two changes in one clock tick, or an NFS attribute cache, leave
+        // the folder's mtime where another broker last saw it.
+        let dir = tempfile::tempdir().unwrap();
+        let reg = TopicRegistry::new(dir.path().to_path_buf());
+        reg.create_blocking("a", 1, BTreeMap::new(), false).unwrap();
+        let other = TopicRegistry::new(dir.path().to_path_buf());
+        assert!(other.get("a").is_some());
+        let seen = fs::metadata(dir.path()).unwrap().modified().unwrap();
+        reg.delete_blocking("a").unwrap();
+        fs::File::open(dir.path())
+            .unwrap()
+            .set_modified(seen)
+            .unwrap();
+        assert!(other.get("a").is_none());
+        assert!(other.all().is_empty());
     }
 
     #[test]

@@ -16,8 +16,9 @@ use tracing::error;
 
 use super::cache::Entry;
 use super::snapshot::snapshot_if_due;
-use super::{blocking, GroupLogSync};
+use super::GroupLogSync;
 use crate::group::store::StoreError;
+use crate::storage::blocking;
 use crate::storage::fs::sync_dir;
 use crate::storage::journal::{self, EntryRef, Journal};
 use crate::storage::volume_sync::VolumeSync;
@@ -103,7 +104,7 @@ impl Durability {
     pub(super) fn journal_append<'a>(
         &self,
         entries: impl IntoIterator<Item = EntryRef<'a>>,
-    ) -> Option<journal::Journaled> {
+    ) -> Option<crate::storage::group_commit::Committed> {
         match &self.mode {
             Mode::Journal { journal, .. } => Some(journal.append(entries)),
             _ => None,
@@ -236,7 +237,7 @@ pub(super) struct Pending {
     pub(super) shared: Arc<Durability>,
     pub(super) seq: u64,
     /// The append's journal round, when the journal makes it durable.
-    pub(super) journaled: Option<journal::Journaled>,
+    pub(super) journaled: Option<crate::storage::group_commit::Committed>,
 }
 
 impl Pending {

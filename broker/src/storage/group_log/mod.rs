@@ -649,14 +649,6 @@ impl crate::group::store::GroupStore for GroupLogStore {
 }
 
 /// Runs blocking file I/O off the async runtime's threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> io::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(io::Error::other)?
-}
-
 #[cfg(test)]
 impl GroupLogStore {
     /// Waits until no snapshot of the group is pending or running: one

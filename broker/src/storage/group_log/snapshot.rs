@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use tracing::warn;
 
-use super::blocking;
 use super::cache::Entry;
 use super::durability::Durability;
 use super::fencing::LogLock;
 use super::file::{count_frames, frame_crc, identity, write_tmp, SinceSnapshot};
 use super::records::{encode, header_record, new_log_id};
+use crate::storage::blocking;
 use crate::storage::fs::sync_dir;
 
 /// Starts a snapshot of the log if one is due and none is running. It holds

@@ -1,0 +1,369 @@
+//! Group commit: callers add their work to one batch; a thread runs
+//! *rounds*, each taking the whole batch waiting at that moment, making
+//! it durable with one flush, and answering every caller it held with the
+//! round's outcome. Callers that arrive while a round runs share the next.
+//!
+//! The commit journal (a batch of encoded entries, one `pwrite` and one
+//! `fdatasync`) and volume sync (an empty batch, one `syncfs`) are the two
+//! flushes; this module is the one copy of the rounds, the waking, the
+//! answering and the shutdown they share.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::oneshot;
+
+/// How a round ended, for every caller it covered.
+type Outcome = Result<(), (io::ErrorKind, String)>;
+
+/// What a round's batch holds between rounds; reused, so steady state
+/// allocates nothing.
+pub(crate) trait Batch: Default + Send + 'static {
+    fn clear(&mut self);
+}
+
+impl Batch for () {
+    fn clear(&mut self) {}
+}
+
+impl Batch for Vec<u8> {
+    fn clear(&mut self) {
+        Vec::clear(self)
+    }
+}
+
+/// Makes one round's batch durable; owned by the round thread.
+pub(crate) trait Flush: Send + 'static {
+    type Batch: Batch;
+
+    /// Whether a failed round also fails the callers that queued while it
+    /// ran: a `syncfs` reports a write-back error once, to whichever round
+    /// sees it, and the lost write may be one of theirs.
+    const FAILURE_COVERS_QUEUED: bool = false;
+
+    fn flush(&mut self, batch: &mut Self::Batch) -> io::Result<()>;
+}
+
+struct Queue<B> {
+    batch: B,
+    waiters: Vec<oneshot::Sender<Outcome>>,
+    closing: bool,
+    /// The thread sleeps waiting for work: only then does a caller wake it
+    /// (a wake is a system call; a running thread looks again by itself).
+    idle: bool,
+    /// Tests hold rounds back to line callers up deterministically.
+    #[cfg(test)]
+    held: bool,
+}
+
+struct Shared<B> {
+    queue: Mutex<Queue<B>>,
+    wake: Condvar,
+    rounds: AtomicU64,
+}
+
+type Open<F> = Box<dyn Fn() -> io::Result<F> + Send + Sync>;
+
+/// Rounds run by one thread, named `thread_name`, started by the first
+/// caller (a store that only reads never starts one) and stopped, after
+/// answering everyone queued, when this is dropped.
+pub(crate) struct GroupCommit<F: Flush> {
+    shared: Arc<Shared<F::Batch>>,
+    thread_name: &'static str,
+    /// Makes the flusher (creates files, say); until it succeeds, every
+    /// caller tries again (a full volume may have room later).
+    open: Open<F>,
+    started: AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl<F: Flush> GroupCommit<F> {
+    pub(crate) fn new(
+        thread_name: &'static str,
+        open: impl Fn() -> io::Result<F> + Send + Sync + 'static,
+    ) -> GroupCommit<F> {
+        GroupCommit {
+            shared: Arc::new(Shared {
+                queue: Mutex::new(Queue {
+                    batch: F::Batch::default(),
+                    waiters: Vec::new(),
+                    closing: false,
+                    idle: false,
+                    #[cfg(test)]
+                    held: false,
+                }),
+                wake: Condvar::new(),
+                rounds: AtomicU64::new(0),
+            }),
+            thread_name,
+            open: Box::new(open),
+            started: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
+    }
+
+    fn start(&self) -> io::Result<()> {
+        let mut thread = self.thread.lock();
+        if self.started.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let flusher = (self.open)()?;
+        let shared = self.shared.clone();
+        *thread = Some(
+            std::thread::Builder::new()
+                .name(self.thread_name.into())
+                .spawn(move || run(&shared, flusher))?,
+        );
+        self.started.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds to the next round's batch now (`add` leaves it unchanged when
+    /// it fails), in order after everything added before; resolves once
+    /// the round that took it is done.
+    pub(crate) fn submit(&self, add: impl FnOnce(&mut F::Batch) -> io::Result<()>) -> Committed {
+        let started = match self.started.load(Ordering::Acquire) {
+            true => Ok(()),
+            false => self.start(),
+        };
+        if let Err(e) = started {
+            return Committed(Err(Some(e)));
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut q = self.shared.queue.lock();
+        if let Err(e) = add(&mut q.batch) {
+            return Committed(Err(Some(e)));
+        }
+        q.waiters.push(tx);
+        let idle = q.idle;
+        drop(q);
+        if idle {
+            self.shared.wake.notify_one();
+        }
+        Committed(Ok(rx))
+    }
+
+    /// Rounds run so far.
+    pub(crate) fn rounds(&self) -> u64 {
+        self.shared.rounds.load(Ordering::Relaxed)
+    }
+
+    /// Holds rounds back (`true`) or lets them run again.
+    #[cfg(test)]
+    pub(crate) fn hold(&self, held: bool) {
+        self.shared.queue.lock().held = held;
+        self.shared.wake.notify_all();
+    }
+}
+
+fn run<F: Flush>(shared: &Shared<F::Batch>, mut flusher: F) {
+    let mut batch = F::Batch::default();
+    let mut waiters = Vec::new();
+    loop {
+        {
+            let mut q = shared.queue.lock();
+            while (q.waiters.is_empty() || q.held()) && !q.closing {
+                q.idle = true;
+                shared.wake.wait(&mut q);
+                q.idle = false;
+            }
+            if q.waiters.is_empty() {
+                return;
+            }
+            std::mem::swap(&mut q.batch, &mut batch);
+            std::mem::swap(&mut q.waiters, &mut waiters);
+        }
+        let outcome = flusher
+            .flush(&mut batch)
+            .map_err(|e| (e.kind(), e.to_string()));
+        batch.clear();
+        shared.rounds.fetch_add(1, Ordering::Relaxed);
+        if outcome.is_err() && F::FAILURE_COVERS_QUEUED {
+            let mut q = shared.queue.lock();
+            q.batch.clear();
+            waiters.append(&mut q.waiters);
+        }
+        for tx in waiters.drain(..) {
+            let _ = tx.send(outcome.clone());
+        }
+    }
+}
+
+impl<B> Queue<B> {
+    fn held(&self) -> bool {
+        #[cfg(test)]
+        return self.held;
+        #[cfg(not(test))]
+        false
+    }
+}
+
+impl<F: Flush> Drop for GroupCommit<F> {
+    fn drop(&mut self) {
+        // The thread answers what is queued, then stops (releasing what
+        // the flusher holds: the journal's file locks).
+        self.shared.queue.lock().closing = true;
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.thread.lock().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Resolves once the round that took a [`GroupCommit::submit`] is done,
+/// with its outcome.
+pub struct Committed(Result<oneshot::Receiver<Outcome>, Option<io::Error>>);
+
+impl Future for Committed {
+    type Output = io::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.0 {
+            Err(e) => Poll::Ready(Err(e
+                .take()
+                .unwrap_or_else(|| io::Error::other("polled after completion")))),
+            Ok(rx) => Pin::new(rx).poll(cx).map(|r| match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err((kind, msg))) => Err(io::Error::new(kind, msg)),
+                Err(_) => Err(io::Error::other("the group commit thread stopped")),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each round's batch; fails the rounds it is told to.
+    struct Recorder {
+        rounds: Rounds,
+        fail: Arc<AtomicBool>,
+    }
+
+    impl Flush for Recorder {
+        type Batch = Vec<u8>;
+        fn flush(&mut self, batch: &mut Vec<u8>) -> io::Result<()> {
+            self.rounds.lock().push(batch.clone());
+            match self.fail.load(Ordering::SeqCst) {
+                true => Err(io::Error::other("injected")),
+                false => Ok(()),
+            }
+        }
+    }
+
+    struct FailingSyncfs;
+
+    impl Flush for FailingSyncfs {
+        type Batch = ();
+        const FAILURE_COVERS_QUEUED: bool = true;
+        fn flush(&mut self, _: &mut ()) -> io::Result<()> {
+            Err(io::Error::other("write-back error"))
+        }
+    }
+
+    type Rounds = Arc<Mutex<Vec<Vec<u8>>>>;
+
+    fn recorder() -> (GroupCommit<Recorder>, Rounds, Arc<AtomicBool>) {
+        let rounds = Arc::new(Mutex::new(Vec::new()));
+        let fail = Arc::new(AtomicBool::new(false));
+        let (r, f) = (rounds.clone(), fail.clone());
+        let commit = GroupCommit::new("test-commit", move || {
+            Ok(Recorder {
+                rounds: r.clone(),
+                fail: f.clone(),
+            })
+        });
+        (commit, rounds, fail)
+    }
+
+    fn push(byte: u8) -> impl FnOnce(&mut Vec<u8>) -> io::Result<()> {
+        move |b| {
+            b.push(byte);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn callers_waiting_together_share_one_round_in_order() {
+        let (commit, rounds, _) = recorder();
+        commit.hold(true);
+        let waits: Vec<_> = (0..10).map(|i| commit.submit(push(i))).collect();
+        commit.hold(false);
+        for r in futures::future::join_all(waits).await {
+            r.unwrap();
+        }
+        assert_eq!(*rounds.lock(), vec![(0..10).collect::<Vec<u8>>()]);
+        assert_eq!(commit.rounds(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_add_queues_nothing_and_fails_only_its_caller() {
+        let (commit, rounds, _) = recorder();
+        commit.hold(true);
+        let first = commit.submit(push(1));
+        let refused = commit.submit(|_| Err(io::Error::other("too long")));
+        commit.hold(false);
+        assert_eq!(refused.await.unwrap_err().to_string(), "too long");
+        first.await.unwrap();
+        assert_eq!(*rounds.lock(), vec![vec![1]]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_round_fails_its_callers_and_the_next_round_runs() {
+        let (commit, rounds, fail) = recorder();
+        fail.store(true, Ordering::SeqCst);
+        let err = commit.submit(push(1)).await.unwrap_err();
+        assert_eq!(err.to_string(), "injected");
+        fail.store(false, Ordering::SeqCst);
+        commit.submit(push(2)).await.unwrap();
+        assert_eq!(*rounds.lock(), vec![vec![1], vec![2]]);
+    }
+
+    #[tokio::test]
+    async fn a_syncfs_failure_also_fails_the_callers_queued_behind_it() {
+        let commit = GroupCommit::new("test-syncfs", || Ok(FailingSyncfs));
+        // Both are taken by one round, or the second queues behind the
+        // failing first: either way neither may hear success.
+        let a = commit.submit(|_| Ok(()));
+        let b = commit.submit(|_| Ok(()));
+        assert!(a.await.is_err());
+        assert!(b.await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_caller_queued_before_the_owner_goes_is_still_answered() {
+        let (commit, rounds, _) = recorder();
+        commit.hold(true);
+        let last = commit.submit(push(7));
+        // Closing overrides the hold: the thread drains, then stops.
+        drop(commit);
+        last.await.unwrap();
+        assert_eq!(*rounds.lock(), vec![vec![7]]);
+    }
+
+    #[tokio::test]
+    async fn a_flusher_that_cannot_open_is_retried_by_the_next_caller() {
+        let tries = Arc::new(AtomicU64::new(0));
+        let t = tries.clone();
+        let commit = GroupCommit::new("test-open", move || {
+            match t.fetch_add(1, Ordering::SeqCst) {
+                0 => Err(io::Error::other("volume full")),
+                _ => Ok(FailingSyncfs),
+            }
+        });
+        let first = commit.submit(|_| Ok(())).await.unwrap_err();
+        assert_eq!(first.to_string(), "volume full");
+        // Opened now; its round fails by design of this flusher.
+        assert_eq!(
+            commit.submit(|_| Ok(())).await.unwrap_err().to_string(),
+            "write-back error"
+        );
+        assert_eq!(tries.load(Ordering::SeqCst), 2);
+    }
+}

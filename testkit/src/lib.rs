@@ -1,0 +1,7 @@
+//! Test support shared by the broker's integration tests and the soak run
+//! (one copy): clusters of real `kaas-broker` processes to kill -9.
+//! Raw protocol requests go through `kaas-client`.
+
+mod cluster;
+
+pub use cluster::{free_port, ClusterOptions, ProcessCluster};
