@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod broker;
+pub mod cli;
 pub mod cluster;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod local;
 pub mod metrics;
 pub mod net;
+pub mod settings;
 pub mod storage;
 
 pub use broker::{Broker, BrokerConfig};

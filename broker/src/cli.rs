@@ -1,0 +1,626 @@
+//! The `kaas-broker` command line: `local`, `serve`, `controller`, and how
+//! a `serve` or `local` command line, its environment and its
+//! `--config FILE` merge into one configuration ([`crate::settings`]).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::cluster::assignment_file;
+use crate::cluster::controller::{BrokerAddress, ControllerConfig};
+use crate::settings::{self, HostPort, Settings};
+use crate::storage::group_log::GroupLogSync;
+use crate::BrokerConfig;
+
+#[derive(Parser)]
+#[command(
+    name = "kaas-broker",
+    version,
+    about = "Kafka-protocol brokers on a shared volume"
+)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true, env = "KAAS_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run N brokers and the controller in one process on loopback.
+    Local {
+        /// Number of brokers.
+        #[arg(long, default_value_t = 3)]
+        brokers: usize,
+        /// The shared folder (log.dirs) [default: ./data].
+        #[arg(long, env = "KAAS_DATA")]
+        data: Option<PathBuf>,
+        /// Address to listen on [default: 127.0.0.1, or the host of
+        /// `listeners` in --config].
+        #[arg(long)]
+        host: Option<String>,
+        /// Broker N listens on base-port + N [default: 9092, or the port
+        /// of `listeners` in --config].
+        #[arg(long)]
+        base_port: Option<u16>,
+        #[command(flatten)]
+        tuning: Tuning,
+    },
+    /// Run one broker.
+    Serve {
+        /// Broker id, node.id (the StatefulSet ordinal on Kubernetes).
+        #[arg(long, env = "KAAS_ID")]
+        id: Option<i32>,
+        /// The shared folder (log.dirs).
+        #[arg(long, env = "KAAS_DATA")]
+        data: Option<PathBuf>,
+        /// Address to listen on (the one PLAINTEXT `listeners` entry)
+        /// [default: 127.0.0.1:9092].
+        #[arg(long, env = "KAAS_LISTEN")]
+        listen: Option<SocketAddr>,
+        /// HOST:PORT clients reach this broker at (advertised.listeners)
+        /// [default: --listen].
+        #[arg(long, env = "KAAS_ADVERTISE")]
+        advertise: Option<HostPort>,
+        /// Follow the assignment in this Kubernetes ConfigMap (watched
+        /// through the API, in-cluster config or KUBECONFIG) instead of
+        /// `<data>/__cluster/assignment.json`.
+        #[arg(long, env = "KAAS_ASSIGNMENT_CONFIGMAP")]
+        assignment_configmap: Option<String>,
+        /// Namespace of --assignment-configmap (default: the client
+        /// config's, i.e. the pod's own namespace in-cluster).
+        #[arg(long, env = "KAAS_ASSIGNMENT_NAMESPACE")]
+        assignment_namespace: Option<String>,
+        #[command(flatten)]
+        tuning: Tuning,
+    },
+    /// Probe brokers and publish the assignment file.
+    Controller {
+        /// The shared folder.
+        #[arg(long)]
+        data: PathBuf,
+        /// Every broker as ID=HOST:PORT, comma separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        brokers: Vec<BrokerAddress>,
+        /// Time between probe rounds.
+        #[arg(long, default_value_t = 500)]
+        probe_interval_ms: u64,
+        /// Failed probes in a row before a broker is declared dead.
+        #[arg(long, default_value_t = 3)]
+        failures_before_dead: u32,
+    },
+}
+
+/// The settings `serve` and `local` share. Each is unset unless given:
+/// unset ones come from --config, then from the defaults (shown in
+/// brackets, Apache's where kaas has the setting).
+#[derive(Args, Clone, Default)]
+pub struct Tuning {
+    /// A `server.properties` file: Apache Kafka's keys where kaas has the
+    /// setting, `kaas.*` for kaas's own (docs/operations.md). Flags and
+    /// environment override it.
+    #[arg(long, env = "KAAS_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Largest request accepted, in bytes (socket.request.max.bytes)
+    /// [default: 104857600].
+    #[arg(long, env = "KAAS_MAX_FRAME_BYTES")]
+    pub max_frame_bytes: Option<usize>,
+    /// Most client connections at once (max.connections); beyond it the
+    /// listener stops accepting until one closes [default: unlimited].
+    #[arg(long, env = "KAAS_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Most connections from one address (max.connections.per.ip); a
+    /// connection beyond it is closed and logged [default: unlimited].
+    #[arg(long, env = "KAAS_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Do not create topics on first use (auto.create.topics.enable=false).
+    #[arg(long)]
+    pub no_auto_create_topics: bool,
+    /// Partitions of auto-created topics (num.partitions) [default: 1].
+    #[arg(long, env = "KAAS_DEFAULT_PARTITIONS")]
+    pub default_partitions: Option<i32>,
+    /// Segment size in bytes (log.segment.bytes) [default: 268435456].
+    #[arg(long, env = "KAAS_SEGMENT_BYTES")]
+    pub segment_bytes: Option<u64>,
+    /// group.initial.rebalance.delay.ms [default: 3000]
+    #[arg(long, env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS")]
+    pub group_initial_rebalance_delay_ms: Option<u64>,
+    /// group.min.session.timeout.ms [default: 6000]
+    #[arg(long, env = "KAAS_GROUP_MIN_SESSION_TIMEOUT_MS")]
+    pub group_min_session_timeout_ms: Option<i32>,
+    /// group.max.session.timeout.ms [default: 1800000]
+    #[arg(long, env = "KAAS_GROUP_MAX_SESSION_TIMEOUT_MS")]
+    pub group_max_session_timeout_ms: Option<i32>,
+    /// group.max.size: members per group [default: 2147483647].
+    #[arg(long, env = "KAAS_GROUP_MAX_SIZE")]
+    pub group_max_size: Option<usize>,
+    /// offsets.retention.minutes [default: 10080]
+    #[arg(long, env = "KAAS_OFFSETS_RETENTION_MINUTES")]
+    pub offsets_retention_minutes: Option<u64>,
+    /// Empty groups idle this long are unloaded from memory (they reload
+    /// from their log on the next request; kaas.group.idle.unload.ms)
+    /// [default: 300000].
+    #[arg(long, env = "KAAS_GROUP_IDLE_UNLOAD_MS")]
+    pub group_idle_unload_ms: Option<u64>,
+    /// Most groups held in memory at once (kaas.max.loaded.groups)
+    /// [default: 200000].
+    #[arg(long, env = "KAAS_MAX_LOADED_GROUPS")]
+    pub max_loaded_groups: Option<usize>,
+    /// How committed offsets are made durable (kaas.group.log.sync):
+    /// `journal` (the broker's commit journal: one write and one fdatasync
+    /// of one file per round, whatever the groups; the logs follow by
+    /// syncfs), `volume` (one syncfs of the data volume per round) or
+    /// `file` (one fdatasync per group log; for file systems whose syncfs
+    /// does not flush) [default: journal].
+    #[arg(long, value_enum, env = "KAAS_GROUP_LOG_SYNC")]
+    pub group_log_sync: Option<SyncMode>,
+    /// Serve /healthz, /readyz and /metrics on this address
+    /// (kaas.http.listen; with `local`, broker N uses this port + N).
+    #[arg(long, env = "KAAS_HTTP")]
+    pub http: Option<SocketAddr>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SyncMode {
+    Journal,
+    Volume,
+    File,
+}
+
+impl Tuning {
+    /// The settings the flags (and environment) give.
+    fn settings(&self) -> Settings {
+        Settings {
+            http: self.http,
+            max_frame_bytes: self.max_frame_bytes,
+            max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            auto_create_topics: self.no_auto_create_topics.then_some(false),
+            default_partitions: self.default_partitions,
+            segment_bytes: self.segment_bytes,
+            group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms: self.group_min_session_timeout_ms,
+            group_max_session_timeout_ms: self.group_max_session_timeout_ms,
+            group_max_size: self.group_max_size,
+            offsets_retention_minutes: self.offsets_retention_minutes,
+            group_idle_unload_ms: self.group_idle_unload_ms,
+            max_loaded_groups: self.max_loaded_groups,
+            group_log_sync: self.group_log_sync.map(|m| match m {
+                SyncMode::Journal => GroupLogSync::Journal,
+                SyncMode::Volume => GroupLogSync::Volume,
+                SyncMode::File => GroupLogSync::PerFile,
+            }),
+            ..Settings::default()
+        }
+    }
+
+    /// The flags' settings over those of --config, if given; with the
+    /// file's warnings.
+    pub fn merged(&self, flags: Settings) -> anyhow::Result<(Settings, Vec<String>)> {
+        let flags = flags.or(self.settings());
+        let Some(path) = &self.config else {
+            return Ok((flags, Vec::new()));
+        };
+        let file = read_config(path)?;
+        Ok((flags.or(file.settings), file.warnings))
+    }
+}
+
+fn read_config(path: &Path) -> anyhow::Result<settings::FromFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    Settings::from_properties(&text).with_context(|| format!("in {}", path.display()))
+}
+
+/// A `serve` command resolved: what the broker runs with.
+#[derive(Debug)]
+pub struct Serve {
+    pub config: BrokerConfig,
+    pub listen: SocketAddr,
+    pub http: Option<SocketAddr>,
+    pub assignment_configmap: Option<String>,
+    pub assignment_namespace: Option<String>,
+    /// Keys of --config that were ignored, one message each.
+    pub warnings: Vec<String>,
+}
+
+impl Serve {
+    /// The effective configuration, by `server.properties` key.
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        settings::effective(&self.config, Some(self.listen), self.http)
+    }
+}
+
+/// A `local` command resolved.
+#[derive(Debug)]
+pub struct Local {
+    pub brokers: usize,
+    pub data: PathBuf,
+    pub host: String,
+    pub base_port: u16,
+    /// The tuning every broker gets (id, folder and addresses aside).
+    pub settings: Settings,
+    pub warnings: Vec<String>,
+}
+
+const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+
+/// A command with its flags, environment and config file merged.
+#[derive(Debug)]
+pub enum Resolved {
+    Local(Local),
+    Serve(Serve),
+    Controller(ControllerConfig),
+}
+
+impl Command {
+    pub fn resolve(&self) -> anyhow::Result<Resolved> {
+        match self {
+            Command::Local {
+                brokers,
+                data,
+                host,
+                base_port,
+                tuning,
+            } => resolve_local(*brokers, data, host, *base_port, tuning).map(Resolved::Local),
+            Command::Serve {
+                id,
+                data,
+                listen,
+                advertise,
+                assignment_configmap,
+                assignment_namespace,
+                tuning,
+            } => {
+                let flags = Settings {
+                    id: *id,
+                    data: data.clone(),
+                    listen: *listen,
+                    advertise: advertise.clone(),
+                    assignment_configmap: assignment_configmap.clone(),
+                    assignment_namespace: assignment_namespace.clone(),
+                    ..Settings::default()
+                };
+                resolve_serve(flags, tuning).map(Resolved::Serve)
+            }
+            Command::Controller {
+                data,
+                brokers,
+                probe_interval_ms,
+                failures_before_dead,
+            } => Ok(Resolved::Controller(ControllerConfig {
+                assignment_path: assignment_file::assignment_path(data),
+                brokers: brokers.clone(),
+                probe_interval: Duration::from_millis(*probe_interval_ms),
+                failures_before_dead: *failures_before_dead,
+            })),
+        }
+    }
+}
+
+/// `listen` is bound by the caller; `advertise` defaults to it.
+fn resolve_serve(flags: Settings, tuning: &Tuning) -> anyhow::Result<Serve> {
+    let (s, warnings) = tuning.merged(flags)?;
+    let id =
+        s.id.context("no broker id: give --id, KAAS_ID or node.id in --config")?;
+    let data = s
+        .data
+        .clone()
+        .context("no data folder: give --data, KAAS_DATA or log.dirs in --config")?;
+    anyhow::ensure!(
+        s.assignment_namespace.is_none() || s.assignment_configmap.is_some(),
+        "an assignment namespace needs an assignment ConfigMap"
+    );
+    let listen = s
+        .listen
+        .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("valid"));
+    let advertise = s.advertise.clone().unwrap_or(HostPort {
+        host: listen.ip().to_string(),
+        port: listen.port(),
+    });
+    let mut config = BrokerConfig::new(id, data, &advertise.host, advertise.port);
+    s.tune(&mut config);
+    Ok(Serve {
+        config,
+        listen,
+        http: s.http,
+        assignment_configmap: s.assignment_configmap,
+        assignment_namespace: s.assignment_namespace,
+        warnings,
+    })
+}
+
+fn resolve_local(
+    brokers: usize,
+    data: &Option<PathBuf>,
+    host: &Option<String>,
+    base_port: Option<u16>,
+    tuning: &Tuning,
+) -> anyhow::Result<Local> {
+    anyhow::ensure!(brokers >= 1, "--brokers must be at least 1");
+    let flags = Settings {
+        data: data.clone(),
+        ..Settings::default()
+    };
+    let (s, mut warnings) = tuning.merged(flags)?;
+    if s.id.is_some() {
+        warnings.push("node.id: ignored by `local` (its brokers are 0..N)".into());
+    }
+    if s.advertise.is_some() {
+        warnings.push("advertised.listeners: ignored by `local`".into());
+    }
+    Ok(Local {
+        brokers,
+        data: s.data.clone().unwrap_or_else(|| PathBuf::from("./data")),
+        host: host
+            .clone()
+            .or(s.listen.map(|l| l.ip().to_string()))
+            .unwrap_or_else(|| "127.0.0.1".into()),
+        base_port: base_port.or(s.listen.map(|l| l.port())).unwrap_or(9092),
+        settings: s,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        let mut argv = vec!["kaas-broker"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).expect("parses").command
+    }
+
+    fn resolve(args: &[&str]) -> anyhow::Result<Resolved> {
+        parse(args).resolve()
+    }
+
+    fn serve(args: &[&str]) -> Serve {
+        match resolve(args).unwrap() {
+            Resolved::Serve(s) => s,
+            _ => panic!("not serve"),
+        }
+    }
+
+    fn config_file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    #[test]
+    fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
+        let flags = serve(&[
+            "serve",
+            "--id",
+            "2",
+            "--data",
+            "/volume/kaas",
+            "--listen",
+            "0.0.0.0:19092",
+            "--advertise",
+            "kaas-2.kaas:19092",
+            "--no-auto-create-topics",
+            "--default-partitions",
+            "6",
+            "--segment-bytes",
+            "1048576",
+            "--group-initial-rebalance-delay-ms",
+            "250",
+            "--group-min-session-timeout-ms",
+            "1000",
+            "--group-max-session-timeout-ms",
+            "60000",
+            "--group-max-size",
+            "50",
+            "--offsets-retention-minutes",
+            "60",
+            "--max-connections",
+            "500",
+            "--max-connections-per-ip",
+            "20",
+            "--max-frame-bytes",
+            "2097152",
+            "--group-idle-unload-ms",
+            "1000",
+            "--max-loaded-groups",
+            "10",
+            "--group-log-sync",
+            "volume",
+            "--http",
+            "127.0.0.1:18080",
+        ]);
+        let file = config_file(
+            "# Apache's names\n\
+             node.id=2\n\
+             log.dirs=/volume/kaas\n\
+             listeners=PLAINTEXT://:19092,CONTROLLER://:19093\n\
+             controller.listener.names=CONTROLLER\n\
+             advertised.listeners=PLAINTEXT://kaas-2.kaas:19092\n\
+             auto.create.topics.enable=false\n\
+             num.partitions=6\n\
+             log.segment.bytes=1048576\n\
+             group.initial.rebalance.delay.ms=250\n\
+             group.min.session.timeout.ms=1000\n\
+             group.max.session.timeout.ms=60000\n\
+             group.max.size=50\n\
+             offsets.retention.minutes : 60\n\
+             max.connections=500\n\
+             max.connections.per.ip=20\n\
+             socket.request.max.bytes=2097152\n\
+             kaas.group.idle.unload.ms=1000\n\
+             kaas.max.loaded.groups=10\n\
+             kaas.group.log.sync=volume\n\
+             kaas.http.listen=127.0.0.1:18080\n",
+        );
+        let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+        assert_eq!(from_file.effective(), flags.effective());
+        assert_eq!(
+            format!("{:?}", from_file.config),
+            format!("{:?}", flags.config)
+        );
+        assert_eq!(from_file.listen, flags.listen);
+        assert_eq!(
+            from_file.warnings,
+            ["listeners: controller listener 'CONTROLLER' ignored (kaas has no KRaft controller quorum)"]
+        );
+    }
+
+    #[test]
+    fn flags_override_the_file_and_the_file_overrides_the_defaults() {
+        let file =
+            config_file("node.id=1\nlog.dirs=/from/file\nnum.partitions=3\ngroup.max.size=7\n");
+        let s = serve(&[
+            "serve",
+            "--config",
+            file.path().to_str().unwrap(),
+            "--default-partitions",
+            "9",
+        ]);
+        assert_eq!(s.config.default_partitions, 9, "the flag wins");
+        assert_eq!(s.config.groups.core.max_group_size, 7, "the file's");
+        assert_eq!(s.config.data_dir, PathBuf::from("/from/file"));
+        let defaults = BrokerConfig::new(1, "/from/file".into(), "127.0.0.1", 9092);
+        assert_eq!(
+            s.config.groups.core.initial_rebalance_delay_ms,
+            defaults.groups.core.initial_rebalance_delay_ms,
+            "unset everywhere: the default"
+        );
+        assert_eq!(s.listen, DEFAULT_LISTEN.parse().unwrap());
+        assert_eq!(
+            (s.config.advertised_host.as_str(), s.config.advertised_port),
+            ("127.0.0.1", 9092),
+            "advertised defaults to the listener"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_warned_about_by_name_and_ignored() {
+        let file = config_file(
+            "node.id=0\nlog.dirs=/d\nnum.network.threads=3\nzookeeper.connect=zk:2181\n",
+        );
+        let s = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+        assert_eq!(s.warnings.len(), 2);
+        assert!(s.warnings[0].starts_with("num.network.threads: not a kaas setting"));
+        assert!(s.warnings[1].starts_with("zookeeper.connect: not a kaas setting"));
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_key_and_the_reason() {
+        for (text, key, reason) in [
+            (
+                "num.partitions=zero",
+                "num.partitions",
+                "'zero' is not a valid number",
+            ),
+            (
+                "num.partitions=0",
+                "num.partitions",
+                "0 is below the minimum of 1",
+            ),
+            (
+                "auto.create.topics.enable=yes",
+                "auto.create.topics.enable",
+                "'yes' is not true or false",
+            ),
+            ("log.dirs=/a,/b", "log.dirs", "one shared folder"),
+            ("listeners=SSL://:9093", "listeners", "uses SSL"),
+            (
+                "listeners=PLAINTEXT://:9092,OTHER://:9094",
+                "listeners",
+                "one client listener",
+            ),
+            ("listeners=kafka:9092", "listeners", "NAME://HOST:PORT"),
+            (
+                "listeners=PLAINTEXT://kafka.example:9092",
+                "listeners",
+                "not an IP address",
+            ),
+            (
+                "kaas.group.log.sync=sometimes",
+                "kaas.group.log.sync",
+                "journal, volume, file",
+            ),
+            (
+                "group.min.session.timeout.ms=9000\ngroup.max.session.timeout.ms=8000",
+                "group.min.session.timeout.ms",
+                "above group.max.session.timeout.ms",
+            ),
+        ] {
+            let err = Settings::from_properties(text).unwrap_err();
+            assert_eq!(err.key, key, "{text}");
+            assert!(err.reason.contains(reason), "{text}: {}", err.reason);
+        }
+        // Through the command: the file's path, the key and the reason.
+        let file = config_file("node.id=1\nlog.dirs=/d\nnum.partitions=-2\n");
+        let err = resolve(&["serve", "--config", file.path().to_str().unwrap()]).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains(&file.path().display().to_string()), "{text}");
+        assert!(
+            text.contains("num.partitions: -2 is below the minimum of 1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_id_or_folder_says_where_to_give_it() {
+        let err = resolve(&["serve", "--data", "/d"]).unwrap_err();
+        assert!(err.to_string().contains("node.id"), "{err}");
+        let err = resolve(&["serve", "--id", "1"]).unwrap_err();
+        assert!(err.to_string().contains("log.dirs"), "{err}");
+    }
+
+    #[test]
+    fn local_takes_its_host_and_base_port_from_listeners() {
+        let file =
+            config_file("listeners=PLAINTEXT://127.0.0.2:29092\nlog.dirs=/d\nnum.partitions=4\n");
+        let local = |args: &[&str]| match resolve(args).unwrap() {
+            Resolved::Local(l) => l,
+            _ => panic!("not local"),
+        };
+        let l = local(&["local", "--config", file.path().to_str().unwrap()]);
+        assert_eq!((l.host.as_str(), l.base_port), ("127.0.0.2", 29092));
+        assert_eq!(l.data, PathBuf::from("/d"));
+        assert_eq!(l.settings.default_partitions, Some(4));
+        let plain = local(&["local"]);
+        assert_eq!((plain.host.as_str(), plain.base_port), ("127.0.0.1", 9092));
+        assert_eq!(plain.data, PathBuf::from("./data"));
+    }
+
+    #[test]
+    fn secrets_are_masked_in_the_effective_configuration() {
+        let shown = settings::masked(vec![
+            (
+                "sasl.jaas.config",
+                "org.apache...PlainLoginModule password=\"s3cret\";".into(),
+            ),
+            ("ssl.keystore.password", "s3cret".into()),
+            ("num.partitions", "3".into()),
+        ]);
+        assert_eq!(
+            shown,
+            [
+                ("sasl.jaas.config", "[hidden]".to_string()),
+                ("ssl.keystore.password", "[hidden]".to_string()),
+                ("num.partitions", "3".to_string()),
+            ]
+        );
+        let line =
+            settings::effective_line(&serve(&["serve", "--id", "0", "--data", "/d"]).effective());
+        assert!(
+            line.starts_with("node.id=0 listeners=PLAINTEXT://127.0.0.1:9092 "),
+            "{line}"
+        );
+    }
+}

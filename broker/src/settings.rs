@@ -1,0 +1,560 @@
+//! A broker's settings by Apache Kafka's names: what a `server.properties`
+//! file (`--config FILE`) sets, what flags and environment set over it, and
+//! the effective configuration a broker logs at start.
+//!
+//! Precedence, highest first: flags, environment, the file, the defaults of
+//! [`BrokerConfig::new`] (one copy of each default). A key kaas does not
+//! have is warned about by name and ignored, as Apache warns of a supplied
+//! config that isn't known; a value kaas cannot honour is refused with its
+//! key and the reason.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::storage::group_log::GroupLogSync;
+use crate::BrokerConfig;
+
+/// A setting refused, by its `server.properties` key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct SettingError {
+    pub key: String,
+    pub reason: String,
+}
+
+fn refuse(key: &str, reason: impl Into<String>) -> SettingError {
+    SettingError {
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// A host and port clients reach a broker at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub host: String,
+    pub port: u16,
+}
+
+impl FromStr for HostPort {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<HostPort, String> {
+        let (host, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{s}' is not HOST:PORT"))?;
+        let port = port
+            .parse()
+            .map_err(|_| format!("'{port}' in '{s}' is not a port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        Ok(HostPort {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+/// Settings given, each `None` where this source leaves it to the next.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub id: Option<i32>,
+    pub data: Option<PathBuf>,
+    pub listen: Option<SocketAddr>,
+    pub advertise: Option<HostPort>,
+    pub http: Option<SocketAddr>,
+    pub assignment_configmap: Option<String>,
+    pub assignment_namespace: Option<String>,
+    pub max_frame_bytes: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub max_connections_per_ip: Option<usize>,
+    pub auto_create_topics: Option<bool>,
+    pub default_partitions: Option<i32>,
+    pub segment_bytes: Option<u64>,
+    pub group_initial_rebalance_delay_ms: Option<u64>,
+    pub group_min_session_timeout_ms: Option<i32>,
+    pub group_max_session_timeout_ms: Option<i32>,
+    pub group_max_size: Option<usize>,
+    pub offsets_retention_minutes: Option<u64>,
+    pub group_idle_unload_ms: Option<u64>,
+    pub max_loaded_groups: Option<usize>,
+    pub group_log_sync: Option<GroupLogSync>,
+}
+
+/// What a `server.properties` file said: the settings, and a warning for
+/// each key that was ignored.
+#[derive(Debug, Default)]
+pub struct FromFile {
+    pub settings: Settings,
+    pub warnings: Vec<String>,
+}
+
+/// Keys whose values are secrets: shown masked (SASL and TLS settings
+/// arrive with the security work; the mask is in place before them).
+pub fn is_secret(key: &str) -> bool {
+    key.ends_with(".password") || key.ends_with("jaas.config") || key.ends_with(".key")
+}
+
+fn number<T: FromStr>(key: &str, value: &str) -> Result<T, SettingError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| refuse(key, format!("'{value}' is not a valid number")))
+}
+
+fn at_least<T: FromStr + PartialOrd + std::fmt::Display + Copy>(
+    key: &str,
+    value: &str,
+    min: T,
+) -> Result<T, SettingError> {
+    let n: T = number(key, value)?;
+    if n < min {
+        return Err(refuse(key, format!("{n} is below the minimum of {min}")));
+    }
+    Ok(n)
+}
+
+/// Kafka's BOOLEAN: `true` or `false`, any case.
+fn boolean(key: &str, value: &str) -> Result<bool, SettingError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(refuse(key, format!("'{value}' is not true or false"))),
+    }
+}
+
+/// Apache's `Integer.MAX_VALUE` default means no limit.
+fn limit(key: &str, value: &str) -> Result<Option<usize>, SettingError> {
+    let n: usize = at_least(key, value, 0)?;
+    Ok((n < i32::MAX as usize).then_some(n))
+}
+
+/// One listener of `listeners` / `advertised.listeners`: `NAME://HOST:PORT`.
+struct Listener {
+    name: String,
+    host: String,
+    port: u16,
+}
+
+fn listeners(key: &str, value: &str) -> Result<Vec<Listener>, SettingError> {
+    let mut out = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, addr) = item.split_once("://").ok_or_else(|| {
+            refuse(
+                key,
+                format!("'{item}' is not a listener of the form NAME://HOST:PORT"),
+            )
+        })?;
+        let addr: HostPort = addr.parse().map_err(|e| refuse(key, e))?;
+        out.push(Listener {
+            name: name.to_string(),
+            host: addr.host,
+            port: addr.port,
+        });
+    }
+    Ok(out)
+}
+
+/// Apache's default `listener.security.protocol.map`: each protocol is a
+/// listener name of its own.
+fn protocol_of(map: &[(String, String)], name: &str) -> String {
+    map.iter()
+        .find(|(n, _)| n == name)
+        .map_or(name, |(_, p)| p.as_str())
+        .to_string()
+}
+
+/// The one client listener kaas serves, of a `listeners`-style value:
+/// controller listeners are skipped (kaas has no KRaft quorum), and it
+/// must speak PLAINTEXT until TLS and SASL land.
+fn client_listener(
+    key: &str,
+    value: &str,
+    map: &[(String, String)],
+    controller_names: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Listener, SettingError> {
+    let mut served = Vec::new();
+    for l in listeners(key, value)? {
+        if controller_names.contains(&l.name) {
+            warnings.push(format!(
+                "{key}: controller listener '{}' ignored (kaas has no KRaft controller quorum)",
+                l.name
+            ));
+            continue;
+        }
+        served.push(l);
+    }
+    let listener = match served.len() {
+        0 => return Err(refuse(key, "no client listener")),
+        1 => served.pop().expect("one"),
+        _ => {
+            return Err(refuse(
+                key,
+                "kaas serves one client listener; give exactly one",
+            ))
+        }
+    };
+    let protocol = protocol_of(map, &listener.name);
+    if protocol != "PLAINTEXT" {
+        return Err(refuse(
+            key,
+            format!(
+                "listener '{}' uses {protocol}; kaas serves PLAINTEXT only for now",
+                listener.name
+            ),
+        ));
+    }
+    Ok(listener)
+}
+
+fn listen_addr(key: &str, l: &Listener) -> Result<SocketAddr, SettingError> {
+    // An empty host binds every interface, as in Apache.
+    let ip = match l.host.as_str() {
+        "" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        h => h.parse().map_err(|_| {
+            refuse(
+                key,
+                format!("'{h}' is not an IP address (kaas binds addresses, not names)"),
+            )
+        })?,
+    };
+    Ok(SocketAddr::new(ip, l.port))
+}
+
+fn sync_mode(key: &str, value: &str) -> Result<GroupLogSync, SettingError> {
+    match value.trim() {
+        "journal" => Ok(GroupLogSync::Journal),
+        "volume" => Ok(GroupLogSync::Volume),
+        "file" => Ok(GroupLogSync::PerFile),
+        v => Err(refuse(
+            key,
+            format!("'{v}' is not one of journal, volume, file"),
+        )),
+    }
+}
+
+fn sync_name(mode: GroupLogSync) -> &'static str {
+    match mode {
+        GroupLogSync::Journal => "journal",
+        GroupLogSync::Volume => "volume",
+        GroupLogSync::PerFile => "file",
+    }
+}
+
+impl Settings {
+    /// Reads a `server.properties` file's text (Java properties syntax).
+    pub fn from_properties(text: &str) -> Result<FromFile, SettingError> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        // ISO-8859-1 with \u escapes, as java.util.Properties (and so
+        // Apache) reads server.properties.
+        for line in java_properties::PropertiesIter::new(text.as_bytes()) {
+            let line = line.map_err(|e| refuse("(file)", e.to_string()))?;
+            if let java_properties::LineContent::KVPair(k, v) = line.consume_content() {
+                // A later line wins, as in java.util.Properties.
+                pairs.retain(|(key, _)| *key != k);
+                pairs.push((k, v));
+            }
+        }
+        let get = |k: &str| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+        let mut warnings = Vec::new();
+        let mut s = Settings::default();
+
+        let map: Vec<(String, String)> = match get("listener.security.protocol.map") {
+            None => Vec::new(),
+            Some(v) => v
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(|e| {
+                    e.split_once(':')
+                        .map(|(n, p)| (n.trim().to_string(), p.trim().to_string()))
+                        .ok_or_else(|| {
+                            refuse(
+                                "listener.security.protocol.map",
+                                format!("'{e}' is not NAME:PROTOCOL"),
+                            )
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let controllers: Vec<String> = get("controller.listener.names")
+            .map(|v| v.split(',').map(|n| n.trim().to_string()).collect())
+            .unwrap_or_default();
+
+        for (key, value) in &pairs {
+            let (key, value) = (key.as_str(), value.as_str());
+            match key {
+                "node.id" | "broker.id" => {
+                    let id: i32 = at_least(key, value, 0)?;
+                    if s.id.is_some_and(|other| other != id) {
+                        return Err(refuse(key, "node.id and broker.id disagree"));
+                    }
+                    s.id = Some(id);
+                }
+                "log.dirs" | "log.dir" => {
+                    let dirs: Vec<&str> = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|d| !d.is_empty())
+                        .collect();
+                    if dirs.len() != 1 {
+                        return Err(refuse(
+                            key,
+                            "kaas keeps all state in one shared folder; give exactly one",
+                        ));
+                    }
+                    // log.dirs wins over log.dir, as in Apache.
+                    if key == "log.dirs" || get("log.dirs").is_none() {
+                        s.data = Some(PathBuf::from(dirs[0]));
+                    }
+                }
+                "listeners" => {
+                    let l = client_listener(key, value, &map, &controllers, &mut warnings)?;
+                    s.listen = Some(listen_addr(key, &l)?);
+                }
+                "advertised.listeners" => {
+                    let l = client_listener(key, value, &map, &controllers, &mut warnings)?;
+                    if l.host.is_empty() {
+                        return Err(refuse(key, "an advertised listener needs a host"));
+                    }
+                    s.advertise = Some(HostPort {
+                        host: l.host,
+                        port: l.port,
+                    });
+                }
+                "listener.security.protocol.map" | "controller.listener.names" => {}
+                "inter.broker.listener.name" => warnings.push(format!(
+                    "{key}: ignored (kaas brokers do not replicate to each other)"
+                )),
+                "socket.request.max.bytes" => s.max_frame_bytes = Some(at_least(key, value, 1)?),
+                "max.connections" => {
+                    s.max_connections = Some(limit(key, value)?.unwrap_or(usize::MAX))
+                }
+                "max.connections.per.ip" => {
+                    s.max_connections_per_ip = Some(limit(key, value)?.unwrap_or(usize::MAX))
+                }
+                "auto.create.topics.enable" => s.auto_create_topics = Some(boolean(key, value)?),
+                "num.partitions" => s.default_partitions = Some(at_least(key, value, 1)?),
+                // Apache's minimum: one legacy record's overhead.
+                "log.segment.bytes" => s.segment_bytes = Some(at_least(key, value, 14)?),
+                "group.initial.rebalance.delay.ms" => {
+                    s.group_initial_rebalance_delay_ms = Some(at_least(key, value, 0)?)
+                }
+                "group.min.session.timeout.ms" => {
+                    s.group_min_session_timeout_ms = Some(at_least(key, value, 0)?)
+                }
+                "group.max.session.timeout.ms" => {
+                    s.group_max_session_timeout_ms = Some(at_least(key, value, 0)?)
+                }
+                "group.max.size" => s.group_max_size = Some(at_least(key, value, 1)?),
+                "offsets.retention.minutes" => {
+                    s.offsets_retention_minutes = Some(at_least(key, value, 1)?)
+                }
+                "kaas.http.listen" => {
+                    s.http =
+                        Some(value.trim().parse().map_err(|_| {
+                            refuse(key, format!("'{value}' is not an IP:PORT address"))
+                        })?)
+                }
+                "kaas.assignment.configmap" => {
+                    s.assignment_configmap = Some(value.trim().to_string())
+                }
+                "kaas.assignment.namespace" => {
+                    s.assignment_namespace = Some(value.trim().to_string())
+                }
+                "kaas.group.idle.unload.ms" => {
+                    s.group_idle_unload_ms = Some(at_least(key, value, 0)?)
+                }
+                "kaas.max.loaded.groups" => s.max_loaded_groups = Some(at_least(key, value, 1)?),
+                "kaas.group.log.sync" => s.group_log_sync = Some(sync_mode(key, value)?),
+                other => warnings.push(format!(
+                    "{other}: not a kaas setting; ignored (docs/operations.md lists them)"
+                )),
+            }
+        }
+        if let (Some(min), Some(max)) = (
+            s.group_min_session_timeout_ms,
+            s.group_max_session_timeout_ms,
+        ) {
+            if min > max {
+                return Err(refuse(
+                    "group.min.session.timeout.ms",
+                    format!("{min} is above group.max.session.timeout.ms ({max})"),
+                ));
+            }
+        }
+        Ok(FromFile {
+            settings: s,
+            warnings,
+        })
+    }
+
+    /// These settings, with `lower`'s where these leave one unset.
+    pub fn or(self, lower: Settings) -> Settings {
+        Settings {
+            id: self.id.or(lower.id),
+            data: self.data.or(lower.data),
+            listen: self.listen.or(lower.listen),
+            advertise: self.advertise.or(lower.advertise),
+            http: self.http.or(lower.http),
+            assignment_configmap: self.assignment_configmap.or(lower.assignment_configmap),
+            assignment_namespace: self.assignment_namespace.or(lower.assignment_namespace),
+            max_frame_bytes: self.max_frame_bytes.or(lower.max_frame_bytes),
+            max_connections: self.max_connections.or(lower.max_connections),
+            max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            auto_create_topics: self.auto_create_topics.or(lower.auto_create_topics),
+            default_partitions: self.default_partitions.or(lower.default_partitions),
+            segment_bytes: self.segment_bytes.or(lower.segment_bytes),
+            group_initial_rebalance_delay_ms: self
+                .group_initial_rebalance_delay_ms
+                .or(lower.group_initial_rebalance_delay_ms),
+            group_min_session_timeout_ms: self
+                .group_min_session_timeout_ms
+                .or(lower.group_min_session_timeout_ms),
+            group_max_session_timeout_ms: self
+                .group_max_session_timeout_ms
+                .or(lower.group_max_session_timeout_ms),
+            group_max_size: self.group_max_size.or(lower.group_max_size),
+            offsets_retention_minutes: self
+                .offsets_retention_minutes
+                .or(lower.offsets_retention_minutes),
+            group_idle_unload_ms: self.group_idle_unload_ms.or(lower.group_idle_unload_ms),
+            max_loaded_groups: self.max_loaded_groups.or(lower.max_loaded_groups),
+            group_log_sync: self.group_log_sync.or(lower.group_log_sync),
+        }
+    }
+
+    /// Sets what these settings give on `c` (the broker's tuning; id,
+    /// folder and addresses are the caller's).
+    pub fn tune(&self, c: &mut BrokerConfig) {
+        if let Some(v) = self.max_frame_bytes {
+            c.max_frame_bytes = v;
+        }
+        if let Some(v) = self.max_connections {
+            c.max_connections = v;
+        }
+        if let Some(v) = self.max_connections_per_ip {
+            c.max_connections_per_ip = v;
+        }
+        if let Some(v) = self.auto_create_topics {
+            c.auto_create_topics = v;
+        }
+        if let Some(v) = self.default_partitions {
+            c.default_partitions = v;
+        }
+        if let Some(v) = self.segment_bytes {
+            c.log.segment_bytes = v;
+        }
+        let g = &mut c.groups;
+        if let Some(v) = self.group_initial_rebalance_delay_ms {
+            g.core.initial_rebalance_delay_ms = v;
+        }
+        if let Some(v) = self.group_min_session_timeout_ms {
+            g.core.min_session_timeout_ms = v;
+        }
+        if let Some(v) = self.group_max_session_timeout_ms {
+            g.core.max_session_timeout_ms = v;
+        }
+        if let Some(v) = self.group_max_size {
+            g.core.max_group_size = v;
+        }
+        if let Some(v) = self.offsets_retention_minutes {
+            g.core.offsets_retention_ms = v * 60 * 1000;
+        }
+        if let Some(v) = self.group_idle_unload_ms {
+            g.idle_unload_ms = v;
+        }
+        if let Some(v) = self.max_loaded_groups {
+            g.max_resident_groups = v;
+        }
+        if let Some(v) = self.group_log_sync {
+            c.group_log_sync = v;
+        }
+    }
+}
+
+/// A broker's effective configuration by `server.properties` key, in the
+/// order a user reads it; secrets masked.
+pub fn effective(
+    c: &BrokerConfig,
+    listen: Option<SocketAddr>,
+    http: Option<SocketAddr>,
+) -> Vec<(&'static str, String)> {
+    let unlimited = |n: usize| match n {
+        usize::MAX => i32::MAX.to_string(),
+        n => n.to_string(),
+    };
+    let g = &c.groups;
+    let mut out = vec![("node.id", c.id.to_string())];
+    if let Some(l) = listen {
+        out.push(("listeners", format!("PLAINTEXT://{l}")));
+    }
+    out.extend([
+        (
+            "advertised.listeners",
+            format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
+        ),
+        ("log.dirs", c.data_dir.display().to_string()),
+        ("socket.request.max.bytes", c.max_frame_bytes.to_string()),
+        ("max.connections", unlimited(c.max_connections)),
+        (
+            "max.connections.per.ip",
+            unlimited(c.max_connections_per_ip),
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+        ),
+        ("num.partitions", c.default_partitions.to_string()),
+        ("log.segment.bytes", c.log.segment_bytes.to_string()),
+        (
+            "group.initial.rebalance.delay.ms",
+            g.core.initial_rebalance_delay_ms.to_string(),
+        ),
+        (
+            "group.min.session.timeout.ms",
+            g.core.min_session_timeout_ms.to_string(),
+        ),
+        (
+            "group.max.session.timeout.ms",
+            g.core.max_session_timeout_ms.to_string(),
+        ),
+        ("group.max.size", unlimited(g.core.max_group_size)),
+        (
+            "offsets.retention.minutes",
+            (g.core.offsets_retention_ms / 60_000).to_string(),
+        ),
+        ("kaas.group.idle.unload.ms", g.idle_unload_ms.to_string()),
+        ("kaas.max.loaded.groups", g.max_resident_groups.to_string()),
+        (
+            "kaas.group.log.sync",
+            sync_name(c.group_log_sync).to_string(),
+        ),
+    ]);
+    if let Some(h) = http {
+        out.push(("kaas.http.listen", h.to_string()));
+    }
+    masked(out)
+}
+
+/// `entries` with the values of secret keys ([`is_secret`]) hidden.
+pub fn masked(entries: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    entries
+        .into_iter()
+        .map(|(k, v)| match is_secret(k) {
+            true => (k, "[hidden]".to_string()),
+            false => (k, v),
+        })
+        .collect()
+}
+
+/// [`effective`] as one line, for the start-up log.
+pub fn effective_line(entries: &[(&'static str, String)]) -> String {
+    entries
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
