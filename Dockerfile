@@ -16,9 +16,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
  && install -D -m 0755 target/release/kaas-broker /out/kaas-broker \
  && install -D -m 0755 target/release/kaas-operator /out/kaas-operator
 
-# Runtime: Debian slim rather than distroless because the broker pod's
-# command is a /bin/sh line that derives the broker id from the pod name,
-# and its preStop hook runs `sleep`. TLS to the API server is rustls with
+# Runtime: Debian slim (the broker pod needs no shell: it runs
+# `kaas-broker serve --id-from-pod-name`, and drains on SIGTERM itself;
+# issue #13 makes the image smaller). TLS to the API server is rustls with
 # the service account's CA, so no OpenSSL or CA bundle is needed.
 FROM debian:bookworm-slim
 COPY --from=build /out/kaas-broker /out/kaas-operator /usr/local/bin/

@@ -36,6 +36,10 @@ pub struct BrokerConfig {
     pub groups: GroupManagerConfig,
     /// How group logs are made durable.
     pub group_log_sync: GroupLogSync,
+    /// After SIGTERM, keep serving this long before closing (`serve`): on
+    /// Kubernetes the operator moves the broker's groups away meanwhile,
+    /// and clients follow before their connections close.
+    pub shutdown_drain_ms: u64,
 }
 
 impl BrokerConfig {
@@ -53,6 +57,7 @@ impl BrokerConfig {
             log: LogConfig::default(),
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
+            shutdown_drain_ms: 0,
         }
     }
 }

@@ -61,6 +61,10 @@ pub enum Command {
         /// Broker id, node.id (the StatefulSet ordinal on Kubernetes).
         #[arg(long, env = "KAAS_ID")]
         id: Option<i32>,
+        /// Take the broker id from the pod name in POD_NAME
+        /// (`<statefulset>-<ordinal>`), so a pod needs no shell to compute it.
+        #[arg(long, conflicts_with = "id")]
+        id_from_pod_name: bool,
         /// The shared folder (log.dirs).
         #[arg(long, env = "KAAS_DATA")]
         data: Option<PathBuf>,
@@ -164,6 +168,10 @@ pub struct Tuning {
     /// does not flush) [default: journal].
     #[arg(long, value_enum, env = "KAAS_GROUP_LOG_SYNC")]
     pub group_log_sync: Option<SyncMode>,
+    /// After SIGTERM, keep serving this long before closing connections
+    /// (kaas.shutdown.drain.ms; `serve` only) [default: 0].
+    #[arg(long, env = "KAAS_SHUTDOWN_DRAIN_MS")]
+    pub shutdown_drain_ms: Option<u64>,
     /// Serve /healthz, /readyz and /metrics on this address
     /// (kaas.http.listen; with `local`, broker N uses this port + N).
     #[arg(long, env = "KAAS_HTTP")]
@@ -195,6 +203,7 @@ impl Tuning {
             offsets_retention_minutes: self.offsets_retention_minutes,
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,
+            shutdown_drain_ms: self.shutdown_drain_ms,
             group_log_sync: self.group_log_sync.map(|m| match m {
                 SyncMode::Journal => GroupLogSync::Journal,
                 SyncMode::Volume => GroupLogSync::Volume,
@@ -275,6 +284,7 @@ impl Command {
             } => resolve_local(*brokers, data, host, *base_port, tuning).map(Resolved::Local),
             Command::Serve {
                 id,
+                id_from_pod_name,
                 data,
                 listen,
                 advertise,
@@ -282,8 +292,12 @@ impl Command {
                 assignment_namespace,
                 tuning,
             } => {
+                let id = match id_from_pod_name {
+                    true => Some(id_of_pod(std::env::var("POD_NAME").ok().as_deref())?),
+                    false => *id,
+                };
                 let flags = Settings {
-                    id: *id,
+                    id,
                     data: data.clone(),
                     listen: *listen,
                     advertise: advertise.clone(),
@@ -306,6 +320,14 @@ impl Command {
             })),
         }
     }
+}
+
+/// The broker id `--id-from-pod-name` takes from `pod_name` (POD_NAME).
+fn id_of_pod(pod_name: Option<&str>) -> anyhow::Result<i32> {
+    let name = pod_name.context("--id-from-pod-name: POD_NAME is not set")?;
+    kaas_shared::pod_ordinal(name).with_context(|| {
+        format!("--id-from-pod-name: POD_NAME '{name}' does not end in -<ordinal>")
+    })
 }
 
 /// `listen` is bound by the caller; `advertise` defaults to it.
@@ -438,6 +460,8 @@ mod tests {
             "10",
             "--group-log-sync",
             "volume",
+            "--shutdown-drain-ms",
+            "5000",
             "--http",
             "127.0.0.1:18080",
         ]);
@@ -462,6 +486,7 @@ mod tests {
              kaas.group.idle.unload.ms=1000\n\
              kaas.max.loaded.groups=10\n\
              kaas.group.log.sync=volume\n\
+             kaas.shutdown.drain.ms=5000\n\
              kaas.http.listen=127.0.0.1:18080\n",
         );
         let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
@@ -571,6 +596,24 @@ mod tests {
             text.contains("num.partitions: -2 is below the minimum of 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_id_comes_from_the_pod_name_ordinal() {
+        assert_eq!(id_of_pod(Some("demo-0")).unwrap(), 0);
+        assert_eq!(id_of_pod(Some("kaas-prod-12")).unwrap(), 12);
+        for bad in ["demo", "demo-", "demo-x1", "-", "demo-01", "demo-+1"] {
+            let err = id_of_pod(Some(bad)).unwrap_err().to_string();
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+        }
+        assert!(id_of_pod(None)
+            .unwrap_err()
+            .to_string()
+            .contains("POD_NAME is not set"));
+        // And it cannot be given together with --id.
+        let mut argv = vec!["kaas-broker", "serve", "--id", "1", "--id-from-pod-name"];
+        argv.extend(["--data", "/d"]);
+        assert!(Cli::try_parse_from(argv).is_err());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The `kaas-broker` command: `local`, `serve`, `controller`.
 
+use std::time::Duration;
+
 use anyhow::Context;
 use clap::Parser;
 use kaas_broker::cli::{Cli, LogFormat, Resolved};
@@ -27,13 +29,25 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn termination() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM: shutting down"),
-        _ = tokio::signal::ctrl_c() => info!("interrupt: shutting down"),
+/// SIGTERM and Ctrl-C, listened to from the start: a signal that arrives
+/// while the broker starts is a shutdown too, not the default kill.
+struct Termination {
+    term: tokio::signal::unix::Signal,
+}
+
+impl Termination {
+    fn listen() -> anyhow::Result<Termination> {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot listen for SIGTERM")?;
+        Ok(Termination { term })
+    }
+
+    /// Resolves on the next SIGTERM or Ctrl-C.
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => info!("SIGTERM: shutting down"),
+            _ = tokio::signal::ctrl_c() => info!("interrupt: shutting down"),
+        }
     }
 }
 
@@ -41,6 +55,7 @@ async fn termination() {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    let mut termination = Termination::listen()?;
     match cli.command.resolve()? {
         Resolved::Local(local) => {
             for w in &local.warnings {
@@ -61,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
                 "kaas local cluster ready: bootstrap.servers={}",
                 cluster.bootstrap()
             );
-            cluster.run_until(termination()).await;
+            cluster.run_until(termination.next()).await;
         }
         Resolved::Serve(serve) => {
             for w in &serve.warnings {
@@ -77,6 +92,7 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("cannot listen on {listen}"))?;
             let bound = listener.local_addr()?;
             let id = serve.config.id;
+            let drain = Duration::from_millis(serve.config.shutdown_drain_ms);
             let broker = Broker::open(serve.config)?;
             let shutdown = CancellationToken::new();
             let mut tasks = JoinSet::new();
@@ -112,14 +128,21 @@ async fn main() -> anyhow::Result<()> {
                 None => local::spawn_broker(&mut tasks, listener, broker, shutdown.clone()),
             }
             info!(id, %bound, "broker serving");
-            termination().await;
+            termination.next().await;
+            if !drain.is_zero() {
+                info!(?drain, "draining: serving on before closing connections");
+                tokio::select! {
+                    _ = tokio::time::sleep(drain) => {}
+                    _ = termination.next() => info!("a second signal: not waiting for the drain"),
+                }
+            }
             shutdown.cancel();
             while tasks.join_next().await.is_some() {}
         }
         Resolved::Controller(config) => {
             let shutdown = CancellationToken::new();
             let task = tokio::spawn(controller::run(config, shutdown.clone()));
-            termination().await;
+            termination.next().await;
             shutdown.cancel();
             let _ = task.await;
         }

@@ -79,6 +79,7 @@ pub struct Settings {
     pub group_idle_unload_ms: Option<u64>,
     pub max_loaded_groups: Option<usize>,
     pub group_log_sync: Option<GroupLogSync>,
+    pub shutdown_drain_ms: Option<u64>,
 }
 
 /// What a `server.properties` file said: the settings, and a warning for
@@ -369,6 +370,7 @@ impl Settings {
                 }
                 "kaas.max.loaded.groups" => s.max_loaded_groups = Some(at_least(key, value, 1)?),
                 "kaas.group.log.sync" => s.group_log_sync = Some(sync_mode(key, value)?),
+                "kaas.shutdown.drain.ms" => s.shutdown_drain_ms = Some(at_least(key, value, 0)?),
                 other => warnings.push(format!(
                     "{other}: not a kaas setting; ignored (docs/operations.md lists them)"
                 )),
@@ -423,6 +425,7 @@ impl Settings {
             group_idle_unload_ms: self.group_idle_unload_ms.or(lower.group_idle_unload_ms),
             max_loaded_groups: self.max_loaded_groups.or(lower.max_loaded_groups),
             group_log_sync: self.group_log_sync.or(lower.group_log_sync),
+            shutdown_drain_ms: self.shutdown_drain_ms.or(lower.shutdown_drain_ms),
         }
     }
 
@@ -471,6 +474,9 @@ impl Settings {
         }
         if let Some(v) = self.group_log_sync {
             c.group_log_sync = v;
+        }
+        if let Some(v) = self.shutdown_drain_ms {
+            c.shutdown_drain_ms = v;
         }
     }
 }

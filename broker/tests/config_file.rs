@@ -121,3 +121,86 @@ async fn a_broker_started_from_server_properties_serves_with_those_settings() {
         "{stderr}"
     );
 }
+
+/// The broker's stderr, line by line, as it comes.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_for_line(lines: &std::sync::mpsc::Receiver<String>, what: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no log line with {what:?}"));
+        if line.contains(what) {
+            return line;
+        }
+    }
+}
+
+/// A pod's broker: the id from POD_NAME, and on SIGTERM it serves on for
+/// the drain (here far longer than the test) until a second signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_broker_takes_its_id_from_the_pod_name_and_drains_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = kaas_testkit::free_port().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut broker = Running(
+        Command::new(BIN)
+            .args(["serve", "--id-from-pod-name", "--listen", &addr])
+            .args(["--shutdown-drain-ms", "600000", "--data"])
+            .arg(dir.path())
+            .env("POD_NAME", "kaas-prod-7")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = lines_of(&mut broker.0);
+    wait_for_line(&lines, "broker serving");
+    let mut client = KafkaClient::connect(&addr, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let metadata = client.send(&MetadataRequest::default(), 12).await.unwrap();
+    assert_eq!(metadata.brokers[0].node_id.0, 7, "the pod's ordinal");
+
+    let pid = broker.0.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    wait_for_line(&lines, "draining");
+    // Still serving: old connections and new ones.
+    let again = client
+        .send(&ApiVersionsRequest::default(), 2)
+        .await
+        .unwrap();
+    assert_eq!(again.error_code, 0);
+    let mut late = KafkaClient::connect(&addr, Duration::from_secs(5))
+        .await
+        .expect("a new connection during the drain");
+    assert_eq!(
+        late.send(&ApiVersionsRequest::default(), 2)
+            .await
+            .unwrap()
+            .error_code,
+        0
+    );
+    // A second signal ends the drain.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    wait_for_line(&lines, "a second signal");
+    let status = tokio::task::spawn_blocking(move || broker.0.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -246,7 +246,7 @@ where
     })
 }
 
-/// Step 2: every owned resource but the ConfigMap. Returns the applied
+/// Step 2: every owned resource but the assignment ConfigMap. Returns the applied
 /// StatefulSet (its status tells whether a rollout is in progress).
 async fn apply_resources(kc: &KaasCluster, ctx: &Context) -> Result<StatefulSet, Error> {
     let c = &ctx.client;
@@ -269,6 +269,7 @@ async fn apply_resources(kc: &KaasCluster, ctx: &Context) -> Result<StatefulSet,
         )
         .await?;
     }
+    apply(c, &resources::broker_config(kc)).await?;
     apply(c, &resources::statefulset(kc)).await
 }
 

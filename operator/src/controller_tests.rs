@@ -206,7 +206,7 @@ fn setup(prober: Prober) -> (Arc<Context>, Verifier) {
     )
 }
 
-const OWNED: [&str; 8] = [
+const OWNED: [&str; 9] = [
     "/api/v1/namespaces/ns/serviceaccounts/demo-broker",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/roles/demo-broker",
     "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings/demo-broker",
@@ -214,6 +214,7 @@ const OWNED: [&str; 8] = [
     "/api/v1/namespaces/ns/services/demo",
     "/api/v1/namespaces/ns/persistentvolumeclaims/demo-data",
     "/apis/policy/v1/namespaces/ns/poddisruptionbudgets/demo",
+    "/api/v1/namespaces/ns/configmaps/demo-broker-config",
     "/apis/apps/v1/namespaces/ns/statefulsets/demo",
 ];
 const PODS: &str = "/api/v1/namespaces/ns/pods";

@@ -45,7 +45,7 @@ pub struct KaasClusterSpec {
     #[schemars(range(min = 1, max = 256))]
     pub replicas: i32,
 
-    /// Container image holding the `kaas-broker` binary and /bin/sh.
+    /// Container image holding the `kaas-broker` binary (on PATH).
     #[schemars(length(min = 1))]
     pub image: String,
 

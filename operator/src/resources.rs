@@ -10,17 +10,17 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction,
-    Lifecycle, LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe,
-    Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Service, ServiceAccount,
+    ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
+use sha2::Digest;
 
 use crate::crd::{AdvertiseMode, KaasCluster, LogFormat};
 
@@ -28,6 +28,14 @@ use crate::crd::{AdvertiseMode, KaasCluster, LogFormat};
 pub const MANAGER: &str = "kaas-operator";
 /// Where the shared volume is mounted in broker pods.
 pub const DATA_PATH: &str = "/data";
+/// Where the broker config ConfigMap is mounted, and its one key.
+pub const CONFIG_PATH: &str = "/etc/kaas";
+pub const CONFIG_FILE: &str = "server.properties";
+/// Pod-template annotation: the digest of the broker config, so that a
+/// change rolls the brokers (they read the file at start).
+pub const CONFIG_DIGEST: &str = "kaas.dev/broker-config-digest";
+/// How long a broker serves on after SIGTERM while its groups move away.
+pub const SHUTDOWN_DRAIN_MS: u64 = 5_000;
 /// Name of the broker container and of its Kafka port.
 pub const BROKER_CONTAINER: &str = "broker";
 pub const KAFKA_PORT_NAME: &str = "kafka";
@@ -72,6 +80,10 @@ impl Names {
     pub fn assignment_configmap(&self) -> String {
         format!("{}-assignment", self.cluster)
     }
+    /// The brokers' `server.properties`.
+    pub fn broker_config(&self) -> String {
+        format!("{}-broker-config", self.cluster)
+    }
     pub fn pdb(&self) -> String {
         self.cluster.clone()
     }
@@ -86,13 +98,7 @@ impl Names {
     pub fn ordinal_of(&self, pod_name: &str) -> Option<i32> {
         let rest = pod_name.strip_prefix(&self.cluster)?.strip_prefix('-')?;
         // Only plain decimal ordinals: "demo-01" or "demo-x-1" are not ours.
-        if rest.is_empty() || rest.starts_with('0') && rest.len() > 1 {
-            return None;
-        }
-        rest.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| rest.parse().ok())
-            .flatten()
+        kaas_shared::parse_ordinal(rest)
     }
     /// The DNS name a broker advertises in `dns` mode.
     pub fn broker_host(&self, ordinal: i32) -> String {
@@ -307,31 +313,67 @@ fn env_field(name: &str, path: &str) -> EnvVar {
     }
 }
 
-/// The broker's command line. A shell derives the broker id from the pod
-/// name (`<sts>-<ordinal>`): Kubernetes before 1.28 exposes the ordinal no
-/// other way. Every other value is a number or comes from the environment,
-/// so nothing here needs shell quoting.
-pub fn broker_script(kc: &KaasCluster) -> String {
+/// The brokers' `server.properties`: every setting the cluster shares, by
+/// the keys `kaas-broker serve --config` reads (Apache's where kaas has
+/// them). Values are numbers and fixed paths, so nothing needs escaping.
+pub fn broker_properties(kc: &KaasCluster) -> String {
     let b = &kc.spec.broker;
-    let port = kc.spec.listener.port;
-    let http = kc.spec.listener.http_port;
-    let mut s = format!(
-        "exec kaas-broker serve --id \"${{POD_NAME##*-}}\" --data {DATA_PATH} \
-         --listen 0.0.0.0:{port} --advertise \"${{KAAS_ADVERTISE_HOST}}:{port}\" \
-         --http 0.0.0.0:{http} \
-         --group-initial-rebalance-delay-ms {} \
-         --group-min-session-timeout-ms {} --group-max-session-timeout-ms {} \
-         --offsets-retention-minutes {} --default-partitions {}",
-        b.group_initial_rebalance_delay_ms,
-        b.group_min_session_timeout_ms,
-        b.group_max_session_timeout_ms,
-        b.offsets_retention_minutes,
-        b.default_partitions,
-    );
-    if !b.auto_create_topics {
-        s.push_str(" --no-auto-create-topics");
+    let l = &kc.spec.listener;
+    [
+        "# Rendered by kaas-operator from the KaasCluster; edits are overwritten.".to_string(),
+        format!("log.dirs={DATA_PATH}"),
+        format!("listeners=PLAINTEXT://0.0.0.0:{}", l.port),
+        format!("kaas.http.listen=0.0.0.0:{}", l.http_port),
+        format!("num.partitions={}", b.default_partitions),
+        format!("auto.create.topics.enable={}", b.auto_create_topics),
+        format!(
+            "group.initial.rebalance.delay.ms={}",
+            b.group_initial_rebalance_delay_ms
+        ),
+        format!(
+            "group.min.session.timeout.ms={}",
+            b.group_min_session_timeout_ms
+        ),
+        format!(
+            "group.max.session.timeout.ms={}",
+            b.group_max_session_timeout_ms
+        ),
+        format!("offsets.retention.minutes={}", b.offsets_retention_minutes),
+        format!("kaas.shutdown.drain.ms={SHUTDOWN_DRAIN_MS}"),
+    ]
+    .join("\n")
+        + "\n"
+}
+
+/// The ConfigMap holding [`broker_properties`], mounted at [`CONFIG_PATH`].
+pub fn broker_config(kc: &KaasCluster) -> ConfigMap {
+    let n = Names::of(kc);
+    ConfigMap {
+        metadata: meta(kc, &n, n.broker_config()),
+        data: Some(BTreeMap::from([(
+            CONFIG_FILE.to_string(),
+            broker_properties(kc),
+        )])),
+        ..ConfigMap::default()
     }
-    s
+}
+
+/// The broker's arguments: no shell. The id comes from the pod name
+/// (`--id-from-pod-name` reads POD_NAME), the advertised host from the
+/// environment (`$(VAR)` is expanded by the kubelet), the rest from the
+/// mounted config.
+pub fn broker_args(kc: &KaasCluster) -> Vec<String> {
+    let port = kc.spec.listener.port;
+    [
+        "serve",
+        "--config",
+        &format!("{CONFIG_PATH}/{CONFIG_FILE}"),
+        "--id-from-pod-name",
+        "--advertise",
+        &format!("$(KAAS_ADVERTISE_HOST):{port}"),
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
@@ -400,7 +442,8 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         name: BROKER_CONTAINER.into(),
         image: Some(spec.image.clone()),
         image_pull_policy: Some(spec.image_pull_policy.as_str().to_owned()),
-        command: Some(vec!["/bin/sh".into(), "-c".into(), broker_script(kc)]),
+        command: Some(vec!["kaas-broker".into()]),
+        args: Some(broker_args(kc)),
         env: Some(container_env),
         ports: Some(vec![
             ContainerPort {
@@ -419,29 +462,33 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         // Pod readiness is what makes a broker alive in the assignment.
         readiness_probe: Some(readiness),
         liveness_probe: Some(liveness),
-        lifecycle: Some(Lifecycle {
-            // On deletion the operator marks the broker draining and moves
-            // its groups away; keep serving meanwhile, so clients follow
-            // the move before SIGTERM closes their connections.
-            pre_stop: Some(LifecycleHandler {
-                exec: Some(ExecAction {
-                    command: Some(vec!["sleep".into(), "5".into()]),
-                }),
-                ..LifecycleHandler::default()
-            }),
-            ..Lifecycle::default()
-        }),
         resources: spec.resources.clone(),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "data".into(),
-            mount_path: DATA_PATH.into(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "data".into(),
+                mount_path: DATA_PATH.into(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "config".into(),
+                mount_path: CONFIG_PATH.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
         ..Container::default()
     };
 
     let mut pod_labels = overrides.labels.unwrap_or_default();
     pod_labels.extend(labels(&n));
+    let mut pod_annotations = overrides.annotations.unwrap_or_default();
+    pod_annotations.insert(
+        CONFIG_DIGEST.into(),
+        format!(
+            "{:x}",
+            sha2::Sha256::digest(broker_properties(kc).as_bytes())
+        ),
+    );
     StatefulSet {
         metadata: meta(kc, &n, n.statefulset()),
         spec: Some(StatefulSetSpec {
@@ -456,20 +503,30 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
-                    annotations: overrides.annotations,
+                    annotations: Some(pod_annotations),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
                     service_account_name: Some(n.broker_account()),
                     containers: vec![container],
-                    volumes: Some(vec![Volume {
-                        name: "data".into(),
-                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                            claim_name: claim_name(kc),
-                            ..PersistentVolumeClaimVolumeSource::default()
-                        }),
-                        ..Volume::default()
-                    }]),
+                    volumes: Some(vec![
+                        Volume {
+                            name: "data".into(),
+                            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                                claim_name: claim_name(kc),
+                                ..PersistentVolumeClaimVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                        Volume {
+                            name: "config".into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name: n.broker_config(),
+                                ..ConfigMapVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                    ]),
                     termination_grace_period_seconds: Some(
                         overrides.termination_grace_period_seconds.unwrap_or(30),
                     ),
@@ -582,11 +639,21 @@ mod tests {
             "demo-data"
         );
         let c = &pod.containers[0];
-        let script = &c.command.as_ref().unwrap()[2];
-        assert!(script.starts_with("exec kaas-broker serve --id \"${POD_NAME##*-}\" --data /data"));
-        assert!(script.contains("--listen 0.0.0.0:9092"));
-        assert!(script.contains("--advertise \"${KAAS_ADVERTISE_HOST}:9092\""));
-        assert!(!script.contains("--no-auto-create-topics"));
+        // No shell: the image needs none.
+        assert_eq!(c.command.as_deref(), Some(&["kaas-broker".to_string()][..]));
+        assert_eq!(
+            c.args.as_ref().unwrap().join(" "),
+            "serve --config /etc/kaas/server.properties --id-from-pod-name \
+             --advertise $(KAAS_ADVERTISE_HOST):9092"
+        );
+        let properties = broker_properties(&kc);
+        assert!(properties.contains("\nlog.dirs=/data\n"));
+        assert!(properties.contains("\nlisteners=PLAINTEXT://0.0.0.0:9092\n"));
+        assert!(properties.contains("\nauto.create.topics.enable=true\n"));
+        assert!(properties.contains("\nkaas.http.listen=0.0.0.0:8080\n"));
+        let config = broker_config(&kc);
+        assert_eq!(config.metadata.name.as_deref(), Some("demo-broker-config"));
+        assert_eq!(config.data.unwrap()[CONFIG_FILE], properties);
         let env: BTreeMap<_, _> = c
             .env
             .as_ref()
@@ -602,7 +669,6 @@ mod tests {
             env["KAAS_ASSIGNMENT_CONFIGMAP"].value.as_deref(),
             Some("demo-assignment")
         );
-        assert!(script.contains("--http 0.0.0.0:8080"));
         let readiness = c.readiness_probe.as_ref().unwrap();
         assert!(
             readiness.tcp_socket.is_some(),
@@ -624,8 +690,17 @@ mod tests {
             .map(|p| (p.name.clone().unwrap(), p.container_port))
             .collect();
         assert_eq!(ports, vec![("kafka".into(), 9092), ("http".into(), 8080)]);
-        assert!(c.lifecycle.as_ref().unwrap().pre_stop.is_some());
-        assert_eq!(c.volume_mounts.as_ref().unwrap()[0].mount_path, "/data");
+        // SIGTERM drains in the broker itself (no preStop sleep), within
+        // the pod's grace period.
+        assert!(c.lifecycle.is_none());
+        assert!(properties.contains("\nkaas.shutdown.drain.ms=5000\n"));
+        assert!(pod.termination_grace_period_seconds.unwrap() * 1000 > SHUTDOWN_DRAIN_MS as i64);
+        let mounts = c.volume_mounts.as_ref().unwrap();
+        assert_eq!(mounts[0].mount_path, "/data");
+        assert_eq!(
+            (mounts[1].name.as_str(), mounts[1].mount_path.as_str()),
+            ("config", "/etc/kaas")
+        );
     }
 
     #[test]
@@ -666,10 +741,30 @@ mod tests {
         );
         let c = &pod.containers[0];
         assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
-        let script = &c.command.as_ref().unwrap()[2];
-        assert!(script.contains("--listen 0.0.0.0:19092"));
-        assert!(script.contains("--group-initial-rebalance-delay-ms 0 "));
-        assert!(script.ends_with(" --no-auto-create-topics"));
+        assert!(c
+            .args
+            .as_ref()
+            .unwrap()
+            .contains(&"$(KAAS_ADVERTISE_HOST):19092".to_string()));
+        let properties = broker_properties(&kc);
+        assert!(properties.contains("\nlisteners=PLAINTEXT://0.0.0.0:19092\n"));
+        assert!(properties.contains("\ngroup.initial.rebalance.delay.ms=0\n"));
+        assert!(properties.contains("\nauto.create.topics.enable=false\n"));
+        // A settings change changes the pod template: the brokers roll.
+        let digest = |kc: &KaasCluster| {
+            statefulset(kc)
+                .spec
+                .unwrap()
+                .template
+                .metadata
+                .unwrap()
+                .annotations
+                .unwrap()[CONFIG_DIGEST]
+                .clone()
+        };
+        let before = digest(&kc);
+        kc.spec.broker.default_partitions += 1;
+        assert_ne!(digest(&kc), before);
         let env = c.env.as_ref().unwrap();
         let advertise = env
             .iter()

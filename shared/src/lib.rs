@@ -13,11 +13,13 @@
 //!   (explicit entry, else hash tier).
 //! - [`recompute()`]: the controller's pure previous-document → next-document
 //!   step.
+//! - [`pod_ordinal`]: broker ids are StatefulSet ordinals.
 
 pub mod assignment;
 #[cfg(feature = "configmap")]
 pub mod configmap;
 pub mod fnv;
+pub mod ordinal;
 pub mod recompute;
 pub mod route;
 
@@ -25,5 +27,6 @@ pub use assignment::{
     partition_key, Assignment, BrokerInfo, BrokerState, GroupEntry, PartitionEntry, Routing,
 };
 pub use fnv::{fnv1a32, Fnv1a32};
+pub use ordinal::{parse_ordinal, pod_ordinal};
 pub use recompute::recompute;
 pub use route::{route, BrokerId, RouteTable};

@@ -228,6 +228,36 @@ async fn a_cluster_becomes_ready_and_groups_follow_readiness() {
         .get("demo-assignment")
         .await
         .expect("ConfigMap");
+    // The brokers' server.properties, as the operator applied it, reads
+    // cleanly with the broker's own parser, and the container's arguments
+    // (with the kubelet's $(VAR) expansion) parse as a `serve` command.
+    let config = Api::<ConfigMap>::namespaced(c.clone(), &ns)
+        .get("demo-broker-config")
+        .await
+        .expect("the broker config ConfigMap");
+    let properties = &config.data.unwrap()["server.properties"];
+    let read = kaas_broker::settings::Settings::from_properties(properties)
+        .expect("the rendered config is valid");
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    assert_eq!(
+        read.settings.data.as_deref(),
+        Some(std::path::Path::new("/data"))
+    );
+    assert_eq!(read.settings.listen.unwrap().port(), port);
+    let pod = sts.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let container = &pod.containers[0];
+    let mut argv = container.command.clone().unwrap();
+    argv.extend(
+        container
+            .args
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|a| a.replace("$(KAAS_ADVERTISE_HOST)", "demo-0.demo-brokers.ready.svc")),
+    );
+    assert_eq!(argv[0], "kaas-broker", "no shell");
+    use clap::Parser;
+    kaas_broker::cli::Cli::try_parse_from(&argv).expect("the rendered command parses");
     let pdb: Api<kube::api::DynamicObject> = Api::namespaced_with(
         c.clone(),
         &ns,
