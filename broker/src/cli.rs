@@ -49,6 +49,10 @@ pub enum Command {
         /// `listeners` in --config].
         #[arg(long)]
         host: Option<String>,
+        /// Host clients reach the brokers at [default: --host]; for a
+        /// container listening on 0.0.0.0 with its ports published.
+        #[arg(long, env = "KAAS_ADVERTISED_HOST")]
+        advertised_host: Option<String>,
         /// Broker N listens on base-port + N [default: 9092, or the port
         /// of `listeners` in --config].
         #[arg(long)]
@@ -256,6 +260,7 @@ pub struct Local {
     pub brokers: usize,
     pub data: PathBuf,
     pub host: String,
+    pub advertised_host: Option<String>,
     pub base_port: u16,
     /// The tuning every broker gets (id, folder and addresses aside).
     pub settings: Settings,
@@ -279,9 +284,13 @@ impl Command {
                 brokers,
                 data,
                 host,
+                advertised_host,
                 base_port,
                 tuning,
-            } => resolve_local(*brokers, data, host, *base_port, tuning).map(Resolved::Local),
+            } => resolve_local(*brokers, data, host, *base_port, tuning).map(|mut l| {
+                l.advertised_host = advertised_host.clone();
+                Resolved::Local(l)
+            }),
             Command::Serve {
                 id,
                 id_from_pod_name,
@@ -388,6 +397,7 @@ fn resolve_local(
             .clone()
             .or(s.listen.map(|l| l.ip().to_string()))
             .unwrap_or_else(|| "127.0.0.1".into()),
+        advertised_host: None,
         base_port: base_port.or(s.listen.map(|l| l.port())).unwrap_or(9092),
         settings: s,
         warnings,
@@ -496,6 +506,14 @@ mod tests {
             format!("{:?}", flags.config)
         );
         assert_eq!(from_file.listen, flags.listen);
+        let shown = settings::effective_line(&from_file.effective());
+        for key in [
+            "num.partitions=6",
+            "kaas.shutdown.drain.ms=5000",
+            "log.dirs=/volume/kaas",
+        ] {
+            assert!(shown.contains(key), "{key} in {shown}");
+        }
         assert_eq!(
             from_file.warnings,
             ["listeners: controller listener 'CONTROLLER' ignored (kaas has no KRaft controller quorum)"]

@@ -56,6 +56,10 @@ pub struct LocalClusterConfig {
     pub brokers: usize,
     pub data_dir: PathBuf,
     pub host: String,
+    /// The host clients (and the controller's probes) reach the brokers
+    /// at, when not `host` (listening on 0.0.0.0 in a container whose
+    /// ports are published, say).
+    pub advertised_host: Option<String>,
     /// First port; broker N listens on `base_port + N`. 0 = any free port.
     pub base_port: u16,
     pub probe_interval: Duration,
@@ -72,6 +76,7 @@ impl LocalClusterConfig {
             brokers,
             data_dir,
             host: "127.0.0.1".into(),
+            advertised_host: None,
             base_port: 9092,
             probe_interval: Duration::from_millis(500),
             failures_before_dead: 3,
@@ -101,6 +106,7 @@ impl LocalCluster {
         let mut addrs = Vec::new();
         let mut http_addrs = Vec::new();
         let mut brokers = Vec::new();
+        let advertised = config.advertised_host.as_ref().unwrap_or(&config.host);
         for id in 0..config.brokers {
             let port = if config.base_port == 0 {
                 0
@@ -111,12 +117,8 @@ impl LocalCluster {
                 .await
                 .with_context(|| format!("cannot listen on {}:{port}", config.host))?;
             let addr = listener.local_addr()?;
-            let mut broker_config = BrokerConfig::new(
-                id as i32,
-                config.data_dir.clone(),
-                &config.host,
-                addr.port(),
-            );
+            let mut broker_config =
+                BrokerConfig::new(id as i32, config.data_dir.clone(), advertised, addr.port());
             (config.tune)(&mut broker_config);
             let broker = Broker::open(broker_config)?;
             spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
@@ -142,7 +144,7 @@ impl LocalCluster {
                 .enumerate()
                 .map(|(id, a)| BrokerAddress {
                     id: id as i32,
-                    host: config.host.clone(),
+                    host: advertised.clone(),
                     port: a.port(),
                 })
                 .collect(),

@@ -67,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
             let _ = TUNING.set(local.settings);
             let mut config = LocalClusterConfig::new(local.brokers, local.data.clone());
             config.host = local.host;
+            config.advertised_host = local.advertised_host;
             config.base_port = local.base_port;
             config.http = http;
             config.tune = |c| TUNING.get().expect("set above").tune(c);

@@ -538,6 +538,7 @@ pub fn effective(
             "kaas.group.log.sync",
             sync_name(c.group_log_sync).to_string(),
         ),
+        ("kaas.shutdown.drain.ms", c.shutdown_drain_ms.to_string()),
     ]);
     if let Some(h) = http {
         out.push(("kaas.http.listen", h.to_string()));

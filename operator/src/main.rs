@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use kaas_operator::controller::{self, ApiVersions, Context, Settings};
 use tracing::info;
@@ -27,6 +28,11 @@ struct Cli {
     /// Log format.
     #[arg(long, value_enum, env = "KAAS_LOG_FORMAT", default_value_t = LogFormat::Json)]
     log_format: LogFormat,
+    /// Print the broker ConfigMap and StatefulSet the operator applies for
+    /// the KaasCluster in this file (YAML or JSON), as JSON, and exit.
+    /// Needs no API server.
+    #[arg(long, value_name = "FILE")]
+    render: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -38,6 +44,14 @@ enum LogFormat {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Some(path) = &cli.render {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let list = kaas_operator::resources::render_broker_objects(&text)
+            .with_context(|| format!("in {}", path.display()))?;
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()

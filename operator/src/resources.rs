@@ -544,6 +544,28 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
     }
 }
 
+/// What the operator applies for a broker pod, for a KaasCluster read from
+/// a file (YAML or JSON) rather than the API: the broker ConfigMap and the
+/// StatefulSet, as a `v1` List. A cluster without a namespace or uid gets
+/// `default` and a placeholder uid.
+pub fn render_broker_objects(cluster_yaml: &str) -> anyhow::Result<serde_json::Value> {
+    let mut kc: KaasCluster = serde_yaml::from_str(cluster_yaml)?;
+    anyhow::ensure!(
+        kc.metadata.name.is_some(),
+        "the KaasCluster has no metadata.name"
+    );
+    kc.metadata
+        .uid
+        .get_or_insert_with(|| "rendered-without-an-api-server".into());
+    let mut config = serde_json::to_value(broker_config(&kc))?;
+    config["apiVersion"] = "v1".into();
+    config["kind"] = "ConfigMap".into();
+    let mut sts = serde_json::to_value(statefulset(&kc))?;
+    sts["apiVersion"] = "apps/v1".into();
+    sts["kind"] = "StatefulSet".into();
+    Ok(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [config, sts]}))
+}
+
 /// The assignment ConfigMap for an encoded document (see
 /// `kaas_shared::configmap::encode`).
 pub fn assignment_configmap(
@@ -575,6 +597,22 @@ mod tests {
 
     fn demo() -> KaasCluster {
         cluster(serde_json::json!({"image": "kaas:dev", "storage": {"size": "10Gi"}}))
+    }
+
+    #[test]
+    fn a_cluster_from_a_file_renders_its_broker_objects() {
+        let list = render_broker_objects(
+            "apiVersion: kaas.dev/v1alpha1\nkind: KaasCluster\n\
+             metadata: {name: demo}\nspec: {image: 'kaas:dev', storage: {size: 1Gi}}\n",
+        )
+        .unwrap();
+        let items = list["items"].as_array().unwrap();
+        assert_eq!(items[0]["kind"], "ConfigMap");
+        assert_eq!(items[0]["metadata"]["name"], "demo-broker-config");
+        assert_eq!(items[1]["kind"], "StatefulSet");
+        let container = &items[1]["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["command"][0], "kaas-broker");
+        assert!(render_broker_objects("kind: KaasCluster\nspec: {}\n").is_err());
     }
 
     #[test]

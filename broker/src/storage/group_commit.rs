@@ -159,6 +159,12 @@ impl<F: Flush> GroupCommit<F> {
         self.shared.queue.lock().held = held;
         self.shared.wake.notify_all();
     }
+
+    /// Callers waiting for a round not started yet.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.shared.queue.lock().waiters.len()
+    }
 }
 
 fn run<F: Flush>(shared: &Shared<F::Batch>, mut flusher: F) {

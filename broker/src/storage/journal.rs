@@ -554,6 +554,18 @@ impl Journal {
     pub fn rounds(&self) -> u64 {
         self.rounds.rounds()
     }
+
+    /// Holds rounds back (`true`) or lets them run again.
+    #[cfg(test)]
+    pub(crate) fn hold(&self, held: bool) {
+        self.rounds.hold(held);
+    }
+
+    /// Appends waiting for a round not started yet.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.rounds.queued()
+    }
 }
 
 /// A journal whose process is gone, locked by the caller until dropped.
