@@ -266,9 +266,9 @@ impl TopicRegistry {
 async fn off_runtime<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, TopicError> + Send + 'static,
 ) -> Result<T, TopicError> {
-    tokio::task::spawn_blocking(f)
+    super::blocking(move || Ok(f()))
         .await
-        .unwrap_or_else(|e| Err(TopicError::Io(io::Error::other(e))))
+        .unwrap_or_else(|e| Err(TopicError::Io(e)))
 }
 
 fn read_meta(dir: &Path) -> Option<TopicMeta> {

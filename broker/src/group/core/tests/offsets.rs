@@ -12,21 +12,9 @@ fn commit_req(
     offset: i64,
 ) -> OffsetCommitRequest {
     OffsetCommitRequest {
-        group_id: group.into(),
         generation_id: generation,
         member_id: member.into(),
-        group_instance_id: None,
-        retention_time_ms: -1,
-        topics: vec![OffsetCommitTopic {
-            name: topic.into(),
-            partitions: vec![OffsetCommitPartition {
-                partition,
-                offset,
-                leader_epoch: -1,
-                metadata: None,
-            }],
-        }],
-        api_version: 8,
+        ..OffsetCommitRequest::simple(group, topic, partition, offset)
     }
 }
 
