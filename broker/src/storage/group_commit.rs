@@ -1,13 +1,21 @@
-//! Group commit: callers add their work to one batch; a thread runs
-//! *rounds*, each taking the whole batch waiting at that moment, making
-//! it durable with one flush, and answering every caller it held with the
-//! round's outcome. Callers that arrive while a round runs share the next.
+//! Group commit: callers add their work to one batch; a *round* takes the
+//! whole batch waiting at that moment, makes it durable with one flush,
+//! and answers every caller it held with the round's outcome. Callers that
+//! arrive while a round runs share the next.
+//!
+//! Rounds run on the engine's own thread, or on a store thread that opted
+//! in with [`leading`]: a submit made inside it wakes nobody, and the
+//! thread runs the round itself after its job if none is running. A wake
+//! is two system calls and a context switch per round; a store thread that
+//! would only hand its batch over and wait does the round instead. Rounds
+//! never overlap and answer in order, whoever runs them.
 //!
 //! The commit journal (a batch of encoded entries, one `pwrite` and one
 //! `fdatasync`) and volume sync (an empty batch, one `syncfs`) are the two
 //! flushes; this module is the one copy of the rounds, the waking, the
 //! answering and the shutdown they share.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -15,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
 /// How a round ended, for every caller it covered.
@@ -37,7 +45,7 @@ impl Batch for Vec<u8> {
     }
 }
 
-/// Makes one round's batch durable; owned by the round thread.
+/// Makes one round's batch durable.
 pub(crate) trait Flush: Send + 'static {
     type Batch: Batch;
 
@@ -52,6 +60,10 @@ pub(crate) trait Flush: Send + 'static {
 struct Queue<B> {
     batch: B,
     waiters: Vec<oneshot::Sender<Outcome>>,
+    /// The last round's batch and waiters, emptied, for the next round.
+    spare: (B, Vec<oneshot::Sender<Outcome>>),
+    /// A round is running (on the thread or a leading store thread).
+    running: bool,
     closing: bool,
     /// The thread sleeps waiting for work: only then does a caller wake it
     /// (a wake is a system call; a running thread looks again by itself).
@@ -61,19 +73,21 @@ struct Queue<B> {
     held: bool,
 }
 
-struct Shared<B> {
-    queue: Mutex<Queue<B>>,
+struct Shared<F: Flush> {
+    queue: Mutex<Queue<F::Batch>>,
     wake: Condvar,
     rounds: AtomicU64,
+    /// Set once opened; locked only by the one running round.
+    flusher: Mutex<Option<F>>,
 }
 
 type Open<F> = Box<dyn Fn() -> io::Result<F> + Send + Sync>;
 
-/// Rounds run by one thread, named `thread_name`, started by the first
-/// caller (a store that only reads never starts one) and stopped, after
-/// answering everyone queued, when this is dropped.
+/// Rounds of one flusher. Its thread, named `thread_name`, is started by
+/// the first caller (a store that only reads never starts one) and
+/// stopped, after answering everyone queued, when this is dropped.
 pub(crate) struct GroupCommit<F: Flush> {
-    shared: Arc<Shared<F::Batch>>,
+    shared: Arc<Shared<F>>,
     thread_name: &'static str,
     /// Makes the flusher (creates files, say); until it succeeds, every
     /// caller tries again (a full volume may have room later).
@@ -92,6 +106,8 @@ impl<F: Flush> GroupCommit<F> {
                 queue: Mutex::new(Queue {
                     batch: F::Batch::default(),
                     waiters: Vec::new(),
+                    spare: Default::default(),
+                    running: false,
                     closing: false,
                     idle: false,
                     #[cfg(test)]
@@ -99,6 +115,7 @@ impl<F: Flush> GroupCommit<F> {
                 }),
                 wake: Condvar::new(),
                 rounds: AtomicU64::new(0),
+                flusher: Mutex::new(None),
             }),
             thread_name,
             open: Box::new(open),
@@ -112,12 +129,12 @@ impl<F: Flush> GroupCommit<F> {
         if self.started.load(Ordering::Acquire) {
             return Ok(());
         }
-        let flusher = (self.open)()?;
+        *self.shared.flusher.lock() = Some((self.open)()?);
         let shared = self.shared.clone();
         *thread = Some(
             std::thread::Builder::new()
                 .name(self.thread_name.into())
-                .spawn(move || run(&shared, flusher))?,
+                .spawn(move || shared.run())?,
         );
         self.started.store(true, Ordering::Release);
         Ok(())
@@ -140,9 +157,9 @@ impl<F: Flush> GroupCommit<F> {
             return Committed(Err(Some(e)));
         }
         q.waiters.push(tx);
-        let idle = q.idle;
+        let wake = q.idle && !q.running;
         drop(q);
-        if idle {
+        if !defer_to_leader(&self.shared) && wake {
             self.shared.wake.notify_one();
         }
         Committed(Ok(rx))
@@ -167,37 +184,116 @@ impl<F: Flush> GroupCommit<F> {
     }
 }
 
-fn run<F: Flush>(shared: &Shared<F::Batch>, mut flusher: F) {
-    let mut batch = F::Batch::default();
-    let mut waiters = Vec::new();
-    loop {
-        {
-            let mut q = shared.queue.lock();
-            while (q.waiters.is_empty() || q.held()) && !q.closing {
-                q.idle = true;
-                shared.wake.wait(&mut q);
-                q.idle = false;
+impl<F: Flush> Shared<F> {
+    /// The engine's thread: runs rounds while callers wait and no other
+    /// round runs; once closing, answers everyone queued, then ends.
+    fn run(&self) {
+        let mut q = self.queue.lock();
+        loop {
+            if !q.running && !q.waiters.is_empty() && (!q.held() || q.closing) {
+                self.round(&mut q);
+                continue;
             }
-            if q.waiters.is_empty() {
+            if q.closing && !q.running && q.waiters.is_empty() {
                 return;
             }
-            std::mem::swap(&mut q.batch, &mut batch);
-            std::mem::swap(&mut q.waiters, &mut waiters);
+            q.idle = true;
+            self.wake.wait(&mut q);
+            q.idle = false;
         }
-        let outcome = flusher
-            .flush(&mut batch)
-            .map_err(|e| (e.kind(), e.to_string()));
-        batch.clear();
-        shared.rounds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs one round on this thread if callers wait and none runs; a
+    /// round already running takes them next.
+    fn lead(&self) {
+        let mut q = self.queue.lock();
+        if q.running || q.waiters.is_empty() || q.held() || q.closing {
+            // The thread (woken by whoever changes that) serves them.
+            if q.idle && !q.running && !q.waiters.is_empty() {
+                self.wake.notify_one();
+            }
+            return;
+        }
+        self.round(&mut q);
+        // Callers that queued meanwhile go to the thread, as does a close
+        // it waited on this round for.
+        if q.idle && (!q.waiters.is_empty() || q.closing) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Takes the batch and its callers, flushes it without the queue's
+    /// lock, and answers them.
+    fn round(&self, q: &mut MutexGuard<'_, Queue<F::Batch>>) {
+        q.running = true;
+        let (spare_batch, spare_waiters) = std::mem::take(&mut q.spare);
+        let mut batch = std::mem::replace(&mut q.batch, spare_batch);
+        let mut waiters = std::mem::replace(&mut q.waiters, spare_waiters);
+        let outcome = MutexGuard::unlocked(q, || {
+            let mut flusher = self.flusher.lock();
+            let flusher = flusher.as_mut().expect("a round runs once started");
+            flusher
+                .flush(&mut batch)
+                .map_err(|e| (e.kind(), e.to_string()))
+        });
+        self.rounds.fetch_add(1, Ordering::Relaxed);
         if outcome.is_err() && F::FAILURE_COVERS_QUEUED {
-            let mut q = shared.queue.lock();
             q.batch.clear();
             waiters.append(&mut q.waiters);
         }
-        for tx in waiters.drain(..) {
-            let _ = tx.send(outcome.clone());
-        }
+        MutexGuard::unlocked(q, || {
+            for tx in waiters.drain(..) {
+                let _ = tx.send(outcome.clone());
+            }
+        });
+        batch.clear();
+        q.spare = (batch, waiters);
+        q.running = false;
     }
+}
+
+/// A round that [`Shared::lead`] can run on the current thread.
+trait Lead: Send + Sync {
+    fn lead(&self);
+}
+
+impl<F: Flush> Lead for Shared<F> {
+    fn lead(&self) {
+        Shared::lead(self)
+    }
+}
+
+thread_local! {
+    /// The engines a [`leading`] job submitted to, in order.
+    static DEFERRED: RefCell<Option<Vec<Arc<dyn Lead>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `job` with its submits waking no engine thread, then runs each
+/// engine's round here if none is running. For store threads, which may
+/// block: the caller holds no lock a round must not wait under (the job
+/// has returned, releasing its own).
+pub(crate) fn leading<R>(job: impl FnOnce() -> R) -> R {
+    let outer = DEFERRED.replace(Some(Vec::new()));
+    let r = job();
+    let deferred = DEFERRED.replace(outer).unwrap_or_default();
+    for engine in deferred {
+        engine.lead();
+    }
+    r
+}
+
+/// Records `shared` for the enclosing [`leading`] job, if there is one.
+fn defer_to_leader<F: Flush>(shared: &Arc<Shared<F>>) -> bool {
+    DEFERRED.with_borrow_mut(|deferred| match deferred {
+        Some(engines) => {
+            let id = Arc::as_ptr(shared) as *const ();
+            if !engines.iter().any(|e| Arc::as_ptr(e) as *const () == id) {
+                engines.push(shared.clone());
+            }
+            true
+        }
+        None => false,
+    })
 }
 
 impl<B> Queue<B> {
@@ -218,6 +314,7 @@ impl<F: Flush> Drop for GroupCommit<F> {
         if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
         }
+        self.shared.flusher.lock().take();
     }
 }
 
@@ -246,7 +343,8 @@ impl Future for Committed {
 mod tests {
     use super::*;
 
-    /// Records each round's batch; fails the rounds it is told to.
+    /// Records each round's batch and the thread that ran it; fails the
+    /// rounds it is told to.
     struct Recorder {
         rounds: Rounds,
         fail: Arc<AtomicBool>,
@@ -255,6 +353,7 @@ mod tests {
     impl Flush for Recorder {
         type Batch = Vec<u8>;
         fn flush(&mut self, batch: &mut Vec<u8>) -> io::Result<()> {
+            RAN_ON.with(|t| t.set(true));
             self.rounds.lock().push(batch.clone());
             match self.fail.load(Ordering::SeqCst) {
                 true => Err(io::Error::other("injected")),
@@ -274,6 +373,11 @@ mod tests {
     }
 
     type Rounds = Arc<Mutex<Vec<Vec<u8>>>>;
+
+    thread_local! {
+        /// A round ran on this thread.
+        static RAN_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
 
     fn recorder() -> (GroupCommit<Recorder>, Rounds, Arc<AtomicBool>) {
         let rounds = Arc::new(Mutex::new(Vec::new()));
@@ -306,6 +410,37 @@ mod tests {
         }
         assert_eq!(*rounds.lock(), vec![(0..10).collect::<Vec<u8>>()]);
         assert_eq!(commit.rounds(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_leading_job_runs_its_round_itself_once_the_job_is_done() {
+        let (commit, rounds, _) = recorder();
+        commit.submit(push(0)).await.unwrap(); // the engine's thread starts
+        RAN_ON.with(|t| t.set(false));
+        let committed = leading(|| {
+            let c = commit.submit(push(1));
+            let d = commit.submit(push(2));
+            assert_eq!(commit.rounds(), 1, "no round inside the job");
+            (c, d)
+        });
+        assert_eq!(commit.rounds(), 2, "one round, run before leading returns");
+        assert!(RAN_ON.with(|t| t.get()), "on the job's own thread");
+        committed.0.await.unwrap();
+        committed.1.await.unwrap();
+        assert_eq!(*rounds.lock(), vec![vec![0], vec![1, 2]]);
+    }
+
+    #[tokio::test]
+    async fn a_leading_job_that_cannot_lead_leaves_its_callers_to_the_thread() {
+        let (commit, rounds, _) = recorder();
+        commit.hold(true);
+        RAN_ON.with(|t| t.set(false));
+        let committed = leading(|| commit.submit(push(1)));
+        assert_eq!(commit.rounds(), 0, "held: nobody leads");
+        commit.hold(false);
+        committed.await.unwrap();
+        assert!(!RAN_ON.with(|t| t.get()), "the engine's thread ran it");
+        assert_eq!(*rounds.lock(), vec![vec![1]]);
     }
 
     #[tokio::test]

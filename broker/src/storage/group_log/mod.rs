@@ -50,6 +50,7 @@ use crate::group::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadat
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
 use crate::group::store::{Durable, StoreError, StoredGroup};
+use crate::storage::group_commit;
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
 use cache::Entry;
@@ -194,7 +195,12 @@ impl GroupLogStore {
         self.writer.submit(
             group_id,
             Box::new(move || {
-                let _ = tx.send(write(&logs, &group));
+                // This thread runs the journal round itself when none is
+                // running, and answers after it: the caller then wakes
+                // once, to a durable write, instead of once for the write
+                // and again for its round.
+                let durable = group_commit::leading(|| write(&logs, &group));
+                let _ = tx.send(durable);
             }),
         );
         Box::pin(async move {
