@@ -10,7 +10,7 @@ use tracing::info;
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
-use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, Owner};
+use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::{LogConfig, Storage};
 
@@ -89,6 +89,7 @@ impl Broker {
                     followed.borrow().as_ref().map_or(0, |r| r.version())
                 })),
                 max_open_logs: None,
+                folder: LogFolder::ConsumerOffsets,
             },
         )?);
         let groups = GroupManager::new(

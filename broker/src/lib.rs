@@ -14,5 +14,7 @@ pub mod metrics;
 pub mod net;
 pub mod settings;
 pub mod storage;
+pub mod store;
+pub mod txn;
 
 pub use broker::{Broker, BrokerConfig};

@@ -7,41 +7,10 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
 use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
-
-/// A write that has been ordered; awaiting it waits for durability.
-pub type Durable = BoxFuture<'static, Result<(), StoreError>>;
-
-/// Why a store refused or failed a load or a write.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Another broker claimed the group's log under an assignment at least
-    /// as new as the one this broker follows: it coordinates the group.
-    #[error(
-        "group log of {group_id:?} is claimed by broker {by_broker} under assignment \
-         version {by_version} (this broker follows {ours})"
-    )]
-    Fenced {
-        group_id: String,
-        by_broker: i32,
-        by_version: u64,
-        ours: u64,
-    },
-    /// Another broker wrote the group's log since this broker loaded the
-    /// group: what this broker holds may miss its records, so the group
-    /// must be reloaded before it is written again.
-    #[error(
-        "group log of {group_id:?} was written by broker {from_broker} since this broker \
-         loaded it; reload needed"
-    )]
-    Reclaimed { group_id: String, from_broker: i32 },
-    /// The write or read failed: nothing is known to be durable.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
+pub use crate::store::{Durable, StoreError};
 
 /// What a group's log holds when it is loaded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

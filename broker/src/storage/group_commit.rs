@@ -416,6 +416,13 @@ mod tests {
     async fn a_leading_job_runs_its_round_itself_once_the_job_is_done() {
         let (commit, rounds, _) = recorder();
         commit.submit(push(0)).await.unwrap(); // the engine's thread starts
+        // Until its thread is back asleep, its round counts as running.
+        while {
+            let q = commit.shared.queue.lock();
+            q.running || !q.idle
+        } {
+            std::thread::yield_now();
+        }
         RAN_ON.with(|t| t.set(false));
         let committed = leading(|| {
             let c = commit.submit(push(1));

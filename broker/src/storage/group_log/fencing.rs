@@ -85,7 +85,7 @@ impl Logs {
             Some(c) if c.broker == owner.broker => return Ok(None),
             Some(c) if c.assignment_version >= ours => {
                 return Err(StoreError::Fenced {
-                    group_id: group_id.to_string(),
+                    key: group_id.to_string(),
                     by_broker: c.broker,
                     by_version: c.assignment_version,
                     ours,

@@ -53,6 +53,7 @@ use crate::group::store::{Durable, StoreError, StoredGroup};
 use crate::storage::group_commit;
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
+use crate::txn::core::TxnTransit;
 use cache::Entry;
 pub use durability::LogIo;
 use durability::{durable, Durability, Pending, RealIo};
@@ -118,6 +119,8 @@ pub struct LoadedGroup {
     pub replayed_snapshots: usize,
     /// Delta records replayed (at most [`SNAPSHOT_EVERY`] for logs this store wrote).
     pub replayed_deltas: usize,
+    /// A transaction log's state of its transactional id.
+    pub txn: Option<TxnTransit>,
 }
 
 /// A torn or corrupt tail found (and truncated) when a log was opened.
@@ -150,6 +153,26 @@ pub struct GroupLogOptions {
     pub owner: Option<Owner>,
     /// Most logs kept open (at least 1); [`DEFAULT_MAX_OPEN_LOGS`] if `None`.
     pub max_open_logs: Option<usize>,
+    /// Whose logs: consumer groups' (the default) or transactional ids'.
+    pub folder: LogFolder,
+}
+
+/// The folder under `<data>/__cluster` a store's logs live in, one log per
+/// key: group ids and transactional ids are separate name spaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFolder {
+    #[default]
+    ConsumerOffsets,
+    TransactionState,
+}
+
+impl LogFolder {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFolder::ConsumerOffsets => "__consumer_offsets",
+            LogFolder::TransactionState => "__transaction_state",
+        }
+    }
 }
 
 impl GroupLogStore {
@@ -180,8 +203,8 @@ impl GroupLogStore {
     }
 
     /// Runs the ordering half of a write (`write`: encode, append, journal)
-    /// on the group's lane, and hands back its durability.
-    fn ordered<F>(
+    /// on the key's lane, and hands back its durability.
+    pub(crate) fn ordered<F>(
         &self,
         group_id: &str,
         write: impl FnOnce(&Logs, &str) -> F + Send + 'static,
@@ -244,7 +267,7 @@ pub struct Logs {
 
 impl Logs {
     fn open(data_dir: &Path, options: GroupLogOptions, io: Arc<dyn LogIo>) -> io::Result<Logs> {
-        let root = data_dir.join("__cluster").join("__consumer_offsets");
+        let root = data_dir.join("__cluster").join(options.folder.name());
         fs::create_dir_all(&root)?;
         let tmp_tag = format!(
             "{}-{}",
@@ -362,6 +385,7 @@ impl Logs {
             Ok(opened.map(|(mut log, replay)| {
                 log.dir_dirty |= failed;
                 let loaded = LoadedGroup {
+                    txn: log.table.txn.clone(),
                     metadata: log.table.metadata.clone(),
                     offsets: log.table.offsets(),
                     damage: replay.damage,
@@ -436,6 +460,18 @@ impl Logs {
         let create = record.is_some();
         let ordered =
             self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
+        durable(ordered)
+    }
+
+    /// Appends a transactional id's state now (creating the log if
+    /// needed); the future resolves once it is durable.
+    pub fn write_txn(
+        &self,
+        transactional_id: &str,
+        transit: &TxnTransit,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered =
+            self.append_record(transactional_id, Record::Txn(Some(transit.clone())), true);
         durable(ordered)
     }
 
@@ -549,7 +585,7 @@ impl Logs {
                 // Another broker wrote the log since we loaded the group:
                 // what we hold in memory may miss its records.
                 return Err(StoreError::Reclaimed {
-                    group_id: group_id.to_string(),
+                    key: group_id.to_string(),
                     from_broker,
                 });
             }
@@ -593,20 +629,34 @@ impl Logs {
     }
 }
 
-impl crate::group::store::GroupStore for GroupLogStore {
-    /// Waits for the group's earlier writes, then reads its log, on the
-    /// group's lane (the caller is a blocking thread).
-    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+impl GroupLogStore {
+    /// Waits for the key's earlier writes, then reads its log, on the key's
+    /// lane (the caller is a blocking thread).
+    pub(crate) fn load_ordered(&self, key: &str) -> Result<Option<LoadedGroup>, StoreError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let logs = self.logs.clone();
-        let group = group_id.to_string();
+        let owned = key.to_string();
         self.writer.submit(
-            group_id,
+            key,
             Box::new(move || {
-                let _ = tx.send(logs.load(&group));
+                let _ = tx.send(logs.load(&owned));
             }),
         );
-        let loaded = rx.recv().map_err(|_| StoreError::Io(writer_gone()))??;
+        rx.recv().map_err(|_| StoreError::Io(writer_gone()))?
+    }
+
+    /// Forgets a key's open log after its earlier writes, on its lane.
+    pub(crate) fn close_ordered(&self, key: &str) {
+        let logs = self.logs.clone();
+        let owned = key.to_string();
+        self.writer
+            .submit(key, Box::new(move || logs.close(&owned)));
+    }
+}
+
+impl crate::group::store::GroupStore for GroupLogStore {
+    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        let loaded = self.load_ordered(group_id)?;
         Ok(loaded.map(|g| StoredGroup {
             metadata: g.metadata,
             offsets: g.offsets,
@@ -643,10 +693,7 @@ impl crate::group::store::GroupStore for GroupLogStore {
     }
 
     fn close(&self, group_id: &str) {
-        let logs = self.logs.clone();
-        let group = group_id.to_string();
-        self.writer
-            .submit(group_id, Box::new(move || logs.close(&group)));
+        self.close_ordered(group_id)
     }
 
     fn written_elsewhere(&self, group_id: &str) -> bool {

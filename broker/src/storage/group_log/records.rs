@@ -13,6 +13,7 @@
 //! | 6    | Claim         | JSON `{"broker","assignment_version"}`                    |
 //! | 7    | OffsetCommit  | binary offsets (below)                                   |
 //! | 8    | Snapshot      | binary offsets, then metadata and claim (below)          |
+//! | 9    | Transaction   | JSON: a transactional id's state (below) or `null`       |
 //!
 //! Commits and snapshots are most of what a coordinator writes, so they are
 //! binary (big-endian, as Kafka's own records): encoding a 1000-offset
@@ -24,7 +25,18 @@
 //! commit timestamp, i64 expire timestamp (-1: none), u32 metadata length,
 //! metadata (UTF-8)`. A binary snapshot follows its offsets with `u8` 0/1
 //! and, if 1, `u32 length` + the metadata record as JSON (as in kind 4),
-//! then `u8` 0/1 and, if 1, `i32 broker, u64 assignment version`.
+//! then `u8` 0/1 and, if 1, `i32 broker, u64 assignment version`; a
+//! snapshot of a transaction log then has `u8` 1, `u32 length` and the
+//! transaction as JSON (as in kind 9). Group snapshots end after the claim,
+//! as they always have.
+//!
+//! The logs of transactional ids (`__cluster/__transaction_state`) are
+//! the same files: a header, claims, kind 9 records and snapshots. A
+//! transaction record holds `producer_id`, `prev_producer_id`,
+//! `next_producer_id`, `producer_epoch`, `timeout_ms`, `state` (Apache's
+//! state id), `partitions` (`[{"topic","partition"}…]`), `start_ms`,
+//! `last_update_ms` and `client_version`; as in Apache's transaction log,
+//! the last producer epoch is not kept.
 //!
 //! Byte fields of member records (subscription, assignment) are hex strings.
 
@@ -35,6 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::group::core::vecmap::VecMap;
 use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
+use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
 
 /// Version written in every header; a log with another version is refused.
 pub const FORMAT_VERSION: u32 = 1;
@@ -49,6 +62,7 @@ const KIND_SNAPSHOT_JSON: u8 = 5;
 const KIND_CLAIM: u8 = 6;
 const KIND_COMMIT: u8 = 7;
 const KIND_SNAPSHOT: u8 = 8;
+const KIND_TXN: u8 = 9;
 
 /// Offsets as the store takes and returns them: (topic, partition, offset).
 pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
@@ -129,6 +143,73 @@ pub(super) struct Snapshot {
     offsets: Offsets,
     metadata: Option<GroupMetadataRecord>,
     claim: Option<ClaimBody>,
+    txn: Option<TxnTransit>,
+}
+
+/// A transactional id's state as its log stores it (kind 9).
+#[derive(Debug, Serialize, Deserialize)]
+struct TxnBody {
+    producer_id: i64,
+    prev_producer_id: i64,
+    next_producer_id: i64,
+    producer_epoch: i16,
+    timeout_ms: i32,
+    state: i8,
+    partitions: Vec<PartitionKey>,
+    start_ms: i64,
+    last_update_ms: i64,
+    client_version: i16,
+}
+
+impl From<&TxnTransit> for TxnBody {
+    fn from(t: &TxnTransit) -> Self {
+        TxnBody {
+            producer_id: t.producer_id,
+            prev_producer_id: t.prev_producer_id,
+            next_producer_id: t.next_producer_id,
+            producer_epoch: t.producer_epoch,
+            timeout_ms: t.timeout_ms,
+            state: t.state.id(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| PartitionKey {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                })
+                .collect(),
+            start_ms: t.start_ms,
+            last_update_ms: t.last_update_ms,
+            client_version: t.client_version.level(),
+        }
+    }
+}
+
+impl TryFrom<TxnBody> for TxnTransit {
+    type Error = String;
+
+    fn try_from(b: TxnBody) -> Result<Self, String> {
+        let state = TxnState::from_id(b.state)
+            .filter(|s| !matches!(s, TxnState::Dead | TxnState::PrepareEpochFence))
+            .ok_or_else(|| format!("transaction state {} is never stored", b.state))?;
+        Ok(TxnTransit {
+            producer_id: b.producer_id,
+            prev_producer_id: b.prev_producer_id,
+            next_producer_id: b.next_producer_id,
+            producer_epoch: b.producer_epoch,
+            last_producer_epoch: -1,
+            timeout_ms: b.timeout_ms,
+            state,
+            partitions: b
+                .partitions
+                .into_iter()
+                .map(|p| TopicPartition::new(p.topic, p.partition))
+                .collect(),
+            start_ms: b.start_ms,
+            last_update_ms: b.last_update_ms,
+            client_version: TxnVersion::from_level(b.client_version),
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -139,6 +220,8 @@ pub(super) enum Record {
     Metadata(Option<GroupMeta>),
     Snapshot(Snapshot),
     Claim(ClaimBody),
+    /// A transactional id's state; `None` clears it.
+    Txn(Option<TxnTransit>),
 }
 
 impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
@@ -340,6 +423,7 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
         Record::Delete(b) => FrameBuf::json(KIND_DELETE, b),
         Record::Metadata(b) => FrameBuf::json(KIND_METADATA, b),
         Record::Claim(b) => FrameBuf::json(KIND_CLAIM, b),
+        Record::Txn(t) => FrameBuf::json(KIND_TXN, &t.as_ref().map(TxnBody::from)),
         Record::Commit(offsets) => encode_commit(offsets),
         Record::Snapshot(_) => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -470,11 +554,25 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
         }),
         other => return Err(format!("bad claim flag {other}")),
     };
+    // Group snapshots end here; a transaction log's go on.
+    let txn = match r.0.is_empty() {
+        true => None,
+        false => match r.u8()? {
+            1 => {
+                let len = r.u32()? as usize;
+                let body: TxnBody =
+                    serde_json::from_slice(r.bytes(len)?).map_err(|e| e.to_string())?;
+                Some(TxnTransit::try_from(body)?)
+            }
+            other => return Err(format!("bad transaction flag {other}")),
+        },
+    };
     r.end()?;
     Ok(Snapshot {
         offsets,
         metadata,
         claim,
+        txn,
     })
 }
 
@@ -501,6 +599,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
                     offsets: s.offsets.into_iter().map(Into::into).collect(),
                     metadata: s.metadata.map(Into::into),
                     claim: s.claim,
+                    txn: None,
                 })
             })
             .map_err(json_err),
@@ -514,6 +613,16 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
             Ok(Record::Commit(offsets))
         }
         KIND_SNAPSHOT => decode_snapshot(body).map(Record::Snapshot).map_err(bin_err),
+        KIND_TXN => {
+            let body: Option<TxnBody> = serde_json::from_slice(body).map_err(json_err)?;
+            // A record that cannot become a state is corrupt, like a bad
+            // checksum.
+            let txn = body
+                .map(TxnTransit::try_from)
+                .transpose()
+                .map_err(bin_err)?;
+            Ok(Record::Txn(txn))
+        }
         other => Err(format!("unknown record kind {other}")),
     }
 }
@@ -569,6 +678,8 @@ pub(super) struct Table {
     pub metadata: Option<GroupMetadataRecord>,
     /// The last owner claim.
     pub claim: Option<ClaimBody>,
+    /// A transaction log's transactional id state.
+    pub txn: Option<TxnTransit>,
 }
 
 impl Table {
@@ -606,10 +717,12 @@ impl Table {
             }
             Record::Metadata(m) => self.metadata = m.map(Into::into),
             Record::Claim(c) => self.claim = Some(c),
+            Record::Txn(t) => self.txn = t,
             Record::Snapshot(s) => {
                 self.offsets = VecMap::default();
                 self.metadata = s.metadata;
                 self.claim = s.claim;
+                self.txn = s.txn;
                 self.apply(Record::Commit(s.offsets));
             }
         }
@@ -650,6 +763,12 @@ impl Table {
                 f.0.put_i32(c.broker);
                 f.0.put_u64(c.assignment_version);
             }
+        }
+        if let Some(t) = &self.txn {
+            let json = serde_json::to_vec(&TxnBody::from(t)).map_err(io::Error::other)?;
+            f.0.put_u8(1);
+            f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
+            f.0.put_slice(&json);
         }
         f.finish()
     }
@@ -714,6 +833,74 @@ mod tests {
                 ("pay/ments".into(), 0)
             ]
         );
+    }
+
+    fn txn(state: TxnState) -> TxnTransit {
+        TxnTransit {
+            producer_id: 7,
+            prev_producer_id: 6,
+            next_producer_id: -1,
+            producer_epoch: 3,
+            last_producer_epoch: -1,
+            timeout_ms: 60_000,
+            state,
+            partitions: [
+                TopicPartition::new("orders", 2),
+                TopicPartition::new("läuft", 0),
+            ]
+            .into(),
+            start_ms: 10,
+            last_update_ms: 11,
+            client_version: TxnVersion::V2,
+        }
+    }
+
+    #[test]
+    fn transaction_records_and_their_snapshots_read_back_exactly() {
+        let t = txn(TxnState::PrepareCommit);
+        let frame = encode(&Record::Txn(Some(t.clone()))).unwrap();
+        let (record, size) = read_frame(&frame).unwrap();
+        assert_eq!(size, frame.len());
+        let mut table = Table::default();
+        table.apply(record);
+        assert_eq!(table.txn, Some(t.clone()));
+        let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
+        let mut again = Table::default();
+        again.apply(record);
+        assert_eq!(again.txn, Some(t));
+        let (cleared, _) = read_frame(&encode(&Record::Txn(None)).unwrap()).unwrap();
+        again.apply(cleared);
+        assert_eq!(again.txn, None);
+    }
+
+    #[test]
+    fn a_group_snapshot_is_unchanged_by_the_transaction_trailer() {
+        let mut table = Table::default();
+        table.commit("t", 0, oam(5, "", None, None));
+        let group = table.encode_snapshot().unwrap();
+        table.txn = Some(txn(TxnState::Ongoing));
+        let with_txn = table.encode_snapshot().unwrap();
+        assert!(with_txn.len() > group.len());
+        assert_eq!(
+            &with_txn[FRAME_HEADER..group.len()],
+            &group[FRAME_HEADER..],
+            "the trailer only follows what a group snapshot holds"
+        );
+        let (record, _) = read_frame(&group).unwrap();
+        let mut again = Table::default();
+        again.apply(record);
+        assert_eq!(again.txn, None);
+    }
+
+    #[test]
+    fn a_transaction_state_that_is_never_stored_is_refused() {
+        for state in [TxnState::Dead, TxnState::PrepareEpochFence] {
+            let frame = encode(&Record::Txn(Some(txn(state)))).unwrap();
+            assert!(read_frame(&frame).is_err(), "{state:?} accepted");
+        }
+        let mut payload = vec![KIND_TXN];
+        payload.extend_from_slice(br#"{"producer_id":1}"#);
+        assert!(decode(&payload).is_err(), "a record missing fields");
     }
 
     #[test]

@@ -1,0 +1,2 @@
+mod coordinator;
+mod metadata;
