@@ -26,7 +26,14 @@ pub enum BatchError {
     CrcMismatch { stored: u32, computed: u32 },
     #[error("record batch last offset delta {0} is invalid")]
     BadOffsetDelta(i32),
+    #[error("control batch is malformed: {0}")]
+    BadControl(String),
 }
+
+/// Attributes bit 4: the batch belongs to a transaction.
+const TRANSACTIONAL: i16 = 0x10;
+/// Attributes bit 5: the batch holds a control record (a marker).
+const CONTROL: i16 = 0x20;
 
 /// The fields of a batch header the broker needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,9 +49,18 @@ pub struct BatchHeader {
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub record_count: i32,
+    pub attributes: i16,
 }
 
 impl BatchHeader {
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL != 0
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL != 0
+    }
+
     pub fn last_offset(&self) -> i64 {
         self.base_offset + i64::from(self.last_offset_delta)
     }
@@ -102,6 +118,7 @@ pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
         producer_epoch: i16_at(buf, 51),
         base_sequence: i32_at(buf, 53),
         record_count: i32_at(buf, 57),
+        attributes: i16_at(buf, ATTRIBUTES_OFFSET),
     })
 }
 
@@ -160,6 +177,94 @@ fn split(
 pub fn assign_offset(batch: &mut [u8], base_offset: i64, leader_epoch: i32) {
     batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
     batch[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
+}
+
+/// A transaction marker: the control record of a control batch
+/// (Apache's `EndTransactionMarker`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlMarker {
+    pub commit: bool,
+    pub coordinator_epoch: i32,
+}
+
+/// Control record type ids (Apache's `ControlRecordType`).
+const CONTROL_ABORT: i16 = 0;
+const CONTROL_COMMIT: i16 = 1;
+
+/// The marker in a control batch (`None`: a control batch without records,
+/// or of another control type, which ends no transaction).
+pub fn control_marker(batch: &[u8]) -> Result<Option<ControlMarker>, BatchError> {
+    let bad = |m: String| BatchError::BadControl(m);
+    let mut bytes = bytes::Bytes::copy_from_slice(batch);
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    let Some(record) = set.records.first() else {
+        return Ok(None);
+    };
+    let key = record.key.as_deref().unwrap_or_default();
+    if key.len() < 4 {
+        return Err(bad(format!("control key of {} bytes", key.len())));
+    }
+    let commit = match i16_at(key, 2) {
+        CONTROL_COMMIT => true,
+        CONTROL_ABORT => false,
+        _ => return Ok(None),
+    };
+    let value = record.value.as_deref().unwrap_or_default();
+    if value.len() < 6 {
+        return Err(bad(format!("marker value of {} bytes", value.len())));
+    }
+    Ok(Some(ControlMarker {
+        commit,
+        coordinator_epoch: i32_at(value, 2),
+    }))
+}
+
+/// A control batch holding one transaction marker, as a partition leader
+/// appends it for WriteTxnMarkers (offset 0: the log assigns it).
+pub fn encode_marker(
+    producer_id: i64,
+    producer_epoch: i16,
+    marker: ControlMarker,
+    timestamp: i64,
+) -> Vec<u8> {
+    let kind = if marker.commit {
+        CONTROL_COMMIT
+    } else {
+        CONTROL_ABORT
+    };
+    let mut key = Vec::with_capacity(4);
+    key.extend_from_slice(&0i16.to_be_bytes());
+    key.extend_from_slice(&kind.to_be_bytes());
+    let mut value = Vec::with_capacity(6);
+    value.extend_from_slice(&0i16.to_be_bytes());
+    value.extend_from_slice(&marker.coordinator_epoch.to_be_bytes());
+    let record = kafka_protocol::records::Record {
+        transactional: true,
+        control: true,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id,
+        producer_epoch,
+        timestamp_type: kafka_protocol::records::TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp,
+        key: Some(bytes::Bytes::from(key)),
+        value: Some(bytes::Bytes::from(value)),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    kafka_protocol::records::RecordBatchEncoder::encode(
+        &mut buf,
+        [&record],
+        &kafka_protocol::records::RecordEncodeOptions {
+            version: 2,
+            compression: kafka_protocol::records::Compression::None,
+        },
+    )
+    .expect("a one-record uncompressed batch always encodes");
+    buf.to_vec()
 }
 
 /// Whether the batch is compressed (attributes bits 0..3).
@@ -239,6 +344,28 @@ pub(crate) mod tests {
         let mut b = encode_batch(1, 0);
         b[16] = 1;
         assert_eq!(validate(&b), Err(BatchError::UnsupportedMagic(1)));
+    }
+
+    #[test]
+    fn a_marker_batch_reads_back_as_a_transactional_control_batch() {
+        for commit in [true, false] {
+            let marker = ControlMarker {
+                commit,
+                coordinator_epoch: 7,
+            };
+            let b = encode_marker(42, 3, marker, 1_000);
+            let h = validate(&b).unwrap();
+            assert!(h.is_control() && h.is_transactional());
+            assert_eq!(
+                (h.producer_id, h.producer_epoch, h.record_count),
+                (42, 3, 1)
+            );
+            assert_eq!(h.base_sequence, -1);
+            assert_eq!(control_marker(&b).unwrap(), Some(marker));
+        }
+        let data = encode_batch(2, 0);
+        let h = validate(&data).unwrap();
+        assert!(!h.is_control() && !h.is_transactional());
     }
 
     #[test]

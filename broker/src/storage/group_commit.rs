@@ -416,7 +416,7 @@ mod tests {
     async fn a_leading_job_runs_its_round_itself_once_the_job_is_done() {
         let (commit, rounds, _) = recorder();
         commit.submit(push(0)).await.unwrap(); // the engine's thread starts
-        // Until its thread is back asleep, its round counts as running.
+                                               // Until its thread is back asleep, its round counts as running.
         while {
             let q = commit.shared.queue.lock();
             q.running || !q.idle

@@ -119,6 +119,7 @@ fn identity(h: &BatchHeader) -> BatchIdentity {
         epoch: h.producer_epoch,
         first_sequence: h.base_sequence,
         last_sequence: h.last_sequence(),
+        transactional: h.is_transactional(),
     }
 }
 

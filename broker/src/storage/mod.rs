@@ -11,6 +11,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod topics;
+pub mod txn_index;
 pub mod txn_log;
 pub mod volume_sync;
 

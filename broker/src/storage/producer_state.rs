@@ -1,8 +1,11 @@
-//! Idempotent producers: per partition, the last batches of each producer,
-//! so a retried batch is acknowledged once and a gap is refused — as
-//! Apache's `ProducerStateManager` does.
+//! Idempotent and transactional producers, per partition, as Apache's
+//! `ProducerStateManager` keeps them: the last batches of each producer,
+//! so a retried batch is acknowledged once and a gap is refused; the open
+//! transaction of each transactional producer (its first offset), which
+//! the last stable offset waits for; and the checks a transaction marker
+//! passes (the producer's epoch, the coordinator's epoch).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use kafka_protocol::ResponseError;
 
@@ -15,6 +18,8 @@ pub struct BatchIdentity {
     pub epoch: i16,
     pub first_sequence: i32,
     pub last_sequence: i32,
+    /// The batch belongs to a transaction.
+    pub transactional: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,16 +32,51 @@ pub enum Verdict {
     Refuse(i16),
 }
 
-#[derive(Debug, Default)]
+/// A transaction ended by a marker: its data from `first_offset`, its
+/// marker at `last_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub aborted: bool,
+}
+
+#[derive(Debug)]
 struct Producer {
     epoch: i16,
     /// (first sequence, last sequence, base offset), oldest first.
     recent: VecDeque<(i32, i32, i64)>,
+    /// The epoch of the coordinator that wrote the last marker.
+    coordinator_epoch: i32,
+    /// The first offset of the producer's open transaction.
+    txn_first_offset: Option<i64>,
+}
+
+impl Producer {
+    fn new(epoch: i16) -> Producer {
+        Producer {
+            epoch,
+            recent: VecDeque::new(),
+            coordinator_epoch: -1,
+            txn_first_offset: None,
+        }
+    }
+
+    /// A new epoch forgets the batches of the old one.
+    fn set_epoch(&mut self, epoch: i16) {
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.recent.clear();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct ProducerStates {
     producers: HashMap<i64, Producer>,
+    /// Open transactions by first offset: the producer id.
+    ongoing: BTreeMap<i64, i64>,
 }
 
 fn next_sequence(seq: i32) -> i32 {
@@ -46,6 +86,8 @@ fn next_sequence(seq: i32) -> i32 {
         seq + 1
     }
 }
+
+const OUT_OF_ORDER: i16 = ResponseError::OutOfOrderSequenceNumber.code();
 
 impl ProducerStates {
     pub fn check(&self, b: &BatchIdentity) -> Verdict {
@@ -60,26 +102,29 @@ impl ProducerStates {
         if b.epoch < p.epoch {
             return Verdict::Refuse(ResponseError::InvalidProducerEpoch.code());
         }
-        if b.epoch > p.epoch {
-            return if b.first_sequence == 0 {
-                Verdict::Append
-            } else {
-                Verdict::Refuse(ResponseError::OutOfOrderSequenceNumber.code())
-            };
-        }
-        if let Some(&(_, _, base)) = p
-            .recent
-            .iter()
-            .find(|(f, l, _)| *f == b.first_sequence && *l == b.last_sequence)
-        {
-            return Verdict::Duplicate { base_offset: base };
-        }
-        match p.recent.back() {
-            Some(&(_, last, _)) if b.first_sequence != next_sequence(last) => {
-                Verdict::Refuse(ResponseError::OutOfOrderSequenceNumber.code())
+        if b.epoch == p.epoch {
+            if let Some(&(_, _, base)) = p
+                .recent
+                .iter()
+                .find(|(f, l, _)| *f == b.first_sequence && *l == b.last_sequence)
+            {
+                return Verdict::Duplicate { base_offset: base };
             }
-            _ => Verdict::Append,
         }
+        let in_sequence = match p.recent.back() {
+            // A new epoch, or only a marker of this one left: from 0.
+            _ if b.epoch > p.epoch => b.first_sequence == 0,
+            None => b.first_sequence == 0,
+            Some(&(_, last, _)) => b.first_sequence == next_sequence(last),
+        };
+        if !in_sequence {
+            return Verdict::Refuse(OUT_OF_ORDER);
+        }
+        if p.txn_first_offset.is_some() && !b.transactional {
+            // A plain write while the producer's transaction is open.
+            return Verdict::Refuse(ResponseError::InvalidTxnState.code());
+        }
+        Verdict::Append
     }
 
     /// Records an appended batch.
@@ -87,16 +132,98 @@ impl ProducerStates {
         if b.producer_id < 0 {
             return;
         }
-        let p = self.producers.entry(b.producer_id).or_default();
-        if b.epoch != p.epoch {
-            p.epoch = b.epoch;
-            p.recent.clear();
-        }
+        let p = self
+            .producers
+            .entry(b.producer_id)
+            .or_insert_with(|| Producer::new(b.epoch));
+        p.set_epoch(b.epoch);
         p.recent
             .push_back((b.first_sequence, b.last_sequence, base_offset));
         while p.recent.len() > REMEMBERED {
             p.recent.pop_front();
         }
+        if b.transactional && p.txn_first_offset.is_none() {
+            p.txn_first_offset = Some(base_offset);
+            self.ongoing.insert(base_offset, b.producer_id);
+        }
+    }
+
+    /// Whether a marker of this producer and coordinator epoch may be
+    /// appended: not from an older producer epoch, nor from a coordinator
+    /// older than the last marker's.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), i16> {
+        let Some(p) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if epoch < p.epoch {
+            return Err(ResponseError::InvalidProducerEpoch.code());
+        }
+        if coordinator_epoch < p.coordinator_epoch {
+            return Err(ResponseError::TransactionCoordinatorFenced.code());
+        }
+        Ok(())
+    }
+
+    /// Records an appended marker at `offset`: the producer's open
+    /// transaction, if any, ends with it. A marker from a bumped epoch (a
+    /// fence, or transaction version 2) moves the producer to that epoch.
+    pub fn record_marker(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+        offset: i64,
+        commit: bool,
+    ) -> Option<CompletedTxn> {
+        let p = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| Producer::new(epoch));
+        let completed = p.txn_first_offset.take().map(|first_offset| CompletedTxn {
+            producer_id,
+            first_offset,
+            last_offset: offset,
+            aborted: !commit,
+        });
+        p.set_epoch(epoch);
+        p.coordinator_epoch = coordinator_epoch;
+        if let Some(c) = &completed {
+            self.ongoing.remove(&c.first_offset);
+        }
+        completed
+    }
+
+    /// The first offset of the oldest open transaction: reads of committed
+    /// data stop before it.
+    pub fn first_undecided_offset(&self) -> Option<i64> {
+        self.ongoing.keys().next().copied()
+    }
+
+    /// Where reads of committed data could stop once `completed` (already
+    /// recorded) is: the next open transaction's first offset, or just past
+    /// its marker (Apache's `lastStableOffset(completedTxn)`).
+    pub fn last_stable_offset_after(&self, completed: &CompletedTxn) -> i64 {
+        self.first_undecided_offset()
+            .unwrap_or(completed.last_offset + 1)
+    }
+
+    /// The first offset of the producer's open transaction.
+    pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
+        self.producers
+            .get(&producer_id)
+            .and_then(|p| p.txn_first_offset)
+    }
+
+    /// The producer's epoch and last sequence, if the log knows it.
+    pub fn producer(&self, producer_id: i64) -> Option<(i16, Option<i32>)> {
+        self.producers
+            .get(&producer_id)
+            .map(|p| (p.epoch, p.recent.back().map(|r| r.1)))
     }
 }
 
@@ -110,7 +237,181 @@ mod tests {
             epoch,
             first_sequence: first,
             last_sequence: last,
+            transactional: false,
         }
+    }
+
+    // Apache's ProducerStateManagerTest, the transaction cases (names kept;
+    // producer id 1, epoch 0, as its fixture).
+
+    const PID: i64 = 1;
+
+    fn data(epoch: i16, seq: i32, transactional: bool) -> BatchIdentity {
+        BatchIdentity {
+            producer_id: PID,
+            epoch,
+            first_sequence: seq,
+            last_sequence: seq,
+            transactional,
+        }
+    }
+
+    /// Apache's `appendClientEntry`: checked, then recorded at `offset`.
+    fn append(s: &mut ProducerStates, b: BatchIdentity, offset: i64) -> Result<(), i16> {
+        match s.check(&b) {
+            Verdict::Append => {
+                s.record(&b, offset);
+                Ok(())
+            }
+            Verdict::Refuse(code) => Err(code),
+            Verdict::Duplicate { .. } => Err(OUT_OF_ORDER),
+        }
+    }
+
+    fn marker(
+        s: &mut ProducerStates,
+        epoch: i16,
+        commit: bool,
+        offset: i64,
+        coordinator_epoch: i32,
+    ) -> Result<Option<CompletedTxn>, i16> {
+        s.check_marker(PID, epoch, coordinator_epoch)?;
+        Ok(s.record_marker(PID, epoch, coordinator_epoch, offset, commit))
+    }
+
+    const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
+
+    #[test]
+    fn test_append_txn_marker_with_no_producer_state() {
+        let mut s = ProducerStates::default();
+        marker(&mut s, 2, true, 27, 0).unwrap();
+        assert_eq!(s.producer(PID), Some((2, None)));
+        // Fencing goes on with only the marker left.
+        assert_eq!(
+            append(&mut s, data(0, 0, false), 4),
+            Err(INVALID_PRODUCER_EPOCH)
+        );
+        assert_eq!(append(&mut s, data(2, 17, false), 4), Err(OUT_OF_ORDER));
+        append(&mut s, data(2, 0, false), 4).unwrap();
+        assert_eq!(s.producer(PID), Some((2, Some(0))));
+    }
+
+    #[test]
+    fn test_control_record_bumps_producer_epoch() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, false), 0).unwrap();
+        marker(&mut s, 1, false, 1, 0).unwrap();
+        assert_eq!(s.producer(PID), Some((1, None)));
+        assert_eq!(s.open_transaction(PID), None);
+        append(&mut s, data(1, 0, false), 2).unwrap();
+    }
+
+    #[test]
+    fn update_producer_transaction_state() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, false), 9).unwrap();
+        let mut txn = data(0, 1, true);
+        txn.last_sequence = 5;
+        append(&mut s, txn, 16).unwrap();
+        assert_eq!(s.open_transaction(PID), Some(16));
+        let mut more = data(0, 6, true);
+        more.last_sequence = 10;
+        append(&mut s, more, 26).unwrap();
+        assert_eq!(s.open_transaction(PID), Some(16), "the first offset stays");
+        let completed = marker(&mut s, 0, true, 40, 15).unwrap().unwrap();
+        assert_eq!(
+            completed,
+            CompletedTxn {
+                producer_id: PID,
+                first_offset: 16,
+                last_offset: 40,
+                aborted: false
+            }
+        );
+        assert_eq!(s.open_transaction(PID), None);
+        assert_eq!(s.producer(PID), Some((0, Some(10))), "the batches are kept");
+    }
+
+    #[test]
+    fn test_out_of_sequence_after_control_record_epoch_bump() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, true), 0).unwrap();
+        append(&mut s, data(0, 1, true), 1).unwrap();
+        marker(&mut s, 1, false, 1, 0).unwrap();
+        assert_eq!(append(&mut s, data(1, 2, true), 2), Err(OUT_OF_ORDER));
+        assert_eq!(append(&mut s, data(2, 2, true), 2), Err(OUT_OF_ORDER));
+        append(&mut s, data(1, 0, true), 0).unwrap();
+        assert_eq!(s.producer(PID), Some((1, Some(0))));
+    }
+
+    #[test]
+    fn test_non_transactional_append_with_ongoing_transaction() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, true), 0).unwrap();
+        assert_eq!(
+            append(&mut s, data(0, 1, false), 1),
+            Err(ResponseError::InvalidTxnState.code())
+        );
+    }
+
+    #[test]
+    fn test_producer_state_after_fencing_abort_marker() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, true), 0).unwrap();
+        marker(&mut s, 1, false, 1, 0).unwrap();
+        assert_eq!(s.open_transaction(PID), None);
+        assert_eq!(s.producer(PID), Some((1, None)));
+    }
+
+    #[test]
+    fn test_first_unstable_offset() {
+        let mut s = ProducerStates::default();
+        assert_eq!(s.first_undecided_offset(), None);
+        append(&mut s, data(5, 0, true), 99).unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(99));
+        let other = BatchIdentity {
+            producer_id: 2,
+            ..data(5, 0, true)
+        };
+        append(&mut s, other, 105).unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(99));
+        let done = marker(&mut s, 5, true, 109, 0).unwrap().unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(105));
+        assert_eq!(s.last_stable_offset_after(&done), 105);
+        s.check_marker(2, 5, 0).unwrap();
+        let done = s.record_marker(2, 5, 0, 112, false).unwrap();
+        assert_eq!(s.first_undecided_offset(), None);
+        assert_eq!(s.last_stable_offset_after(&done), 113);
+    }
+
+    #[test]
+    fn test_old_epoch_for_control_record() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(5, 0, true), 99).unwrap();
+        assert_eq!(marker(&mut s, 3, true, 100, 0), Err(INVALID_PRODUCER_EPOCH));
+    }
+
+    #[test]
+    fn test_coordinator_fencing() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(5, 0, true), 99).unwrap();
+        marker(&mut s, 5, true, 100, 1).unwrap();
+        marker(&mut s, 5, true, 101, 1).unwrap();
+        marker(&mut s, 5, true, 102, 2).unwrap();
+        assert_eq!(
+            marker(&mut s, 5, true, 103, 1),
+            Err(ResponseError::TransactionCoordinatorFenced.code())
+        );
+    }
+
+    #[test]
+    fn test_append_empty_control_batch() {
+        // A marker for a producer with nothing open ends no transaction and
+        // starts none.
+        let mut s = ProducerStates::default();
+        assert_eq!(marker(&mut s, 0, false, 15, 0).unwrap(), None);
+        assert_eq!(s.open_transaction(PID), None);
+        assert_eq!(s.first_undecided_offset(), None);
     }
 
     #[test]

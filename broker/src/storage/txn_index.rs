@@ -1,0 +1,147 @@
+//! The aborted transactions of a partition (Apache's `TransactionIndex`):
+//! a `read_committed` fetch returns those its range overlaps, so the
+//! consumer drops their records.
+
+/// A transaction ended by an ABORT marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    /// The last stable offset once it was aborted: no transaction aborted
+    /// after it starts below this.
+    pub last_stable_offset: i64,
+}
+
+/// Aborted transactions in the order of their markers.
+#[derive(Debug, Default)]
+pub struct AbortedTxns {
+    entries: Vec<AbortedTxn>,
+}
+
+impl AbortedTxns {
+    /// Adds a transaction whose marker follows every marker added before.
+    pub fn push(&mut self, txn: AbortedTxn) {
+        debug_assert!(self
+            .entries
+            .last()
+            .is_none_or(|last| last.last_offset < txn.last_offset));
+        self.entries.push(txn);
+    }
+
+    /// The aborted transactions a read of `[fetch_offset, upper_bound)`
+    /// must skip: those ending at or after `fetch_offset` and starting
+    /// before `upper_bound` (Apache's `collectAbortedTxns`).
+    pub fn overlapping(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let start = self
+            .entries
+            .partition_point(|t| t.last_offset < fetch_offset);
+        let mut out = Vec::new();
+        for t in &self.entries[start..] {
+            if t.first_offset < upper_bound {
+                out.push(*t);
+            }
+            // Everything aborted later started at or past this one's last
+            // stable offset.
+            if t.last_stable_offset >= upper_bound {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Forgets transactions whose marker is at or past `offset` (the log
+    /// was cut there).
+    pub fn truncate_to(&mut self, offset: i64) {
+        let keep = self.entries.partition_point(|t| t.last_offset < offset);
+        self.entries.truncate(keep);
+    }
+
+    /// Forgets transactions wholly before `log_start` (retention removed
+    /// their records).
+    pub fn drop_before(&mut self, log_start: i64) {
+        let drop = self.entries.partition_point(|t| t.last_offset < log_start);
+        self.entries.drain(..drop);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aborted(pid: i64, first: i64, last: i64, lso: i64) -> AbortedTxn {
+        AbortedTxn {
+            producer_id: pid,
+            first_offset: first,
+            last_offset: last,
+            last_stable_offset: lso,
+        }
+    }
+
+    fn four() -> [AbortedTxn; 4] {
+        [
+            aborted(0, 0, 10, 11),
+            aborted(1, 5, 15, 13),
+            aborted(2, 18, 35, 25),
+            aborted(3, 32, 50, 40),
+        ]
+    }
+
+    fn index_of(txns: &[AbortedTxn]) -> AbortedTxns {
+        let mut index = AbortedTxns::default();
+        for t in txns {
+            index.push(*t);
+        }
+        index
+    }
+
+    /// Apache's TransactionIndexTest `testCollectAbortedTransactions`.
+    #[test]
+    fn test_collect_aborted_transactions() {
+        let txns = four();
+        let index = index_of(&txns);
+        assert_eq!(index.overlapping(0, 100), txns[..]);
+        assert_eq!(index.overlapping(0, 32), txns[..3]);
+        assert_eq!(index.overlapping(0, 35), txns[..]);
+        assert_eq!(index.overlapping(10, 35), txns[..]);
+        assert_eq!(index.overlapping(11, 35), txns[1..]);
+        assert_eq!(index.overlapping(20, 41), txns[2..]);
+    }
+
+    /// Apache's TransactionIndexTest `testTruncate`.
+    #[test]
+    fn test_truncate() {
+        let txns = [
+            aborted(0, 0, 10, 2),
+            aborted(1, 5, 15, 16),
+            aborted(2, 18, 35, 25),
+            aborted(3, 32, 50, 40),
+        ];
+        let mut index = index_of(&txns);
+        index.truncate_to(51);
+        assert_eq!(index.overlapping(0, 100), txns[..]);
+        index.truncate_to(50);
+        assert_eq!(index.overlapping(0, 100), txns[..3]);
+        index.truncate_to(0);
+        assert!(index.overlapping(0, 100).is_empty());
+    }
+
+    #[test]
+    fn retention_drops_what_ended_before_the_log_start() {
+        let txns = four();
+        let mut index = index_of(&txns);
+        index.drop_before(11);
+        assert_eq!(index.overlapping(0, 100), txns[1..]);
+        index.drop_before(51);
+        assert!(index.is_empty());
+    }
+}
