@@ -1,4 +1,6 @@
-//! Fetch (key 1): whole batches below the high watermark, with long polls.
+//! Fetch (key 1): whole batches below the high watermark (below the last
+//! stable offset, with the aborted transactions they may hold, for
+//! `read_committed`), with long polls.
 //!
 //! Fetch sessions (KIP-227) are refused the way Apache permits: every
 //! response carries session id 0, so clients send full fetch requests.
@@ -7,9 +9,9 @@ use std::time::Duration;
 
 use futures::future::select_all;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -81,6 +83,7 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
                 .with_high_watermark(-1)
                 .with_last_stable_offset(-1)
                 .with_log_start_offset(-1)
+                .with_aborted_transactions(None)
                 .with_records(Some(bytes::Bytes::new()));
             let error = |data: &mut PartitionData, code: i16| data.error_code = code;
             let Some(meta) = meta.as_ref() else {
@@ -129,11 +132,10 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
             let hw = partition.high_watermark();
             let start = partition.log_start_offset();
             data.high_watermark = hw;
-            data.last_stable_offset = hw;
+            data.last_stable_offset = partition.last_stable_offset();
             data.log_start_offset = start;
-            if read_committed {
-                data.aborted_transactions = Some(Vec::new());
-            }
+            // Null for read_uncommitted, as Apache answers.
+            data.aborted_transactions = read_committed.then(Vec::new);
             if p.fetch_offset < start || p.fetch_offset > hw {
                 error(&mut data, Err::OffsetOutOfRange.code());
                 round.has_error = true;
@@ -147,7 +149,29 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
             } else {
                 limit
             };
-            match partition.read(p.fetch_offset, max) {
+            // read_committed: up to the last stable offset, with the
+            // aborted transactions the records may hold.
+            let read =
+                match read_committed {
+                    true => partition.read_committed(p.fetch_offset, max).map(
+                        |(records, lso, aborted)| {
+                            data.last_stable_offset = lso;
+                            data.aborted_transactions = Some(
+                                aborted
+                                    .iter()
+                                    .map(|t| {
+                                        AbortedTransaction::default()
+                                            .with_producer_id(ProducerId(t.producer_id))
+                                            .with_first_offset(t.first_offset)
+                                    })
+                                    .collect(),
+                            );
+                            records
+                        },
+                    ),
+                    false => partition.read(p.fetch_offset, max),
+                };
+            match read {
                 Ok(records) if records.len() <= max || round.bytes == 0 => {
                     budget = budget.saturating_sub(records.len());
                     broker.metrics.fetch_bytes.inc_by(records.len() as u64);

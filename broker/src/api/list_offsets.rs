@@ -53,8 +53,13 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
                     continue;
                 }
             };
+            // What a reader at the request's isolation level may fetch.
+            let last_fetchable = match req.isolation_level {
+                1 => partition.last_stable_offset(),
+                _ => partition.high_watermark(),
+            };
             let found: std::io::Result<Option<(i64, i64)>> = match p.timestamp {
-                LATEST => Ok(Some((partition.high_watermark(), -1))),
+                LATEST => Ok(Some((last_fetchable, -1))),
                 EARLIEST | EARLIEST_LOCAL => Ok(Some((partition.log_start_offset(), -1))),
                 // No tiered storage: nothing is tiered.
                 LATEST_TIERED => Ok(None),
@@ -70,6 +75,14 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
                     continue;
                 }
             };
+            // A timestamp's record a read_committed reader cannot fetch yet
+            // is not found (LATEST and EARLIEST are bounds, not records).
+            let found = found.map(|f| {
+                f.filter(|(offset, _)| {
+                    matches!(p.timestamp, LATEST | EARLIEST | EARLIEST_LOCAL)
+                        || *offset < last_fetchable
+                })
+            });
             match found {
                 Ok(Some((offset, timestamp))) => {
                     r.offset = offset;

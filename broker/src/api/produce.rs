@@ -141,6 +141,18 @@ async fn produce_partition(
     }
     let records = records.unwrap_or_default();
     match batch::split_batches(&records) {
+        // Apache verifies a transactional batch with the transaction's
+        // coordinator first (KIP-890): appended unverified, a producer that
+        // never ends its transaction would hold every read_committed reader
+        // of the partition back. No coordinator serves transactions here
+        // yet, so no partition is in one: Apache's answer to that.
+        Ok(parts) if parts.iter().any(|(_, h)| h.is_transactional()) => {
+            return fail(
+                response,
+                Err::InvalidTxnState.code(),
+                "the partition is not part of an ongoing transaction".into(),
+            )
+        }
         Ok(parts) if !parts.is_empty() => {}
         Ok(_) => {
             return fail(

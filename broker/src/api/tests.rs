@@ -354,3 +354,147 @@ fn unknown_keys_and_versions_are_refused() {
         Err(RequestError::TooShort(2))
     ));
 }
+
+/// A one-broker broker with topic `t` of one partition.
+async fn one_broker(dir: &std::path::Path) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
+    let config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
+    let broker = Broker::open(config).unwrap();
+    broker.apply_assignment(Assignment {
+        version: 1,
+        brokers: vec![BrokerInfo::alive(0, "127.0.0.1", 9092)],
+        ..Default::default()
+    });
+    let topic = broker
+        .storage
+        .topics
+        .create_blocking("t", 1, Default::default(), false)
+        .unwrap();
+    (broker, topic)
+}
+
+fn fetch_t(isolation: i8) -> RequestKind {
+    use fetch_request::*;
+    RequestKind::Fetch(
+        FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_isolation_level(isolation)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(name("t"))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_partition_max_bytes(1 << 20)])]),
+    )
+}
+
+async fn fetched(broker: &Arc<Broker>, isolation: i8) -> fetch_response::PartitionData {
+    let Some(ResponseKind::Fetch(resp)) =
+        handle(context(broker.clone(), 11), fetch_t(isolation)).await
+    else {
+        panic!("not a fetch response")
+    };
+    resp.responses[0].partitions[0].clone()
+}
+
+async fn latest(broker: &Arc<Broker>, isolation: i8) -> i64 {
+    use list_offsets_request::*;
+    let req = ListOffsetsRequest::default()
+        .with_isolation_level(isolation)
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name("t"))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(-1)])]);
+    let Some(ResponseKind::ListOffsets(resp)) =
+        handle(context(broker.clone(), 5), RequestKind::ListOffsets(req)).await
+    else {
+        panic!("not a list offsets response")
+    };
+    resp.topics[0].partitions[0].offset
+}
+
+/// Offsets of the batches in a fetch's records.
+fn batch_offsets(records: &Option<bytes::Bytes>) -> Vec<i64> {
+    let records = records.clone().unwrap_or_default();
+    crate::storage::batch::split_batches(&records)
+        .unwrap()
+        .iter()
+        .map(|(_, h)| h.base_offset)
+        .collect()
+}
+
+#[tokio::test]
+async fn read_committed_fetch_and_list_offsets_stop_at_the_last_stable_offset() {
+    use crate::storage::batch::{tests::encode_txn_batch, ControlMarker};
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, topic) = one_broker(dir.path()).await;
+    let partition = broker.storage.partition(&topic, 0).await.unwrap();
+    partition.append(encode_batch(2, 1000)).await.unwrap(); // 0..=1
+                                                            // What a transaction's producer wrote once its coordinator added the
+                                                            // partition (no coordinator serves yet: written below the API).
+    partition
+        .append(encode_txn_batch(7, 0, 0, 3))
+        .await
+        .unwrap(); // 2..=4
+    partition.append(encode_batch(1, 2000)).await.unwrap(); // 5
+
+    let committed = fetched(&broker, 1).await;
+    assert_eq!(
+        (committed.high_watermark, committed.last_stable_offset),
+        (6, 2)
+    );
+    assert_eq!(
+        batch_offsets(&committed.records),
+        [0],
+        "nothing past the open transaction"
+    );
+    assert_eq!(committed.aborted_transactions, Some(vec![]));
+    let uncommitted = fetched(&broker, 0).await;
+    assert_eq!(uncommitted.last_stable_offset, 2);
+    assert_eq!(batch_offsets(&uncommitted.records), [0, 2, 5]);
+    assert_eq!(uncommitted.aborted_transactions, None);
+    assert_eq!((latest(&broker, 1).await, latest(&broker, 0).await), (2, 6));
+
+    let marker = ControlMarker {
+        commit: false,
+        coordinator_epoch: 0,
+    };
+    let at = partition.append_marker(7, 0, marker, 3000).await.unwrap();
+    assert_eq!(at, 6);
+    let committed = fetched(&broker, 1).await;
+    assert_eq!(committed.last_stable_offset, 7);
+    assert_eq!(batch_offsets(&committed.records), [0, 2, 5, 6]);
+    assert_eq!(
+        committed.aborted_transactions,
+        Some(vec![fetch_response::AbortedTransaction::default()
+            .with_producer_id(ProducerId(7))
+            .with_first_offset(2)])
+    );
+    assert_eq!(latest(&broker, 1).await, 7);
+}
+
+#[tokio::test]
+async fn an_unverified_transactional_batch_is_refused_and_nothing_is_appended() {
+    use crate::storage::batch::tests::encode_txn_batch;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(encode_txn_batch(7, 0, 0, 2).into())),
+            ])]);
+    let Some(ResponseKind::Produce(resp)) =
+        handle(context(broker.clone(), 9), RequestKind::Produce(req)).await
+    else {
+        panic!("not a produce response")
+    };
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(
+        p.error_code,
+        kafka_protocol::ResponseError::InvalidTxnState.code()
+    );
+    assert_eq!(latest(&broker, 0).await, 0, "nothing appended");
+}

@@ -312,6 +312,39 @@ pub(crate) mod tests {
         buf.to_vec()
     }
 
+    /// A transactional batch of `n` records from producer `pid` at `epoch`,
+    /// sequences from `seq`.
+    pub fn encode_txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: true,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: pid,
+                producer_epoch: epoch,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: seq + i as i32,
+                timestamp: 1_000,
+                key: None,
+                value: Some(bytes::Bytes::from(format!("txn-{pid}-{i}"))),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
+        buf.to_vec()
+    }
+
     #[test]
     fn parses_and_validates_a_real_batch() {
         let b = encode_batch(3, 1000);

@@ -19,7 +19,13 @@ use tracing::warn;
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::fs::sync_dir;
-use super::producer_state::{BatchIdentity, ProducerStates, Verdict};
+use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
+use super::txn_index::{AbortedTxn, AbortedTxns};
+
+/// Present in a log folder once the log holds a transactional batch or a
+/// marker: its open transactions and aborted ones are then rebuilt from
+/// every segment when it opens, not only from the active one.
+pub const TRANSACTIONS_FLAG: &str = "transactions";
 
 const INDEX_ENTRY_LEN: usize = 20;
 
@@ -109,6 +115,9 @@ pub struct Log {
     config: LogConfig,
     segments: Vec<Segment>,
     producers: ProducerStates,
+    aborted: AbortedTxns,
+    /// [`TRANSACTIONS_FLAG`] is durable in the folder.
+    transactional: bool,
     /// False when opened by [`Log::open_read_only`].
     writable: bool,
 }
@@ -120,6 +129,22 @@ fn identity(h: &BatchHeader) -> BatchIdentity {
         first_sequence: h.base_sequence,
         last_sequence: h.last_sequence(),
         transactional: h.is_transactional(),
+    }
+}
+
+/// Indexes a transaction a marker ended, if it aborted.
+fn index_completed(
+    producers: &ProducerStates,
+    aborted: &mut AbortedTxns,
+    completed: Option<CompletedTxn>,
+) {
+    if let Some(c) = completed.filter(|c| c.aborted) {
+        aborted.push(AbortedTxn {
+            producer_id: c.producer_id,
+            first_offset: c.first_offset,
+            last_offset: c.last_offset,
+            last_stable_offset: producers.last_stable_offset_after(&c),
+        });
     }
 }
 
@@ -457,24 +482,133 @@ impl Log {
                 segments.push(seg);
             }
         }
-        let mut producers = ProducerStates::default();
-        // Idempotent producers' recent batches, from the active segment.
-        let active = segments.last().expect("a log has a segment");
-        let mut pos = 0;
-        while let Some(h) = read_header_at(&active.file, pos, active.size) {
-            producers.record(&identity(&h), h.base_offset);
-            pos += h.size as u64;
+        let transactional = dir.join(TRANSACTIONS_FLAG).exists();
+        let mut log = Log {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            producers: ProducerStates::default(),
+            aborted: AbortedTxns::default(),
+            transactional,
+            writable,
+        };
+        log.rebuild_producers()?;
+        Ok((log, report))
+    }
+
+    /// Producer state from the log: idempotent producers' recent batches
+    /// from the active segment; in a transactional log, open and aborted
+    /// transactions from every segment (a transaction may span them).
+    fn rebuild_producers(&mut self) -> io::Result<()> {
+        let from = match self.transactional {
+            true => 0,
+            false => self.segments.len() - 1,
+        };
+        let Log {
+            segments,
+            producers,
+            aborted,
+            ..
+        } = self;
+        for seg in &segments[from..] {
+            let mut pos = 0;
+            while let Some(h) = read_header_at(&seg.file, pos, seg.size) {
+                if h.is_control() {
+                    let mut buf = vec![0u8; h.size];
+                    seg.file.read_exact_at(&mut buf, pos)?;
+                    // A control batch that does not decode ends nothing
+                    // (its checksum held: a control type of a later version).
+                    if let Ok(Some(marker)) = batch::control_marker(&buf) {
+                        let completed = producers.record_marker(
+                            h.producer_id,
+                            h.producer_epoch,
+                            marker.coordinator_epoch,
+                            h.base_offset,
+                            marker.commit,
+                        );
+                        index_completed(producers, aborted, completed);
+                    }
+                } else {
+                    producers.record(&identity(&h), h.base_offset);
+                }
+                pos += h.size as u64;
+            }
         }
-        Ok((
-            Log {
-                dir: dir.to_path_buf(),
-                config,
-                segments,
-                producers,
-                writable,
-            },
-            report,
-        ))
+        Ok(())
+    }
+
+    /// Whether appending `data` needs [`TRANSACTIONS_FLAG`] made durable
+    /// first.
+    pub fn needs_transactions_flag(&self, data: &[u8]) -> bool {
+        !self.transactional
+            && batch::split_verified(data)
+                .is_ok_and(|parts| parts.iter().any(|(_, h)| h.is_transactional()))
+    }
+
+    /// The flag's file, to be made durable (blocking) before
+    /// [`Log::transactions_flagged`].
+    pub fn transactions_flag_path(&self) -> PathBuf {
+        self.dir.join(TRANSACTIONS_FLAG)
+    }
+
+    /// [`TRANSACTIONS_FLAG`] is durable.
+    pub fn transactions_flagged(&mut self) {
+        self.transactional = true;
+    }
+
+    /// The end of what `read_committed` readers see, given the high
+    /// watermark: the first offset of the oldest open transaction, if
+    /// lower.
+    pub fn last_stable_offset(&self, high_watermark: i64) -> i64 {
+        self.producers
+            .first_undecided_offset()
+            .map_or(high_watermark, |first| first.min(high_watermark))
+    }
+
+    /// The aborted transactions a read of `[fetch_offset, upper_bound)`
+    /// overlaps.
+    pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        self.aborted.overlapping(fetch_offset, upper_bound)
+    }
+
+    /// Appends a marker batch ([`batch::encode_marker`]; the leader's half
+    /// of WriteTxnMarkers) and returns its offset. Refused, with Apache's
+    /// error, from an older producer epoch or an older coordinator.
+    pub fn append_marker(
+        &mut self,
+        data: &mut [u8],
+        leader_epoch: i32,
+    ) -> Result<i64, AppendError> {
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EROFS).into());
+        }
+        let bad = |e: String| AppendError::Io(io::Error::new(io::ErrorKind::InvalidData, e));
+        let mut h = batch::parse_header(data).map_err(|e| bad(e.to_string()))?;
+        let marker = match batch::control_marker(data) {
+            Ok(Some(marker)) if h.is_control() && h.is_transactional() => marker,
+            _ => return Err(bad("not a marker batch".into())),
+        };
+        if !self.transactional {
+            return Err(io::Error::other("marker before the log's transactions flag").into());
+        }
+        self.producers
+            .check_marker(h.producer_id, h.producer_epoch, marker.coordinator_epoch)
+            .map_err(AppendError::Refused)?;
+        self.maybe_roll(data.len() as u64)?;
+        let offset = self.next_offset();
+        batch::assign_offset(data, offset, leader_epoch);
+        h.base_offset = offset;
+        let active = self.segments.last_mut().expect("a log has a segment");
+        active.append(data, &[h], &self.config)?;
+        let completed = self.producers.record_marker(
+            h.producer_id,
+            h.producer_epoch,
+            marker.coordinator_epoch,
+            offset,
+            marker.commit,
+        );
+        index_completed(&self.producers, &mut self.aborted, completed);
+        Ok(offset)
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -508,6 +642,19 @@ impl Log {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if parts.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "no record batch").into());
+        }
+        for (_, h) in &parts {
+            // Markers are the coordinator's (append_marker), never a client's.
+            if h.is_control() || (h.is_transactional() && h.producer_id < 0) {
+                return Err(AppendError::Refused(
+                    kafka_protocol::ResponseError::InvalidRecord.code(),
+                ));
+            }
+        }
+        if parts.iter().any(|(_, h)| h.is_transactional()) && !self.transactional {
+            return Err(
+                io::Error::other("transactional batch before the log's transactions flag").into(),
+            );
         }
         let ids: Vec<BatchIdentity> = parts.iter().map(|(_, h)| identity(h)).collect();
         match self.producers.check(&ids[0]) {

@@ -11,8 +11,10 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
+use super::batch::{self, ControlMarker};
 use super::blocking;
 use super::log::{AppendError, Appended, Log, LogConfig};
+use super::txn_index::AbortedTxn;
 
 pub struct Partition {
     pub topic: String,
@@ -121,6 +123,45 @@ impl Partition {
     /// threads, without the lock, so fetches of the log go on meanwhile.
     pub async fn append(&self, mut data: Vec<u8>) -> Result<Appended, AppendError> {
         let appending = self.append_lock.lock().await;
+        self.prepare_append(&data).await?;
+        let (appended, end) = {
+            let mut log = self.log();
+            let appended = log.append(&mut data, 0)?;
+            (appended, log.next_offset())
+        };
+        drop(appending);
+        // A duplicate's original may still be waiting for its fsync.
+        self.sync_until(end).await?;
+        Ok(appended)
+    }
+
+    /// Appends a transaction marker for the producer (WriteTxnMarkers) and
+    /// returns its offset once it is fsynced.
+    pub async fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: ControlMarker,
+        timestamp: i64,
+    ) -> Result<i64, AppendError> {
+        let mut data = batch::encode_marker(producer_id, producer_epoch, marker, timestamp);
+        let appending = self.append_lock.lock().await;
+        self.prepare_append(&data).await?;
+        let (offset, end) = {
+            let mut log = self.log();
+            let offset = log.append_marker(&mut data, 0)?;
+            (offset, log.next_offset())
+        };
+        drop(appending);
+        self.sync_until(end).await?;
+        Ok(offset)
+    }
+
+    /// What must reach the disk before an append of `data`, run on
+    /// blocking threads without the log's lock: a reopen after a failure, a
+    /// segment roll, the log's transactions flag. The caller holds the
+    /// append lock.
+    async fn prepare_append(&self, data: &[u8]) -> Result<(), AppendError> {
         if self.failed.load(Ordering::Acquire) {
             let (dir, config) = (self.dir.clone(), self.config);
             let (reopened, _) = blocking(move || Log::open(&dir, config)).await?;
@@ -139,15 +180,16 @@ impl Partition {
             let segment = blocking(move || roll.run()).await?;
             self.log().push_segment(segment);
         }
-        let (appended, end) = {
-            let mut log = self.log();
-            let appended = log.append(&mut data, 0)?;
-            (appended, log.next_offset())
+        let flag = {
+            let log = self.log();
+            log.needs_transactions_flag(data)
+                .then(|| log.transactions_flag_path())
         };
-        drop(appending);
-        // A duplicate's original may still be waiting for its fsync.
-        self.sync_until(end).await?;
-        Ok(appended)
+        if let Some(path) = flag {
+            blocking(move || super::fs::write_atomic(&path, b"")).await?;
+            self.log().transactions_flagged();
+        }
+        Ok(())
     }
 
     /// Makes every offset below `end` durable, sharing one fsync among all
@@ -189,6 +231,31 @@ impl Partition {
         self.log().read(offset, hw, max_bytes)
     }
 
+    /// The end of what `read_committed` readers see.
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark();
+        self.log().last_stable_offset(hw)
+    }
+
+    /// Whole batches from `offset` below the last stable offset, that
+    /// offset, and the aborted transactions the batches may hold records
+    /// of (a `read_committed` fetch).
+    pub fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+    ) -> io::Result<(Bytes, i64, Vec<AbortedTxn>)> {
+        let hw = self.high_watermark();
+        let log = self.log();
+        let lso = log.last_stable_offset(hw);
+        let records = log.read(offset, lso, max_bytes)?;
+        let aborted = match records.is_empty() {
+            true => Vec::new(),
+            false => log.aborted_transactions(offset, lso),
+        };
+        Ok((records, lso, aborted))
+    }
+
     pub fn batch_for_timestamp(&self, ts: i64) -> io::Result<Option<Bytes>> {
         let hw = self.high_watermark();
         self.log().batch_for_timestamp(ts, hw)
@@ -205,7 +272,140 @@ pub type PartitionRef = Arc<Partition>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::batch::{self, tests::encode_batch};
+    use crate::storage::batch::tests::{encode_batch, encode_txn_batch as txn_batch};
+    use kafka_protocol::ResponseError;
+
+    fn marker(commit: bool, coordinator_epoch: i32) -> ControlMarker {
+        ControlMarker {
+            commit,
+            coordinator_epoch,
+        }
+    }
+
+    fn small() -> LogConfig {
+        LogConfig {
+            segment_bytes: 300,
+            index_interval_bytes: 100,
+        }
+    }
+
+    #[tokio::test]
+    async fn read_committed_stops_at_an_open_transaction_and_lists_the_aborted_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        part.append(encode_batch(2, 0)).await.unwrap(); // 0..=1, plain
+        let a = part.append(txn_batch(7, 0, 0, 3)).await.unwrap(); // 2..=4
+        assert_eq!(a.base_offset, 2);
+        let b = part.append(txn_batch(8, 0, 0, 2)).await.unwrap(); // 5..=6
+        assert_eq!(part.high_watermark(), 7);
+        assert_eq!(part.last_stable_offset(), 2, "the oldest open transaction");
+        let (records, lso, aborted) = part.read_committed(0, 1 << 20).unwrap();
+        assert_eq!(lso, 2);
+        assert_eq!(
+            batch::validate(&records).unwrap().next_offset(),
+            2,
+            "only the plain batch"
+        );
+        assert!(aborted.is_empty());
+
+        let abort_at = part
+            .append_marker(7, 0, marker(false, 0), 2_000)
+            .await
+            .unwrap();
+        assert_eq!(abort_at, 7);
+        assert_eq!(
+            part.last_stable_offset(),
+            b.base_offset,
+            "producer 8's is still open"
+        );
+        let commit_at = part
+            .append_marker(8, 0, marker(true, 0), 2_000)
+            .await
+            .unwrap();
+        assert_eq!(part.last_stable_offset(), commit_at + 1);
+        let (_, lso, aborted) = part.read_committed(0, 1 << 20).unwrap();
+        assert_eq!(lso, 9);
+        assert_eq!(
+            aborted,
+            [AbortedTxn {
+                producer_id: 7,
+                first_offset: 2,
+                last_offset: 7,
+                last_stable_offset: 5
+            }]
+        );
+        let (_, _, after) = part.read_committed(8, 1 << 20).unwrap();
+        assert!(
+            after.is_empty(),
+            "a read past the abort's marker needs none"
+        );
+
+        // Reopened (another leader, or a restart): the same answers, from
+        // segments the transactions span.
+        drop(part);
+        let segments = std::fs::read_dir(dir.path().join("0"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
+            .count();
+        assert!(segments > 1, "the transactions span segments");
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        let (_, lso, again) = part.read_committed(0, 1 << 20).unwrap();
+        assert_eq!((lso, again), (9, aborted));
+    }
+
+    #[tokio::test]
+    async fn an_open_transaction_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        part.append(txn_batch(7, 0, 0, 2)).await.unwrap();
+        for i in 0..6 {
+            part.append(encode_batch(3, i)).await.unwrap();
+        }
+        drop(part);
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        assert_eq!(part.last_stable_offset(), 0);
+        part.append_marker(7, 0, marker(true, 0), 0).await.unwrap();
+        assert_eq!(part.last_stable_offset(), part.high_watermark());
+    }
+
+    #[tokio::test]
+    async fn clients_cannot_write_markers_nor_plain_records_inside_their_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        let refused = |r: Result<Appended, AppendError>| match r {
+            Err(AppendError::Refused(code)) => code,
+            other => panic!("not refused: {other:?}"),
+        };
+        let forged = batch::encode_marker(7, 0, marker(true, 0), 0);
+        assert_eq!(
+            refused(part.append(forged).await),
+            ResponseError::InvalidRecord.code()
+        );
+        part.append(txn_batch(7, 0, 0, 1)).await.unwrap();
+        let mut plain = txn_batch(7, 0, 1, 1);
+        // The same producer and sequence, without the transactional bit.
+        let attributes = i16::from_be_bytes([plain[21], plain[22]]) & !0x10;
+        plain[21..23].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&plain[21..]);
+        plain[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(
+            refused(part.append(plain).await),
+            ResponseError::InvalidTxnState.code()
+        );
+        part.append_marker(7, 0, marker(true, 3), 0).await.unwrap();
+        match part.append_marker(7, 0, marker(false, 2), 0).await {
+            Err(AppendError::Refused(code)) => {
+                assert_eq!(code, ResponseError::TransactionCoordinatorFenced.code())
+            }
+            other => panic!("an older coordinator's marker: {other:?}"),
+        }
+    }
 
     #[tokio::test]
     async fn appends_across_segment_rolls_are_durable_in_order_and_survive_reopen() {
