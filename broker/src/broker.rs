@@ -12,7 +12,10 @@ use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
+use crate::storage::txn_log::TxnLogStore;
 use crate::storage::{LogConfig, Storage};
+use crate::txn::manager::{TxnManager, TxnManagerConfig};
+use crate::txn::markers::BrokerMarkers;
 
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -28,6 +31,8 @@ pub struct BrokerConfig {
     pub max_connections: usize,
     /// Kafka's `max.connections.per.ip`: beyond it a new connection is closed.
     pub max_connections_per_ip: usize,
+    /// The transaction coordinator's settings.
+    pub transactions: TxnManagerConfig,
     /// Kafka's `auto.create.topics.enable`.
     pub auto_create_topics: bool,
     /// Kafka's `num.partitions`, for auto-created topics.
@@ -52,6 +57,7 @@ impl BrokerConfig {
             max_frame_bytes: 100 * 1024 * 1024,
             max_connections: usize::MAX,
             max_connections_per_ip: usize::MAX,
+            transactions: TxnManagerConfig::default(),
             auto_create_topics: true,
             default_partitions: 1,
             log: LogConfig::default(),
@@ -68,6 +74,7 @@ pub struct Broker {
     pub cluster: ClusterView,
     pub cluster_id: String,
     pub groups: Arc<GroupManager>,
+    pub txns: Arc<TxnManager>,
     pub producer_ids: Arc<ProducerIdAllocator>,
     pub metrics: Metrics,
 }
@@ -92,6 +99,28 @@ impl Broker {
                 folder: LogFolder::ConsumerOffsets,
             },
         )?);
+        // Transactional ids' logs: the same claim, under the same version.
+        let followed = cluster.subscribe();
+        let txn_store = Arc::new(TxnLogStore::open(
+            &config.data_dir,
+            GroupLogOptions {
+                sync: config.group_log_sync,
+                owner: Some(Owner::new(config.id, move || {
+                    followed.borrow().as_ref().map_or(0, |r| r.version())
+                })),
+                max_open_logs: None,
+                folder: LogFolder::TransactionState,
+            },
+        )?);
+        let producer_ids = Arc::new(ProducerIdAllocator::new(storage_cluster_dir));
+        let txns = TxnManager::new(
+            config.id,
+            config.transactions.clone(),
+            txn_store,
+            Arc::new(SystemClock),
+            cluster.subscribe(),
+            producer_ids.clone(),
+        );
         let groups = GroupManager::new(
             config.id,
             config.groups.clone(),
@@ -99,15 +128,20 @@ impl Broker {
             Arc::new(SystemClock),
             cluster.subscribe(),
         );
-        Ok(Arc::new(Broker {
+        let broker = Arc::new(Broker {
             config,
             storage,
             cluster,
             cluster_id,
             groups,
-            producer_ids: Arc::new(ProducerIdAllocator::new(storage_cluster_dir)),
+            txns,
+            producer_ids,
             metrics: Metrics::default(),
-        }))
+        });
+        broker.txns.set_marker_writer(Arc::new(BrokerMarkers {
+            broker: Arc::downgrade(&broker),
+        }));
+        Ok(broker)
     }
 
     pub fn id(&self) -> i32 {
@@ -154,6 +188,7 @@ impl Broker {
             self.storage
                 .retain_partitions(|topic, p| self.leads(&routing, topic, p));
             self.groups.sweep(&routing);
+            self.txns.sweep(&routing);
         }
     }
 }

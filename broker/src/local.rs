@@ -40,7 +40,7 @@ pub fn spawn_broker(
 }
 
 /// The tasks every broker runs whatever its assignment source: the group
-/// coordinator's timers and the Kafka listener.
+/// and transaction coordinators' timers and the Kafka listener.
 pub fn spawn_serving(
     tasks: &mut JoinSet<()>,
     listener: TcpListener,
@@ -48,6 +48,7 @@ pub fn spawn_serving(
     shutdown: CancellationToken,
 ) {
     tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
+    tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

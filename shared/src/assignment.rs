@@ -265,6 +265,13 @@ impl Routing {
         self.table.route_hash(fnv1a32(group_id.as_bytes()))
     }
 
+    /// Coordinator of the transactional id: the hash tier (transactional ids
+    /// have no explicit entries). `None` only when no broker is alive.
+    #[must_use]
+    pub fn owner_of_transaction(&self, transactional_id: &str) -> Option<BrokerId> {
+        self.table.route_hash(fnv1a32(transactional_id.as_bytes()))
+    }
+
     /// The raw explicit entry for `group_id`, alive or not.
     #[must_use]
     pub fn group_entry(&self, group_id: &str) -> Option<BrokerId> {

@@ -61,7 +61,7 @@ fn resolve(ctx: &RequestContext, key_type: i8, key: StrBytes) -> Coordinator {
     let owner = if key_type == GROUP {
         routing.owner_of_group(key.as_str())
     } else {
-        routing.table().route(key.as_bytes())
+        routing.owner_of_transaction(key.as_str())
     };
     let Some(broker) = owner.and_then(|id| routing.broker(id)) else {
         return failed(

@@ -4,11 +4,13 @@
 //! advertises exactly it, `decode` refuses everything else, and a test walks
 //! it to prove every advertised version reaches a handler.
 
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_groups;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -23,6 +25,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod write_txn_markers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -57,6 +60,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    // v5 is transaction version 2, which is not offered (no
+    // `transaction.version` feature is advertised).
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -203,6 +211,13 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(&ctx, r).await)
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(&ctx, r).await)
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(&ctx, r).await),
+        RequestKind::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(write_txn_markers::handle(&ctx, r).await)
         }
         other => {
             // decode() only lets SUPPORTED keys through; reaching this is a

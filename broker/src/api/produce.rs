@@ -24,10 +24,12 @@ struct PartitionOutcome {
 
 pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<ProduceResponse> {
     let acks = req.acks;
+    let transactional_id = req.transactional_id.as_ref().map(|t| t.0.to_string());
     let by_id = ctx.api_version >= 13;
     let mut topic_futures = Vec::with_capacity(req.topic_data.len());
     for topic in req.topic_data {
         let ctx = ctx.clone();
+        let transactional_id = transactional_id.clone();
         topic_futures.push(async move {
             let meta = if by_id {
                 ctx.broker.storage.topics.get_by_id(topic.topic_id)
@@ -42,6 +44,7 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
             let parts = join_all(topic.partition_data.into_iter().map(|p| {
                 let meta = meta.clone();
                 let ctx = ctx.clone();
+                let transactional_id = transactional_id.clone();
                 async move {
                     let mut response = PartitionProduceResponse::default().with_index(p.index);
                     let Some(meta) = meta else {
@@ -58,7 +61,8 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
                             leader_hint: None,
                         };
                     }
-                    produce_partition(&ctx, &meta, p.index, p.records).await
+                    produce_partition(&ctx, &meta, p.index, p.records, transactional_id.as_deref())
+                        .await
                 }
             }))
             .await;
@@ -105,6 +109,7 @@ async fn produce_partition(
     meta: &crate::storage::TopicMeta,
     index: i32,
     records: Option<bytes::Bytes>,
+    transactional_id: Option<&str>,
 ) -> PartitionOutcome {
     let mut response = PartitionProduceResponse::default().with_index(index);
     let fail = |mut response: PartitionProduceResponse, code: i16, message: String| {
@@ -140,20 +145,12 @@ async fn produce_partition(
         };
     }
     let records = records.unwrap_or_default();
-    match batch::split_batches(&records) {
-        // Apache verifies a transactional batch with the transaction's
-        // coordinator first (KIP-890): appended unverified, a producer that
-        // never ends its transaction would hold every read_committed reader
-        // of the partition back. No coordinator serves transactions here
-        // yet, so no partition is in one: Apache's answer to that.
-        Ok(parts) if parts.iter().any(|(_, h)| h.is_transactional()) => {
-            return fail(
-                response,
-                Err::InvalidTxnState.code(),
-                "the partition is not part of an ongoing transaction".into(),
-            )
-        }
-        Ok(parts) if !parts.is_empty() => {}
+    // The producer of the request's transactional batches, if any.
+    let transactional = match batch::split_batches(&records) {
+        Ok(parts) if !parts.is_empty() => parts
+            .iter()
+            .find(|(_, h)| h.is_transactional())
+            .map(|(_, h)| (h.producer_id, h.producer_epoch)),
         Ok(_) => {
             return fail(
                 response,
@@ -173,7 +170,7 @@ async fn produce_partition(
                   "refusing a corrupt record batch");
             return fail(response, Err::CorruptMessage.code(), e.to_string());
         }
-    }
+    };
     let partition = match broker.storage.partition(meta, index).await {
         Ok(p) => p,
         Err(e) => {
@@ -181,6 +178,37 @@ async fn produce_partition(
             return fail(response, open_error_code(&e), e.to_string());
         }
     };
+    if let Some((producer_id, producer_epoch)) = transactional {
+        let Some(id) = transactional_id else {
+            return fail(
+                response,
+                Err::TransactionalIdAuthorizationFailed.code(),
+                "transactional records without a transactional id".into(),
+            );
+        };
+        // The first batch of a transaction to this partition is verified
+        // with the coordinator (KIP-890): appended unverified, a producer
+        // that never ends its transaction would hold every read_committed
+        // reader of the partition back.
+        if partition.open_transaction(producer_id).is_none() {
+            let code =
+                crate::txn::verify::verify(ctx, id, producer_id, producer_epoch, &meta.name, index)
+                    .await;
+            if code != 0 {
+                // Clients before transaction version 2 know INVALID_TXN_STATE.
+                let code = if code == Err::TransactionAbortable.code() && ctx.api_version < 12 {
+                    Err::InvalidTxnState.code()
+                } else {
+                    code
+                };
+                return fail(
+                    response,
+                    code,
+                    "the partition is not part of the producer's ongoing transaction".into(),
+                );
+            }
+        }
+    }
     let size = records.len() as u64;
     match partition.append(records.to_vec()).await {
         Ok(appended) => {

@@ -252,6 +252,44 @@ fn request(
             )
         }
         ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
+        ApiKey::AddPartitionsToTxn => {
+            use add_partitions_to_txn_request::*;
+            let topics = vec![AddPartitionsToTxnTopic::default()
+                .with_name(name("t"))
+                .with_partitions(partitions.collect())];
+            let id = TransactionalId(StrBytes::from_static_str("txn-x"));
+            RequestKind::AddPartitionsToTxn(if version <= 3 {
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(id)
+                    .with_v3_and_below_producer_id(ProducerId(5))
+                    .with_v3_and_below_topics(topics)
+            } else {
+                AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(id)
+                        .with_producer_id(ProducerId(5))
+                        .with_verify_only(true)
+                        .with_topics(topics),
+                ])
+            })
+        }
+        ApiKey::EndTxn => RequestKind::EndTxn(
+            EndTxnRequest::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_static_str("txn-x")))
+                .with_producer_id(ProducerId(5))
+                .with_committed(true),
+        ),
+        ApiKey::WriteTxnMarkers => {
+            use write_txn_markers_request::*;
+            RequestKind::WriteTxnMarkers(WriteTxnMarkersRequest::default().with_markers(vec![
+                WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(5))
+                    .with_transaction_result(false)
+                    .with_topics(vec![WritableTxnMarkerTopic::default()
+                        .with_name(name("t"))
+                        .with_partition_indexes(partitions.collect())]),
+            ]))
+        }
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -477,24 +515,38 @@ async fn an_unverified_transactional_batch_is_refused_and_nothing_is_appended() 
     use crate::storage::batch::tests::encode_txn_batch;
     let dir = tempfile::tempdir().unwrap();
     let (broker, _) = one_broker(dir.path()).await;
-    let req = ProduceRequest::default()
-        .with_acks(-1)
-        .with_topic_data(vec![produce_request::TopicProduceData::default()
-            .with_name(name("t"))
-            .with_partition_data(vec![
-                produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(encode_txn_batch(7, 0, 0, 2).into())),
-            ])]);
-    let Some(ResponseKind::Produce(resp)) =
-        handle(context(broker.clone(), 9), RequestKind::Produce(req)).await
-    else {
-        panic!("not a produce response")
+    let produce = |transactional_id: Option<&'static str>| {
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_transactional_id(
+                transactional_id.map(|t| TransactionalId(StrBytes::from_static_str(t))),
+            )
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(name("t"))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(encode_txn_batch(7, 0, 0, 2).into())),
+                ])]);
+        let broker = broker.clone();
+        async move {
+            let Some(ResponseKind::Produce(resp)) =
+                handle(context(broker, 9), RequestKind::Produce(req)).await
+            else {
+                panic!("not a produce response")
+            };
+            resp.responses[0].partition_responses[0].error_code
+        }
     };
-    let p = &resp.responses[0].partition_responses[0];
+    use kafka_protocol::ResponseError as E;
     assert_eq!(
-        p.error_code,
-        kafka_protocol::ResponseError::InvalidTxnState.code()
+        produce(None).await,
+        E::TransactionalIdAuthorizationFailed.code()
+    );
+    // The coordinator (this broker) never heard of the transaction.
+    assert_eq!(
+        produce(Some("unknown-txn")).await,
+        E::InvalidProducerIdMapping.code()
     );
     assert_eq!(latest(&broker, 0).await, 0, "nothing appended");
 }

@@ -565,6 +565,11 @@ impl Log {
             .map_or(high_watermark, |first| first.min(high_watermark))
     }
 
+    /// The first offset of the producer's open transaction, if any.
+    pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
+        self.producers.open_transaction(producer_id)
+    }
+
     /// The aborted transactions a read of `[fetch_offset, upper_bound)`
     /// overlaps.
     pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {

@@ -231,6 +231,11 @@ impl Partition {
         self.log().read(offset, hw, max_bytes)
     }
 
+    /// The first offset of the producer's open transaction here, if any.
+    pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
+        self.log().open_transaction(producer_id)
+    }
+
     /// The end of what `read_committed` readers see.
     pub fn last_stable_offset(&self) -> i64 {
         let hw = self.high_watermark();

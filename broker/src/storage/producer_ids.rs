@@ -29,6 +29,32 @@ impl ProducerIdAllocator {
         }
     }
 
+    /// A fresh producer id from the block at hand, without I/O; `None` when
+    /// the block is used up ([`Self::refill`] first).
+    pub fn take(&self) -> Option<i64> {
+        let mut block = self.block.lock();
+        (block.0 < block.1).then(|| {
+            block.0 += 1;
+            block.0 - 1
+        })
+    }
+
+    /// Takes a new block (blocking I/O) unless `at_least` ids are at hand.
+    pub fn refill(&self, at_least: i64) -> io::Result<()> {
+        let mut block = self.block.lock();
+        if block.1 - block.0 < at_least {
+            let start = self.counter.advance(BLOCK)?;
+            *block = (start, start + BLOCK);
+        }
+        Ok(())
+    }
+
+    /// Ids at hand without I/O.
+    pub fn at_hand(&self) -> i64 {
+        let block = self.block.lock();
+        block.1 - block.0
+    }
+
     /// A fresh producer id (blocking I/O when a new block is needed).
     pub fn allocate(&self) -> io::Result<i64> {
         let mut block = self.block.lock();

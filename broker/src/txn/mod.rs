@@ -5,4 +5,7 @@
 //! writes markers to partitions comes next.
 
 pub mod core;
+pub mod manager;
+pub mod markers;
 pub mod store;
+pub mod verify;

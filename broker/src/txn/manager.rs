@@ -1,0 +1,648 @@
+//! The shell around the transaction coordinator's core: it checks that
+//! this broker coordinates a transactional id, loads the id's log on first
+//! use (finishing a transaction found prepared there), runs the core under
+//! one mutex, makes every transition durable before the core hears it
+//! succeeded, writes markers through a [`MarkerWriter`], and runs the
+//! timeout and expiry sweeps. As in the group manager, writes are ordered
+//! under the lock (the store queues them) and awaited outside it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kaas_shared::Routing;
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::core::{
+    code, ProducerIdSource, RequestToken, TopicPartition, TxnAnswer, TxnCoordinator,
+    TxnCoordinatorConfig, TxnEffect, TxnResult, TxnVersion,
+};
+use super::store::{StoreError, TxnStore};
+use crate::group::manager::{Clock, NotServed};
+use crate::storage::producer_ids::ProducerIdAllocator;
+
+#[derive(Debug, Clone)]
+pub struct TxnManagerConfig {
+    pub core: TxnCoordinatorConfig,
+    /// transaction.abort.timed.out.transaction.cleanup.interval.ms
+    pub abort_check_interval_ms: u64,
+    /// transaction.remove.expired.transaction.cleanup.interval.ms
+    pub expiry_check_interval_ms: u64,
+}
+
+impl Default for TxnManagerConfig {
+    fn default() -> Self {
+        TxnManagerConfig {
+            core: TxnCoordinatorConfig::default(),
+            abort_check_interval_ms: 10_000,
+            expiry_check_interval_ms: 3_600_000,
+        }
+    }
+}
+
+/// Markers for one ended transaction, to append to each of its partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerJob {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub result: TxnResult,
+    /// The coordinator's epoch: the assignment version it coordinates
+    /// under, so a partition refuses markers of a coordinator since
+    /// replaced.
+    pub coordinator_epoch: i32,
+    pub partitions: BTreeSet<TopicPartition>,
+}
+
+/// Appends markers to partitions, wherever they are led; resolves once
+/// every partition has its marker (or no longer exists), retrying what
+/// fails meanwhile.
+pub trait MarkerWriter: Send + Sync + 'static {
+    fn write(&self, job: MarkerJob) -> BoxFuture<'static, ()>;
+}
+
+struct State {
+    core: TxnCoordinator,
+    waiters: HashMap<RequestToken, oneshot::Sender<TxnAnswer>>,
+}
+
+pub struct TxnManager {
+    broker_id: i32,
+    config: TxnManagerConfig,
+    state: Mutex<State>,
+    store: Arc<dyn TxnStore>,
+    clock: Arc<dyn Clock>,
+    routing: watch::Receiver<Option<Arc<Routing>>>,
+    producer_ids: Arc<ProducerIdAllocator>,
+    /// Set once the broker around this manager exists.
+    markers: OnceLock<Arc<dyn MarkerWriter>>,
+    next_token: AtomicU64,
+}
+
+/// The producer ids at hand, for the core (no I/O under the lock: an empty
+/// block is refilled before the call).
+struct AtHand<'a>(&'a ProducerIdAllocator);
+
+impl ProducerIdSource for AtHand<'_> {
+    fn next_id(&mut self) -> Result<i64, i16> {
+        self.0
+            .take()
+            .ok_or(kafka_protocol::ResponseError::CoordinatorLoadInProgress.code())
+    }
+}
+
+impl TxnManager {
+    pub fn new(
+        broker_id: i32,
+        config: TxnManagerConfig,
+        store: Arc<dyn TxnStore>,
+        clock: Arc<dyn Clock>,
+        routing: watch::Receiver<Option<Arc<Routing>>>,
+        producer_ids: Arc<ProducerIdAllocator>,
+    ) -> Arc<TxnManager> {
+        Arc::new(TxnManager {
+            broker_id,
+            state: Mutex::new(State {
+                core: TxnCoordinator::new(config.core.clone()),
+                waiters: HashMap::new(),
+            }),
+            config,
+            store,
+            clock,
+            routing,
+            producer_ids,
+            markers: OnceLock::new(),
+            next_token: AtomicU64::new(1),
+        })
+    }
+
+    /// Where markers go; set once, before requests are served.
+    pub fn set_marker_writer(&self, markers: Arc<dyn MarkerWriter>) {
+        let _ = self.markers.set(markers);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms() as i64
+    }
+
+    fn routing(&self) -> Option<Arc<Routing>> {
+        self.routing.borrow().clone()
+    }
+
+    /// Whether this broker coordinates the transactional id now.
+    pub fn check_owner(&self, transactional_id: &str) -> Result<(), NotServed> {
+        match self.routing() {
+            None => Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),
+            Some(r) if r.owner_of_transaction(transactional_id) == Some(self.broker_id) => Ok(()),
+            Some(_) => Err(NotServed(code::NOT_COORDINATOR)),
+        }
+    }
+
+    /// Owner check, then the id's log read if the id is not in memory (a
+    /// transaction found prepared is completed: its markers go out again).
+    pub async fn prepare(self: &Arc<Self>, transactional_id: &str) -> Result<(), NotServed> {
+        self.check_owner(transactional_id)?;
+        if transactional_id.is_empty() || self.lock().core.metadata(transactional_id).is_some() {
+            return Ok(());
+        }
+        let store = self.store.clone();
+        let id = transactional_id.to_string();
+        let loaded = tokio::task::spawn_blocking(move || store.load(&id))
+            .await
+            .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
+        let stored = match loaded {
+            Ok(s) => s,
+            Err(e @ StoreError::Fenced { .. }) => {
+                info!(transactional_id, error = %e, "not loading a transactional id another broker claimed");
+                return Err(NotServed(code::NOT_COORDINATOR));
+            }
+            Err(e) => {
+                warn!(transactional_id, error = %e, "cannot read the transaction log");
+                return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
+            }
+        };
+        self.check_owner(transactional_id)?;
+        let mut st = self.lock();
+        if st.core.metadata(transactional_id).is_some() {
+            return Ok(());
+        }
+        if let Some(t) = &stored {
+            info!(
+                transactional_id,
+                state = t.state.name(),
+                producer_id = t.producer_id,
+                "now coordinating transactional id (loaded from its log)"
+            );
+        }
+        let now = self.now_ms();
+        let fx = st.core.load(transactional_id, stored.as_ref(), now);
+        self.execute(&mut st, fx);
+        Ok(())
+    }
+
+    /// Producer ids for the calls that may need one or two (a new id, a
+    /// rotation, the next id of an exhausted epoch), fetched off the lock.
+    async fn ensure_producer_ids(&self) -> Result<(), NotServed> {
+        if self.producer_ids.at_hand() >= 2 {
+            return Ok(());
+        }
+        let ids = self.producer_ids.clone();
+        match tokio::task::spawn_blocking(move || ids.refill(2)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                warn!(error = %e, "cannot allocate producer ids");
+                Err(NotServed(code::COORDINATOR_NOT_AVAILABLE))
+            }
+            Err(_) => Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),
+        }
+    }
+
+    /// Runs a core entry point that answers later (once a write is
+    /// durable) and waits for its answer.
+    async fn call(
+        self: &Arc<Self>,
+        f: impl FnOnce(
+            &mut TxnCoordinator,
+            RequestToken,
+            i64,
+            &mut dyn ProducerIdSource,
+        ) -> Vec<TxnEffect>,
+    ) -> Result<TxnAnswer, NotServed> {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.lock();
+            st.waiters.insert(token, tx);
+            let now = self.now_ms();
+            let fx = f(&mut st.core, token, now, &mut AtHand(&self.producer_ids));
+            self.execute(&mut st, fx);
+        }
+        rx.await.map_err(|_| NotServed(code::NOT_COORDINATOR))
+    }
+
+    pub async fn init_producer_id(
+        self: &Arc<Self>,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    ) -> Result<TxnAnswer, NotServed> {
+        self.prepare(transactional_id).await?;
+        self.ensure_producer_ids().await?;
+        self.call(|core, token, now, ids| {
+            core.init_producer_id(token, transactional_id, timeout_ms, expected, now, ids)
+        })
+        .await
+    }
+
+    pub async fn add_partitions(
+        self: &Arc<Self>,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TopicPartition>,
+        version: TxnVersion,
+    ) -> Result<TxnAnswer, NotServed> {
+        self.prepare(transactional_id).await?;
+        self.call(|core, token, now, _| {
+            core.add_partitions(
+                token,
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+                version,
+                now,
+            )
+        })
+        .await
+    }
+
+    /// AddPartitionsToTxn's verify-only form: per partition, whether it is
+    /// in the producer's open transaction.
+    pub async fn verify_partitions(
+        self: &Arc<Self>,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<Vec<(TopicPartition, i16)>, NotServed> {
+        self.prepare(transactional_id).await?;
+        Ok(self.lock().core.verify_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+        ))
+    }
+
+    pub async fn end_txn(
+        self: &Arc<Self>,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TxnResult,
+        version: TxnVersion,
+    ) -> Result<TxnAnswer, NotServed> {
+        self.prepare(transactional_id).await?;
+        self.ensure_producer_ids().await?;
+        self.call(|core, token, now, ids| {
+            core.end_txn(
+                token,
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                result,
+                version,
+                now,
+                ids,
+            )
+        })
+        .await
+    }
+
+    /// The coordinator epoch markers carry: the assignment version this
+    /// broker coordinates under.
+    fn coordinator_epoch(&self) -> i32 {
+        self.routing()
+            .map_or(0, |r| i32::try_from(r.version()).unwrap_or(i32::MAX))
+    }
+
+    fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<TxnEffect>) {
+        for effect in effects {
+            match effect {
+                TxnEffect::Answer(token, answer) => {
+                    if let Some(tx) = st.waiters.remove(&token) {
+                        let _ = tx.send(answer);
+                    }
+                }
+                TxnEffect::Write {
+                    token,
+                    transactional_id,
+                    transit,
+                } => {
+                    let durable = match &transit {
+                        Some(t) => self.store.write(&transactional_id, t),
+                        None => self.store.remove(&transactional_id),
+                    };
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        let outcome = durable.await.map_err(|e| {
+                            warn!(transactional_id, error = %e, "transaction log write failed");
+                            match e {
+                                StoreError::Fenced { .. } | StoreError::Reclaimed { .. } => {
+                                    code::NOT_COORDINATOR
+                                }
+                                StoreError::Io(_) => code::COORDINATOR_NOT_AVAILABLE,
+                            }
+                        });
+                        let moved = outcome == Err(code::NOT_COORDINATOR);
+                        let mut st = me.lock();
+                        let now = me.now_ms();
+                        let fx = st.core.write_done(token, outcome, now);
+                        me.execute(&mut st, fx);
+                        if moved {
+                            // Another broker writes the id now: what we hold is stale.
+                            st.core.unload(&transactional_id);
+                            me.store.close(&transactional_id);
+                        }
+                    });
+                }
+                TxnEffect::WriteMarkers {
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    result,
+                    partitions,
+                    ..
+                } => {
+                    let Some(markers) = self.markers.get().cloned() else {
+                        warn!(
+                            transactional_id,
+                            "no marker writer: the transaction stays prepared"
+                        );
+                        continue;
+                    };
+                    let job = MarkerJob {
+                        transactional_id: transactional_id.clone(),
+                        producer_id,
+                        producer_epoch,
+                        result,
+                        coordinator_epoch: self.coordinator_epoch(),
+                        partitions,
+                    };
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        markers.write(job).await;
+                        let mut st = me.lock();
+                        let fx = st.core.markers_written(&transactional_id);
+                        me.execute(&mut st, fx);
+                    });
+                }
+            }
+        }
+    }
+
+    /// Unloads the transactional ids this broker no longer coordinates
+    /// (their writes in flight answer NOT_COORDINATOR).
+    pub fn sweep(self: &Arc<Self>, routing: &Routing) {
+        let mut st = self.lock();
+        let moved: Vec<String> = st
+            .core
+            .loaded()
+            .map(|m| m.transactional_id.clone())
+            .filter(|id| routing.owner_of_transaction(id) != Some(self.broker_id))
+            .collect();
+        for id in moved {
+            info!(transactional_id = %id, "transaction coordinator moved away; unloading");
+            st.core.unload(&id);
+            self.store.close(&id);
+        }
+    }
+
+    /// Aborts open transactions past their timeout and, less often, removes
+    /// ids idle past `transactional.id.expiration.ms`, until `shutdown`.
+    pub async fn run_timers(self: Arc<Self>, shutdown: CancellationToken) {
+        let abort_every = Duration::from_millis(self.config.abort_check_interval_ms.max(1));
+        let expire_every = self.config.expiry_check_interval_ms.max(1) as i64;
+        let mut last_expiry = self.now_ms();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(abort_every) => {}
+            }
+            if self.ensure_producer_ids().await.is_err() {
+                continue;
+            }
+            let mut st = self.lock();
+            let now = self.now_ms();
+            let mut fx = st
+                .core
+                .abort_timed_out(now, &mut AtHand(&self.producer_ids));
+            if now - last_expiry >= expire_every {
+                last_expiry = now;
+                fx.extend(st.core.expire_ids(now));
+            }
+            self.execute(&mut st, fx);
+        }
+    }
+
+    /// The metadata of a loaded id, for tests and admin answers.
+    pub fn metadata(&self, transactional_id: &str) -> Option<super::core::TxnMetadata> {
+        self.lock().core.metadata(transactional_id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kaas_shared::{Assignment, BrokerInfo};
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::group::manager::ManualClock;
+    use crate::txn::core::{TxnState, TxnTransit};
+    use crate::txn::store::MemoryTxnStore;
+
+    /// Hands each job to the test, which says when its markers are in.
+    struct HeldMarkers(mpsc::UnboundedSender<(MarkerJob, oneshot::Sender<()>)>);
+
+    impl MarkerWriter for HeldMarkers {
+        fn write(&self, job: MarkerJob) -> BoxFuture<'static, ()> {
+            let (done, written) = oneshot::channel();
+            let _ = self.0.send((job, done));
+            Box::pin(async move {
+                let _ = written.await;
+            })
+        }
+    }
+
+    type Jobs = mpsc::UnboundedReceiver<(MarkerJob, oneshot::Sender<()>)>;
+
+    fn manager(store: Arc<MemoryTxnStore>, dir: &std::path::Path) -> (Arc<TxnManager>, Jobs) {
+        let routing = Routing::new(Assignment::of_brokers(
+            7,
+            [BrokerInfo::alive(0, "127.0.0.1", 9092)],
+        ));
+        let (_tx, rx) = watch::channel(Some(Arc::new(routing)));
+        let m = TxnManager::new(
+            0,
+            TxnManagerConfig::default(),
+            store,
+            Arc::new(ManualClock::new(1_000_000)),
+            rx,
+            Arc::new(ProducerIdAllocator::new(dir.to_path_buf())),
+        );
+        let (jobs_tx, jobs) = mpsc::unbounded_channel();
+        m.set_marker_writer(Arc::new(HeldMarkers(jobs_tx)));
+        (m, jobs)
+    }
+
+    fn orders() -> BTreeSet<TopicPartition> {
+        (0..3).map(|p| TopicPartition::new("orders", p)).collect()
+    }
+
+    /// Waits until the store holds the id in `state`.
+    async fn stored_in(store: &MemoryTxnStore, id: &str, state: TxnState) -> TxnTransit {
+        for _ in 0..1000 {
+            if let Some(t) = store.load(id).unwrap().filter(|t| t.state == state) {
+                return t;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!(
+            "{id} never stored in {state:?}: {:?}",
+            store.load(id).unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_commit_is_durable_answered_marked_then_completed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryTxnStore::new());
+        let (m, mut jobs) = manager(store.clone(), dir.path());
+        let TxnAnswer::InitProducerId {
+            producer_id,
+            producer_epoch,
+            error: 0,
+        } = m.init_producer_id("payments", 60_000, None).await.unwrap()
+        else {
+            panic!("init refused")
+        };
+        assert_eq!(producer_epoch, 0);
+        assert_eq!(
+            stored_in(&store, "payments", TxnState::Empty)
+                .await
+                .producer_id,
+            producer_id
+        );
+        let added = m
+            .add_partitions("payments", producer_id, 0, &orders(), TxnVersion::V0)
+            .await
+            .unwrap();
+        assert_eq!(added.error(), 0);
+        assert_eq!(
+            stored_in(&store, "payments", TxnState::Ongoing)
+                .await
+                .partitions,
+            orders()
+        );
+        let verified = m
+            .verify_partitions("payments", producer_id, 0, &orders())
+            .await
+            .unwrap();
+        assert!(verified.iter().all(|(_, e)| *e == 0));
+
+        let ended = m
+            .end_txn(
+                "payments",
+                producer_id,
+                0,
+                TxnResult::Commit,
+                TxnVersion::V0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(ended.error(), 0, "answered once PrepareCommit is durable");
+        stored_in(&store, "payments", TxnState::PrepareCommit).await;
+        let (job, written) = jobs.recv().await.unwrap();
+        assert_eq!(
+            (
+                job.producer_id,
+                job.producer_epoch,
+                job.result,
+                job.coordinator_epoch
+            ),
+            (producer_id, 0, TxnResult::Commit, 7)
+        );
+        assert_eq!(job.partitions, orders());
+        written.send(()).unwrap();
+        stored_in(&store, "payments", TxnState::CompleteCommit).await;
+    }
+
+    #[tokio::test]
+    async fn a_new_coordinator_finishes_a_prepared_transaction_it_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryTxnStore::new());
+        let _never_written = {
+            let (m, mut jobs) = manager(store.clone(), dir.path());
+            let TxnAnswer::InitProducerId { producer_id, .. } =
+                m.init_producer_id("payments", 60_000, None).await.unwrap()
+            else {
+                panic!()
+            };
+            m.add_partitions("payments", producer_id, 0, &orders(), TxnVersion::V0)
+                .await
+                .unwrap();
+            m.end_txn("payments", producer_id, 0, TxnResult::Abort, TxnVersion::V0)
+                .await
+                .unwrap();
+            stored_in(&store, "payments", TxnState::PrepareAbort).await;
+            // The coordinator dies before any marker is written.
+            jobs.recv().await.unwrap()
+        };
+        let (m, mut jobs) = manager(store.clone(), dir.path());
+        // Any request for the id loads it; the abort resumes by itself.
+        let busy = m
+            .add_partitions("payments", 0, 0, &orders(), TxnVersion::V0)
+            .await
+            .unwrap();
+        assert_eq!(busy.error(), code::CONCURRENT_TRANSACTIONS);
+        let (job, written) = jobs.recv().await.unwrap();
+        assert_eq!(
+            (job.result, job.partitions.clone()),
+            (TxnResult::Abort, orders())
+        );
+        written.send(()).unwrap();
+        stored_in(&store, "payments", TxnState::CompleteAbort).await;
+    }
+
+    #[tokio::test]
+    async fn a_second_producer_fences_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryTxnStore::new());
+        let (m, mut jobs) = manager(store.clone(), dir.path());
+        let TxnAnswer::InitProducerId { producer_id, .. } =
+            m.init_producer_id("payments", 60_000, None).await.unwrap()
+        else {
+            panic!()
+        };
+        m.add_partitions("payments", producer_id, 0, &orders(), TxnVersion::V0)
+            .await
+            .unwrap();
+        // The zombie's successor: its open transaction is aborted first.
+        let retry = m.init_producer_id("payments", 60_000, None).await.unwrap();
+        assert_eq!(retry.error(), code::CONCURRENT_TRANSACTIONS);
+        let (job, written) = jobs.recv().await.unwrap();
+        assert_eq!((job.result, job.producer_epoch), (TxnResult::Abort, 1));
+        written.send(()).unwrap();
+        stored_in(&store, "payments", TxnState::CompleteAbort).await;
+        let TxnAnswer::InitProducerId {
+            producer_epoch,
+            error: 0,
+            ..
+        } = m.init_producer_id("payments", 60_000, None).await.unwrap()
+        else {
+            panic!("the successor is refused")
+        };
+        assert_eq!(producer_epoch, 2);
+        let zombie = m
+            .end_txn(
+                "payments",
+                producer_id,
+                0,
+                TxnResult::Commit,
+                TxnVersion::V0,
+            )
+            .await
+            .unwrap();
+        assert_eq!(zombie.error(), code::PRODUCER_FENCED);
+    }
+}

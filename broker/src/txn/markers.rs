@@ -1,0 +1,205 @@
+//! Markers to a transaction's partitions: appended here to the partitions
+//! this broker leads, sent as WriteTxnMarkers to the leaders of the
+//! others. Every partition is retried (with a growing pause) until it has
+//! its marker or no longer exists; a leader that moved answers
+//! NOT_LEADER_OR_FOLLOWER and the next try goes to the new one.
+
+use std::collections::BTreeMap;
+use std::sync::Weak;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as Err;
+use tracing::{debug, warn};
+
+use super::core::{TopicPartition, TxnResult};
+use super::manager::{MarkerJob, MarkerWriter};
+use crate::broker::Broker;
+use crate::storage::batch::ControlMarker;
+use crate::storage::log::AppendError;
+
+/// Appends one marker to a partition this broker leads; the error code for
+/// the WriteTxnMarkers answer (NONE once it is fsynced).
+pub async fn append_marker_here(
+    broker: &Broker,
+    topic: &str,
+    partition: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+) -> i16 {
+    let Some(meta) = broker
+        .storage
+        .topics
+        .get(topic)
+        .filter(|m| (0..m.partitions).contains(&partition))
+    else {
+        return Err::UnknownTopicOrPartition.code();
+    };
+    let leads = broker
+        .routing()
+        .and_then(|r| r.owner_of_partition(topic, partition))
+        == Some(broker.id());
+    if !leads {
+        return Err::NotLeaderOrFollower.code();
+    }
+    let part = match broker.storage.partition(&meta, partition).await {
+        Ok(p) => p,
+        Err(e) => return crate::api::open_error_code(&e),
+    };
+    let marker = ControlMarker {
+        commit,
+        coordinator_epoch,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    match part
+        .append_marker(producer_id, producer_epoch, marker, now)
+        .await
+    {
+        Ok(offset) => {
+            debug!(
+                topic,
+                partition, producer_id, commit, offset, "transaction marker appended"
+            );
+            0
+        }
+        Err(AppendError::Refused(code)) => code,
+        Err(AppendError::Io(e)) => {
+            warn!(topic, partition, error = %e, "cannot append a transaction marker");
+            Err::KafkaStorageError.code()
+        }
+    }
+}
+
+/// Whether a partition's answer to a marker ends its part of the job: done,
+/// gone, or superseded (a newer producer epoch or coordinator wrote since).
+fn settled(code: i16) -> bool {
+    code == 0
+        || code == Err::UnknownTopicOrPartition.code()
+        || code == Err::InvalidProducerEpoch.code()
+        || code == Err::TransactionCoordinatorFenced.code()
+}
+
+/// The marker writer of a broker.
+pub struct BrokerMarkers {
+    pub broker: Weak<Broker>,
+}
+
+impl MarkerWriter for BrokerMarkers {
+    fn write(&self, job: MarkerJob) -> BoxFuture<'static, ()> {
+        let broker = self.broker.clone();
+        Box::pin(async move {
+            let commit = job.result == TxnResult::Commit;
+            let mut left = job.partitions.clone();
+            let mut pause = Duration::from_millis(20);
+            while !left.is_empty() {
+                // The broker is going away: a new coordinator finishes it.
+                let Some(broker) = broker.upgrade() else {
+                    return;
+                };
+                let routing = broker.routing();
+                let mut remote: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+                for tp in left.clone() {
+                    let leader = routing
+                        .as_ref()
+                        .and_then(|r| r.owner_of_partition(&tp.topic, tp.partition));
+                    match leader {
+                        Some(id) if id == broker.id() => {
+                            let code = append_marker_here(
+                                &broker,
+                                &tp.topic,
+                                tp.partition,
+                                job.producer_id,
+                                job.producer_epoch,
+                                commit,
+                                job.coordinator_epoch,
+                            )
+                            .await;
+                            if settled(code) {
+                                left.remove(&tp);
+                            }
+                        }
+                        Some(id) => remote.entry(id).or_default().push(tp),
+                        None => {}
+                    }
+                }
+                for (leader, partitions) in remote {
+                    match send(&broker, leader, &job, commit, &partitions).await {
+                        Ok(answers) => {
+                            for (tp, code) in answers {
+                                if settled(code) {
+                                    left.remove(&tp);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            debug!(leader, error = %e, "WriteTxnMarkers failed; retrying");
+                        }
+                    }
+                }
+                if !left.is_empty() {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        })
+    }
+}
+
+/// WriteTxnMarkers to `leader` for `partitions`: each partition's code.
+async fn send(
+    broker: &Broker,
+    leader: i32,
+    job: &MarkerJob,
+    commit: bool,
+    partitions: &[TopicPartition],
+) -> anyhow::Result<Vec<(TopicPartition, i16)>> {
+    let (host, port) = broker
+        .routing()
+        .and_then(|r| r.broker(leader).map(|b| (b.host.clone(), b.port)))
+        .ok_or_else(|| anyhow::anyhow!("broker {leader} is not in the assignment"))?;
+    let mut client =
+        kaas_client::KafkaClient::connect(&format!("{host}:{port}"), Duration::from_secs(5))
+            .await?;
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for tp in partitions {
+        by_topic.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    let marker = WritableTxnMarker::default()
+        .with_producer_id(ProducerId(job.producer_id))
+        .with_producer_epoch(job.producer_epoch)
+        .with_transaction_result(commit)
+        .with_coordinator_epoch(job.coordinator_epoch)
+        .with_topics(
+            by_topic
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    WritableTxnMarkerTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                        .with_partition_indexes(partitions)
+                })
+                .collect(),
+        );
+    let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+    let resp = client.send(&req, 1).await?;
+    let mut out = Vec::new();
+    for m in resp.markers {
+        for t in m.topics {
+            for p in t.partitions {
+                out.push((
+                    TopicPartition::new(t.name.0.to_string(), p.partition_index),
+                    p.error_code,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
