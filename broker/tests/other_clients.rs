@@ -1,7 +1,7 @@
-//! kafka-python and kafkajs drive the same group flows as librdkafka: the
-//! scripts in e2e/clients check each behaviour and exit non-zero on the
-//! first difference from Apache Kafka. `scripts/install-test-deps` installs
-//! both clients.
+//! kafka-python and kafkajs drive the same group flows as librdkafka, and
+//! confluent-kafka runs transactions: the scripts in e2e/clients check each
+//! behaviour and exit non-zero on the first difference from Apache Kafka.
+//! `scripts/install-test-deps` installs the clients.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,4 +48,9 @@ async fn kafka_python_group_and_admin_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafkajs_group_and_admin_flows() {
     run_script("node", "js/groups.js").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_transactions() {
+    run_script("python3", "python/transactions.py").await;
 }
