@@ -1,5 +1,5 @@
 //! kafka-python and kafkajs drive the same group flows as librdkafka, and
-//! confluent-kafka runs transactions: the scripts in e2e/clients check each
+//! confluent-kafka and the Java client run transactions: the scripts in e2e/clients check each
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
 
@@ -13,17 +13,23 @@ fn clients_dir() -> PathBuf {
 }
 
 async fn run_script(program: &str, script: &str) {
+    let script = clients_dir().join(script).to_string_lossy().into_owned();
+    run(program, vec![script]).await
+}
+
+/// Runs `program <args...> <bootstrap>` against a 3-broker local cluster;
+/// the program prints "all checks passed".
+async fn run(program: &str, args: Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
     config.base_port = 0;
     config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
     let cluster = LocalCluster::start(config).await.unwrap();
     let bootstrap = cluster.bootstrap();
-    let script = clients_dir().join(script);
     let program = program.to_string();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(&program)
-            .arg(&script)
+            .args(&args)
             .arg(&bootstrap)
             .env("KAFKAJS_NO_PARTITIONER_WARNING", "1")
             .output()
@@ -53,4 +59,34 @@ async fn kafkajs_group_and_admin_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_transactions() {
     run_script("python3", "python/transactions.py").await;
+}
+
+/// The Java client's jars (scripts/install-test-deps fetches them).
+fn java_classpath() -> String {
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/java-clients/pyflink/lib");
+    ["kafka-clients", "slf4j-api", "lz4-java", "snappy-java", "zstd-jni"]
+        .iter()
+        .map(|j| lib.join(format!("{j}.jar")).to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_transactions() {
+    let classes = tempfile::tempdir().unwrap();
+    let classpath = java_classpath();
+    let source = clients_dir().join("java/Transactions.java");
+    let compiled = Command::new("javac")
+        .args(["-cp", &classpath, "-d"])
+        .arg(classes.path())
+        .arg(&source)
+        .output()
+        .expect("javac (scripts/install-test-deps installs a JDK and the client)");
+    assert!(
+        compiled.status.success(),
+        "javac failed (scripts/install-test-deps fetches the client jars): {}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let cp = format!("{}:{classpath}", classes.path().display());
+    run("java", vec!["-cp".into(), cp, "Transactions".into()]).await;
 }
