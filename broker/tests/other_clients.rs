@@ -64,11 +64,17 @@ async fn confluent_kafka_transactions() {
 /// The Java client's jars (scripts/install-test-deps fetches them).
 fn java_classpath() -> String {
     let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/java-clients/pyflink/lib");
-    ["kafka-clients", "slf4j-api", "lz4-java", "snappy-java", "zstd-jni"]
-        .iter()
-        .map(|j| lib.join(format!("{j}.jar")).to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(":")
+    [
+        "kafka-clients",
+        "slf4j-api",
+        "lz4-java",
+        "snappy-java",
+        "zstd-jni",
+    ]
+    .iter()
+    .map(|j| lib.join(format!("{j}.jar")).to_string_lossy().into_owned())
+    .collect::<Vec<_>>()
+    .join(":")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

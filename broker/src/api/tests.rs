@@ -290,6 +290,24 @@ fn request(
                         .with_partition_indexes(partitions.collect())]),
             ]))
         }
+        ApiKey::DescribeProducers => {
+            use describe_producers_request::*;
+            RequestKind::DescribeProducers(DescribeProducersRequest::default().with_topics(vec![
+                TopicRequest::default()
+                    .with_name(name("t"))
+                    .with_partition_indexes(partitions.collect()),
+            ]))
+        }
+        ApiKey::DescribeTransactions => RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default().with_transactional_ids(vec![
+                TransactionalId(StrBytes::from_static_str("txn-x")),
+                TransactionalId(StrBytes::from_static_str("")),
+            ]),
+        ),
+        ApiKey::ListTransactions => RequestKind::ListTransactions(
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![StrBytes::from_static_str("Ongoing")]),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

@@ -565,6 +565,11 @@ impl Log {
             .map_or(high_watermark, |first| first.min(high_watermark))
     }
 
+    /// The producers this log knows (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<super::producer_state::ActiveProducer> {
+        self.producers.active()
+    }
+
     /// The first offset of the producer's open transaction, if any.
     pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
         self.producers.open_transaction(producer_id)

@@ -231,6 +231,11 @@ impl Partition {
         self.log().read(offset, hw, max_bytes)
     }
 
+    /// The producers this partition's log knows.
+    pub fn active_producers(&self) -> Vec<super::producer_state::ActiveProducer> {
+        self.log().active_producers()
+    }
+
     /// The first offset of the producer's open transaction here, if any.
     pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
         self.log().open_transaction(producer_id)

@@ -42,6 +42,16 @@ pub struct CompletedTxn {
     pub aborted: bool,
 }
 
+/// A producer as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    pub coordinator_epoch: i32,
+    pub txn_first_offset: Option<i64>,
+}
+
 #[derive(Debug)]
 struct Producer {
     epoch: i16,
@@ -217,6 +227,23 @@ impl ProducerStates {
         self.producers
             .get(&producer_id)
             .and_then(|p| p.txn_first_offset)
+    }
+
+    /// Every producer the log knows, by id (DescribeProducers).
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        let mut out: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(&producer_id, p)| ActiveProducer {
+                producer_id,
+                epoch: p.epoch,
+                last_sequence: p.recent.back().map_or(-1, |r| r.1),
+                coordinator_epoch: p.coordinator_epoch,
+                txn_first_offset: p.txn_first_offset,
+            })
+            .collect();
+        out.sort_by_key(|p| p.producer_id);
+        out
     }
 
     /// The producer's epoch and last sequence, if the log knows it.

@@ -439,6 +439,49 @@ impl TxnManager {
     pub fn metadata(&self, transactional_id: &str) -> Option<super::core::TxnMetadata> {
         self.lock().core.metadata(transactional_id).cloned()
     }
+
+    /// DescribeTransactions of one id: its metadata (loaded first), `None`
+    /// when it has none.
+    pub async fn describe(
+        self: &Arc<Self>,
+        transactional_id: &str,
+    ) -> Result<Option<super::core::TxnMetadata>, NotServed> {
+        self.prepare(transactional_id).await?;
+        Ok(self.metadata(transactional_id))
+    }
+
+    /// Every transactional id this broker coordinates, with a log on the
+    /// volume or in memory (each loaded first), for ListTransactions.
+    pub async fn list(self: &Arc<Self>) -> Result<Vec<super::core::TxnMetadata>, NotServed> {
+        let store = self.store.clone();
+        let on_volume = tokio::task::spawn_blocking(move || store.list())
+            .await
+            .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?
+            .map_err(|e| {
+                warn!(error = %e, "cannot list the transaction logs");
+                NotServed(code::COORDINATOR_NOT_AVAILABLE)
+            })?;
+        let mut ids: BTreeSet<String> = on_volume.into_iter().collect();
+        ids.extend(
+            self.lock()
+                .core
+                .loaded()
+                .map(|m| m.transactional_id.clone()),
+        );
+        let mut out = Vec::new();
+        for id in ids {
+            if self.check_owner(&id).is_err() {
+                continue;
+            }
+            match self.prepare(&id).await {
+                Ok(()) => out.extend(self.metadata(&id)),
+                // Moved meanwhile: another broker lists it.
+                Err(NotServed(c)) if c == code::NOT_COORDINATOR => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

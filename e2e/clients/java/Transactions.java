@@ -108,6 +108,30 @@ public class Transactions {
         check(all.size() == 21 && new TreeSet<>(all).equals(everything),
               "read_uncommitted sees every record once");
 
+        // An open transaction, as the admin client (kafka-transactions.sh) sees it.
+        try (KafkaProducer<String, String> open = producer("java-txn-open");
+             Admin admin = Admin.create(a)) {
+            open.beginTransaction();
+            send(open, "open", 1);
+            boolean listed = admin.listTransactions().all().get().stream()
+                .anyMatch(l -> l.transactionalId().equals("java-txn-open")
+                    && l.state() == TransactionState.ONGOING);
+            check(listed, "listTransactions shows the open transaction as Ongoing");
+            TransactionDescription d = admin.describeTransactions(List.of("java-txn-open"))
+                .all().get().get("java-txn-open");
+            Set<TopicPartition> expected = new HashSet<>();
+            for (int part = 0; part < PARTITIONS; part++) expected.add(new TopicPartition(TOPIC, part));
+            check(d.state() == TransactionState.ONGOING && d.topicPartitions().equals(expected),
+                  "describeTransactions shows it Ongoing with its 3 partitions: " + d);
+            TopicPartition p0 = new TopicPartition(TOPIC, 0);
+            boolean described = admin.describeProducers(List.of(p0)).partitionResult(p0).get()
+                .activeProducers().stream()
+                .anyMatch(ps -> ps.producerId() == d.producerId()
+                    && ps.currentTransactionStartOffset().isPresent());
+            check(described, "describeProducers shows the producer's open transaction");
+            open.abortTransaction();
+        }
+
         KafkaProducer<String, String> zombie = producer("java-txn-zombie");
         zombie.beginTransaction();
         send(zombie, "zombie", 2);
