@@ -38,7 +38,16 @@ pub async fn handle(
             Ok(Some(m)) => {
                 let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
                 for p in &m.partitions {
-                    topics.entry(&p.topic).or_default().push(p.partition);
+                    // A group's offsets show as the offsets topic, as Apache's do.
+                    match p.offsets_group() {
+                        Some(_) => {
+                            let offsets = topics.entry("__consumer_offsets").or_default();
+                            if offsets.is_empty() {
+                                offsets.push(0);
+                            }
+                        }
+                        None => topics.entry(&p.topic).or_default().push(p.partition),
+                    }
                 }
                 out = out
                     .with_transaction_state(StrBytes::from_static_str(m.state.name()))

@@ -4,6 +4,7 @@
 //! advertises exactly it, `decode` refuses everything else, and a test walks
 //! it to prove every advertised version reaches a handler.
 
+pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_topics;
@@ -28,6 +29,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 use std::net::SocketAddr;
@@ -67,6 +69,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     // v5 is transaction version 2, which is not offered (no
     // `transaction.version` feature is advertised).
     (ApiKey::EndTxn, 0, 4),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::WriteTxnMarkers, 1, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
@@ -222,6 +226,12 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
             ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(&ctx, r).await)
         }
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(&ctx, r).await),
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(&ctx, r).await)
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(&ctx, r).await)
+        }
         RequestKind::WriteTxnMarkers(r) => {
             ResponseKind::WriteTxnMarkers(write_txn_markers::handle(&ctx, r).await)
         }

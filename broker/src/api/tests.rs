@@ -290,6 +290,27 @@ fn request(
                         .with_partition_indexes(partitions.collect())]),
             ]))
         }
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_static_str("txn-x")))
+                .with_producer_id(ProducerId(5))
+                .with_group_id(group(OURS)),
+        ),
+        ApiKey::TxnOffsetCommit => {
+            use txn_offset_commit_request::*;
+            RequestKind::TxnOffsetCommit(
+                TxnOffsetCommitRequest::default()
+                    .with_transactional_id(TransactionalId(StrBytes::from_static_str("txn-x")))
+                    .with_group_id(group(OURS))
+                    .with_producer_id(ProducerId(5))
+                    .with_generation_id(-1)
+                    .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(3)])]),
+            )
+        }
         ApiKey::DescribeProducers => {
             use describe_producers_request::*;
             RequestKind::DescribeProducers(DescribeProducersRequest::default().with_topics(vec![

@@ -199,6 +199,7 @@ coordinator_calls! {
     LeaveGroupRequest => leave_group, Leave(LeaveGroupResponse);
     OffsetCommitRequest => offset_commit, OffsetCommit(OffsetCommitResponse);
     OffsetDeleteRequest => offset_delete, OffsetDelete(OffsetDeleteResponse);
+    TxnOffsetCommitRequest => txn_offset_commit, TxnOffsetCommit(OffsetCommitResponse);
 }
 
 impl GroupManager {
@@ -309,9 +310,12 @@ impl GroupManager {
                   members = s.metadata.as_ref().map_or(0, |m| m.members.len()),
                   offsets = s.offsets.len(), "now coordinating group (loaded from its log)");
         }
-        let (record, offsets) = stored.map_or((None, Vec::new()), |s| (s.metadata, s.offsets));
+        let (record, offsets, pending) = stored.map_or((None, Vec::new(), Vec::new()), |s| {
+            (s.metadata, s.offsets, s.pending_txn_offsets)
+        });
         let now = self.now_ms();
         let fx = st.core.load_group(group_id, record, offsets, now);
+        st.core.load_pending_txn_offsets(group_id, pending, now);
         touch(&mut st.touched, group_id, now);
         self.execute(&mut st, fx);
         Ok(())
@@ -353,6 +357,32 @@ impl GroupManager {
             .await
             .and_then(C::answer)
             .ok_or(NotServed(code::NOT_COORDINATOR))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// A transaction marker for the group (from its transaction's
+    /// coordinator): the producer's pending offsets are committed or dropped
+    /// durably; the error code for the marker's answer.
+    pub async fn txn_marker(
+        self: &Arc<Self>,
+        group_id: &str,
+        producer_id: i64,
+        commit: bool,
+    ) -> Result<i16, NotServed> {
+        let span = debug_span!("group", group = %group_id, op = "txn_marker");
+        async {
+            self.prepare(group_id).await?;
+            match self
+                .call(group_id, |core, token, _| {
+                    core.txn_marker(token, group_id, producer_id, commit)
+                })
+                .await
+            {
+                Some(Response::TxnMarker(code)) => Ok(code),
+                _ => Err(NotServed(code::NOT_COORDINATOR)),
+            }
         }
         .instrument(span)
         .await
@@ -459,6 +489,50 @@ impl GroupManager {
                         move |core, result, now| match result {
                             Ok(()) => core.complete_offset_commit(token, now),
                             Err(code) => core.fail_offset_commit(token, code, now),
+                        },
+                    );
+                    if caller == Some(token) && own.is_none() {
+                        own = Some(report);
+                    } else {
+                        tokio::spawn(report);
+                    }
+                }
+                Effect::PersistTxnOffsets(plan) => {
+                    let durable = self.store.write_txn_offsets(
+                        &plan.group_id,
+                        plan.producer_id,
+                        &plan.offsets,
+                    );
+                    let token = plan.token;
+                    let report = self.report_on_durable(
+                        durable,
+                        "transactional offset commit",
+                        plan.group_id,
+                        move |core, result, now| match result {
+                            Ok(()) => core.complete_txn_offset_commit(token, now),
+                            Err(code) => core.fail_txn_offset_commit(token, code, now),
+                        },
+                    );
+                    if caller == Some(token) && own.is_none() {
+                        own = Some(report);
+                    } else {
+                        tokio::spawn(report);
+                    }
+                }
+                Effect::EndTxnOffsets {
+                    token,
+                    group_id,
+                    producer_id,
+                    commit,
+                } => {
+                    let durable = self.store.end_txn_offsets(&group_id, producer_id, commit);
+                    let report = self.report_on_durable(
+                        durable,
+                        "transaction marker",
+                        group_id,
+                        move |core, result, now| match result {
+                            Ok(()) => core.complete_txn_marker(token, now),
+                            Err(code) => core.fail_txn_marker(token, code, now),
                         },
                     );
                     if caller == Some(token) && own.is_none() {

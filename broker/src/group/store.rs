@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
+use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata, StoredTxnOffsets};
 pub use crate::store::{Durable, StoreError};
 
 /// What a group's log holds when it is loaded.
@@ -18,6 +18,9 @@ pub struct StoredGroup {
     pub metadata: Option<GroupMetadataRecord>,
     /// Sorted by topic, then partition.
     pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    /// Offsets of open transactions, by producer id: not the group's until
+    /// the transaction commits.
+    pub pending_txn_offsets: StoredTxnOffsets,
 }
 
 /// Where group state lives. Every write method orders the write when
@@ -31,6 +34,17 @@ pub trait GroupStore: Send + Sync + 'static {
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError>;
     fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable;
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
+    /// Offsets a transaction of `producer_id` committed (TxnOffsetCommit),
+    /// pending until it ends.
+    fn write_txn_offsets(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        offsets: &CommittedOffsets,
+    ) -> Durable;
+    /// The producer's transaction ended: its pending offsets become the
+    /// group's (commit) or are dropped.
+    fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable;
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
     fn delete_group(&self, group_id: &str) -> Durable;
     /// Ids of every group with a log (blocking I/O).
@@ -134,6 +148,59 @@ impl GroupStore for MemoryStore {
                     .retain(|(t, p, _)| !partitions.iter().any(|(dt, dp)| dt == t && dp == p));
             }
         })
+    }
+
+    fn write_txn_offsets(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        offsets: &CommittedOffsets,
+    ) -> Durable {
+        self.write(group_id, |groups| {
+            let group = groups.entry(group_id.to_string()).or_default();
+            let pending = match group
+                .pending_txn_offsets
+                .iter_mut()
+                .find(|(p, _)| *p == producer_id)
+            {
+                Some((_, pending)) => pending,
+                None => {
+                    group.pending_txn_offsets.push((producer_id, Vec::new()));
+                    &mut group.pending_txn_offsets.last_mut().expect("pushed").1
+                }
+            };
+            for (t, p, o) in offsets.iter() {
+                match pending
+                    .iter_mut()
+                    .find(|(pt, pp, _)| pt.as_str() == t.as_ref() && pp == p)
+                {
+                    Some(entry) => entry.2 = o.clone(),
+                    None => pending.push((t.to_string(), *p, o.clone())),
+                }
+            }
+        })
+    }
+
+    fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable {
+        let committed = self.groups.lock().get_mut(group_id).and_then(|group| {
+            let i = group
+                .pending_txn_offsets
+                .iter()
+                .position(|(p, _)| *p == producer_id)?;
+            Some(group.pending_txn_offsets.remove(i).1)
+        });
+        match committed.filter(|_| commit) {
+            Some(offsets) => {
+                let offsets: CommittedOffsets = Arc::new(
+                    offsets
+                        .into_iter()
+                        .map(|(t, p, o)| (Arc::from(t.as_str()), p, o))
+                        .collect(),
+                );
+                self.commit_offsets(group_id, &offsets)
+            }
+            None => self.write(group_id, |_| {}),
+        }
     }
 
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {

@@ -34,6 +34,19 @@ pub async fn append_marker_here(
     commit: bool,
     coordinator_epoch: i32,
 ) -> i16 {
+    // A consumer group's offsets: its coordinator commits or drops them.
+    if let Some(group_id) = TopicPartition::new(topic, partition).offsets_group() {
+        return match broker
+            .groups
+            .txn_marker(group_id, producer_id, commit)
+            .await
+        {
+            Ok(code) => code,
+            // Moved: the next try goes to the new coordinator.
+            Err(e) if e.0 == Err::NotCoordinator.code() => Err::NotLeaderOrFollower.code(),
+            Err(e) => e.0,
+        };
+    }
     let Some(meta) = broker
         .storage
         .topics
@@ -108,9 +121,11 @@ impl MarkerWriter for BrokerMarkers {
                 let routing = broker.routing();
                 let mut remote: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
                 for tp in left.clone() {
-                    let leader = routing
-                        .as_ref()
-                        .and_then(|r| r.owner_of_partition(&tp.topic, tp.partition));
+                    // A group's offsets go to the group's coordinator.
+                    let leader = routing.as_ref().and_then(|r| match tp.offsets_group() {
+                        Some(group_id) => r.owner_of_group(group_id),
+                        None => r.owner_of_partition(&tp.topic, tp.partition),
+                    });
                     match leader {
                         Some(id) if id == broker.id() => {
                             let code = append_marker_here(

@@ -155,6 +155,111 @@ public class Transactions {
         Set<String> after = new TreeSet<>(readAll("read_committed", 15));
         check(after.stream().noneMatch(v -> v.startsWith("zombie")), "nothing of the zombie's is visible");
         check(after.containsAll(values("successor", 1)), "the successor's transaction is visible");
+        consumeTransformProduce(a);
         System.out.println("all checks passed");
+    }
+
+    /** sendOffsetsToTransaction with the consumer's group metadata (KIP-447). */
+    static void consumeTransformProduce(Properties a) throws Exception {
+        String in = "java-in", out = "java-out", group = "java-ctp";
+        try (Admin admin = Admin.create(a)) {
+            admin.createTopics(List.of(new NewTopic(in, PARTITIONS, (short) 1),
+                                       new NewTopic(out, PARTITIONS, (short) 1))).all().get();
+        }
+        Properties pp = new Properties();
+        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        try (KafkaProducer<String, String> plain = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < 30; i++) plain.send(new ProducerRecord<>(in, i % PARTITIONS, null, "in-" + i)).get();
+        }
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        c.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c);
+             KafkaProducer<String, String> p = producer("java-ctp-txn");
+             Admin admin = Admin.create(a)) {
+            consumer.subscribe(List.of(in));
+            int copied = 0;
+            long deadline = System.currentTimeMillis() + 60000;
+            while (copied < 30 && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<String, String> rs = consumer.poll(Duration.ofMillis(200));
+                if (rs.isEmpty()) continue;
+                p.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+                for (ConsumerRecord<String, String> r : rs) {
+                    p.send(new ProducerRecord<>(out, r.partition(), null, "out-" + r.value()));
+                    next.put(new TopicPartition(in, r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    copied++;
+                }
+                p.sendOffsetsToTransaction(next, consumer.groupMetadata());
+                p.commitTransaction();
+            }
+            check(copied == 30, "copied every input record once (" + copied + ")");
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            boolean atEnd = true;
+            for (int part = 0; part < PARTITIONS; part++) {
+                OffsetAndMetadata o = committed.get(new TopicPartition(in, part));
+                atEnd &= o != null && o.offset() == 10;
+            }
+            check(atEnd, "the transactions committed the group's offsets: " + committed);
+
+            // One more round, aborted: neither its output nor its offsets stay.
+            try (KafkaProducer<String, String> plain = new KafkaProducer<>(pp)) {
+                for (int i = 30; i < 33; i++) plain.send(new ProducerRecord<>(in, i % PARTITIONS, null, "in-" + i)).get();
+            }
+            int extra = 0;
+            p.beginTransaction();
+            Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+            deadline = System.currentTimeMillis() + 30000;
+            while (extra < 3 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                    p.send(new ProducerRecord<>(out, r.partition(), null, "out-" + r.value()));
+                    next.put(new TopicPartition(in, r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    extra++;
+                }
+            }
+            p.sendOffsetsToTransaction(next, consumer.groupMetadata());
+            p.abortTransaction();
+            Map<TopicPartition, OffsetAndMetadata> after =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            check(after.equals(committed), "an aborted transaction's offsets are dropped: " + after);
+        }
+        Set<String> want = new TreeSet<>();
+        for (int i = 0; i < 30; i++) want.add("out-in-" + i);
+        List<String> output = readTopic(out, "read_committed", 30);
+        check(output.size() == 30 && new TreeSet<>(output).equals(want),
+              "the output holds every input record exactly once (" + output.size() + ")");
+    }
+
+    static List<String> readTopic(String topic, String isolation, int atLeast) {
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+        List<String> got = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) tps.add(new TopicPartition(topic, p));
+            consumer.assign(tps);
+            consumer.seekToBeginning(tps);
+            long deadline = System.currentTimeMillis() + 30000, quiet = System.currentTimeMillis();
+            while (System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
+                    got.add(r.value());
+                    quiet = System.currentTimeMillis();
+                }
+                if (got.size() >= atLeast && System.currentTimeMillis() - quiet > 2000) break;
+            }
+        }
+        return got;
     }
 }

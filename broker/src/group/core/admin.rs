@@ -308,6 +308,8 @@ impl GroupCoordinator {
         }
         self.timers.cancel_group(group_id);
         self.offsets.remove(group_id);
+        // The log keeps them; a reload reads them back.
+        self.pending_txn.remove(group_id);
         self.orphan_pending_offsets(group_id);
         fx
     }

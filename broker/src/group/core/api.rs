@@ -412,6 +412,9 @@ pub enum Response {
     OffsetCommit(OffsetCommitResponse),
     OffsetDelete(OffsetDeleteResponse),
     DeleteGroups(DeleteGroupsResponse),
+    TxnOffsetCommit(OffsetCommitResponse),
+    /// A transaction marker applied to the group's pending offsets.
+    TxnMarker(i16),
 }
 
 /// What the shell must do, in order.
@@ -428,6 +431,17 @@ pub enum Effect {
     },
     /// Make the offsets durable, then `complete_offset_commit` / `fail_offset_commit`.
     PersistOffsets(OffsetCommitPlan),
+    /// Stage a transaction's offsets durably, then
+    /// `complete_txn_offset_commit` / `fail_txn_offset_commit`.
+    PersistTxnOffsets(super::TxnOffsetsPlan),
+    /// Commit or drop a producer's pending offsets durably, then
+    /// `complete_txn_marker` / `fail_txn_marker`.
+    EndTxnOffsets {
+        token: RequestToken,
+        group_id: String,
+        producer_id: i64,
+        commit: bool,
+    },
     /// Remove offsets durably, then `complete_offset_delete` / `fail_offset_delete`.
     DeleteOffsets(OffsetDeletePlan),
     /// Delete groups durably, then `complete_delete_groups` / `fail_delete_groups`.

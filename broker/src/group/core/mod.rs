@@ -20,6 +20,7 @@ pub mod protocol;
 mod rebalance;
 mod sync;
 mod time;
+mod txn_offsets;
 pub(crate) mod vecmap;
 
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use errors::{append_error_to_response_error, code};
 pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
 pub use time::TimerKey;
+pub use txn_offsets::{StoredTxnOffsets, TxnOffsetCommitRequest, TxnOffsetsPlan};
 
 use offsets::{PendingCommit, PendingGroupDelete, PendingOffsetDelete};
 use time::Timers;
@@ -156,6 +158,11 @@ pub struct GroupCoordinator {
     pub(crate) inflight: HashMap<String, Vec<RequestToken>>,
     pub(crate) pending_offset_deletes: HashMap<RequestToken, PendingOffsetDelete>,
     pub(crate) pending_group_deletes: HashMap<RequestToken, PendingGroupDelete>,
+    /// group -> producer id -> offsets of its open transaction.
+    pub(crate) pending_txn:
+        HashMap<String, std::collections::BTreeMap<i64, txn_offsets::PendingOffsets>>,
+    pub(crate) pending_txn_commits: HashMap<RequestToken, txn_offsets::PendingTxnCommit>,
+    pub(crate) pending_txn_ends: HashMap<RequestToken, txn_offsets::PendingTxnEnd>,
 }
 
 impl GroupCoordinator {
@@ -170,6 +177,9 @@ impl GroupCoordinator {
             inflight: HashMap::new(),
             pending_offset_deletes: HashMap::new(),
             pending_group_deletes: HashMap::new(),
+            pending_txn: HashMap::new(),
+            pending_txn_commits: HashMap::new(),
+            pending_txn_ends: HashMap::new(),
         }
     }
 

@@ -8,9 +8,10 @@ use super::errors::{append_error_to_response_error, code};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{
     ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupState, OffsetAndMetadata,
-    OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse, OffsetDeletePlan,
-    OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchPartition, OffsetFetchRequest,
-    OffsetFetchResponse, OffsetFetchTopic, PartitionResult, RequestToken, Response, TopicResult,
+    OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    OffsetDeletePlan, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchPartition,
+    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, PartitionResult, RequestToken,
+    Response, TopicResult,
 };
 
 #[derive(Debug)]
@@ -141,9 +142,13 @@ impl GroupCoordinator {
             .flat_map(|p| p.offsets.iter().map(|(t, p, _)| (&**t, *p)))
     }
 
+    /// A commit of the partition is between plan and outcome, or a
+    /// transaction's offset for it is pending: `require_stable` readers
+    /// wait.
     fn is_inflight(&self, group_id: &str, topic: &str, partition: i32) -> bool {
         self.inflight_offsets(group_id)
             .any(|(t, p)| t == topic && p == partition)
+            || self.has_pending_txn_offset(group_id, topic, partition)
     }
 
     /// OffsetCommit. Errors are answered at once; otherwise the validated
@@ -196,12 +201,48 @@ impl GroupCoordinator {
         } else {
             Some(now_ms.saturating_add(req.retention_time_ms.max(0) as u64))
         };
-        let max = self.config.offset_metadata_max_bytes;
-        let mut offsets = Vec::with_capacity(req.topics.iter().map(|t| t.partitions.len()).sum());
-        let mut response = OffsetCommitResponse {
-            topics: Vec::with_capacity(req.topics.len()),
+        let (offsets, response) = self.offsets_to_commit(&req.topics, now_ms, expire);
+        if offsets.is_empty() {
+            fx.push(Effect::Respond(token, Response::OffsetCommit(response)));
+            return fx;
+        }
+        self.inflight_add(&req.group_id, token);
+        let offsets = std::sync::Arc::new(offsets);
+        let plan = OffsetCommitPlan {
+            token,
+            group_id: req.group_id.clone(),
+            offsets: offsets.clone(),
         };
-        for t in &req.topics {
+        self.pending_commits.insert(
+            token,
+            PendingCommit {
+                group_id: req.group_id,
+                response,
+                offsets,
+                orphaned: false,
+            },
+        );
+        fx.push(Effect::PersistOffsets(plan));
+        fx
+    }
+
+    /// The offsets a commit of `topics` writes, and its answer (metadata
+    /// over `offset.metadata.max.bytes` refused per partition).
+    pub(crate) fn offsets_to_commit(
+        &self,
+        topics: &[OffsetCommitTopic],
+        now_ms: u64,
+        expire: Option<u64>,
+    ) -> (
+        Vec<(std::sync::Arc<str>, i32, OffsetAndMetadata)>,
+        OffsetCommitResponse,
+    ) {
+        let max = self.config.offset_metadata_max_bytes;
+        let mut offsets = Vec::with_capacity(topics.iter().map(|t| t.partitions.len()).sum());
+        let mut response = OffsetCommitResponse {
+            topics: Vec::with_capacity(topics.len()),
+        };
+        for t in topics {
             let name: std::sync::Arc<str> = t.name.as_str().into();
             let mut partitions = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
@@ -233,28 +274,7 @@ impl GroupCoordinator {
                 partitions,
             });
         }
-        if offsets.is_empty() {
-            fx.push(Effect::Respond(token, Response::OffsetCommit(response)));
-            return fx;
-        }
-        self.inflight_add(&req.group_id, token);
-        let offsets = std::sync::Arc::new(offsets);
-        let plan = OffsetCommitPlan {
-            token,
-            group_id: req.group_id.clone(),
-            offsets: offsets.clone(),
-        };
-        self.pending_commits.insert(
-            token,
-            PendingCommit {
-                group_id: req.group_id,
-                response,
-                offsets,
-                orphaned: false,
-            },
-        );
-        fx.push(Effect::PersistOffsets(plan));
-        fx
+        (offsets, response)
     }
 
     /// The offsets of `token`'s plan are durable: apply and acknowledge.

@@ -121,6 +121,8 @@ pub struct LoadedGroup {
     pub replayed_deltas: usize,
     /// A transaction log's state of its transactional id.
     pub txn: Option<TxnTransit>,
+    /// A group's transactional offsets, pending by producer id.
+    pub pending_txn_offsets: crate::group::core::StoredTxnOffsets,
 }
 
 /// A torn or corrupt tail found (and truncated) when a log was opened.
@@ -386,6 +388,12 @@ impl Logs {
                 log.dir_dirty |= failed;
                 let loaded = LoadedGroup {
                     txn: log.table.txn.clone(),
+                    pending_txn_offsets: log
+                        .table
+                        .pending
+                        .iter()
+                        .map(|(p, o)| (*p, o.clone()))
+                        .collect(),
                     metadata: log.table.metadata.clone(),
                     offsets: log.table.offsets(),
                     damage: replay.damage,
@@ -460,6 +468,51 @@ impl Logs {
         let create = record.is_some();
         let ordered =
             self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
+        durable(ordered)
+    }
+
+    /// Appends offsets a transaction committed for the group, pending until
+    /// it ends (creating the log if needed); the future resolves once they
+    /// are durable.
+    pub fn write_txn_offsets<T: AsRef<str>>(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        offsets: &[(T, i32, OffsetAndMetadata)],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered = records::encode_txn_offsets(producer_id, offsets)
+            .map_err(StoreError::from)
+            .and_then(|frame| {
+                self.append(group_id, &frame, true, |table| {
+                    table.apply(Record::TxnOffsets {
+                        producer_id,
+                        offsets: offsets
+                            .iter()
+                            .map(|(t, p, o)| (t.as_ref().to_string(), *p, o.clone()))
+                            .collect(),
+                    })
+                })
+            });
+        durable(ordered)
+    }
+
+    /// Appends the end of a producer's transaction for the group (nothing
+    /// to do without a log): its pending offsets become the group's, or are
+    /// dropped; the future resolves once it is durable.
+    pub fn end_txn_offsets(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        commit: bool,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered = self.append_record(
+            group_id,
+            Record::TxnEnd {
+                producer_id,
+                commit,
+            },
+            false,
+        );
         durable(ordered)
     }
 
@@ -660,6 +713,7 @@ impl crate::group::store::GroupStore for GroupLogStore {
         Ok(loaded.map(|g| StoredGroup {
             metadata: g.metadata,
             offsets: g.offsets,
+            pending_txn_offsets: g.pending_txn_offsets,
         }))
     }
 
@@ -674,6 +728,24 @@ impl crate::group::store::GroupStore for GroupLogStore {
         let partitions = partitions.to_vec();
         self.ordered(group_id, move |logs, group| {
             logs.delete_offsets(group, &partitions)
+        })
+    }
+
+    fn write_txn_offsets(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        offsets: &CommittedOffsets,
+    ) -> Durable {
+        let offsets = offsets.clone();
+        self.ordered(group_id, move |logs, group| {
+            logs.write_txn_offsets(group, producer_id, &offsets[..])
+        })
+    }
+
+    fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable {
+        self.ordered(group_id, move |logs, group| {
+            logs.end_txn_offsets(group, producer_id, commit)
         })
     }
 

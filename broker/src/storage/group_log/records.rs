@@ -14,6 +14,8 @@
 //! | 7    | OffsetCommit  | binary offsets (below)                                   |
 //! | 8    | Snapshot      | binary offsets, then metadata and claim (below)          |
 //! | 9    | Transaction   | JSON: a transactional id's state (below) or `null`       |
+//! | 10   | TxnOffsets    | `i64 producer id`, then binary offsets: pending until the transaction ends |
+//! | 11   | TxnEnd        | `i64 producer id`, `u8` 1 commit / 0 abort               |
 //!
 //! Commits and snapshots are most of what a coordinator writes, so they are
 //! binary (big-endian, as Kafka's own records): encoding a 1000-offset
@@ -25,10 +27,12 @@
 //! commit timestamp, i64 expire timestamp (-1: none), u32 metadata length,
 //! metadata (UTF-8)`. A binary snapshot follows its offsets with `u8` 0/1
 //! and, if 1, `u32 length` + the metadata record as JSON (as in kind 4),
-//! then `u8` 0/1 and, if 1, `i32 broker, u64 assignment version`; a
-//! snapshot of a transaction log then has `u8` 1, `u32 length` and the
-//! transaction as JSON (as in kind 9). Group snapshots end after the claim,
-//! as they always have.
+//! then `u8` 0/1 and, if 1, `i32 broker, u64 assignment version`. Optional
+//! sections follow, each a `u8` tag: 1 (a transaction log's state: `u32
+//! length` and the transaction as JSON, as in kind 9) and 2 (a group's
+//! pending transactional offsets: `u32 count`, then per producer `i64
+//! producer id` and binary offsets). A snapshot with neither ends after the
+//! claim, as group snapshots always have.
 //!
 //! The logs of transactional ids (`__cluster/__transaction_state`) are
 //! the same files: a header, claims, kind 9 records and snapshots. A
@@ -63,6 +67,11 @@ const KIND_CLAIM: u8 = 6;
 const KIND_COMMIT: u8 = 7;
 const KIND_SNAPSHOT: u8 = 8;
 const KIND_TXN: u8 = 9;
+const KIND_TXN_OFFSETS: u8 = 10;
+const KIND_TXN_END: u8 = 11;
+
+const SECTION_TXN: u8 = 1;
+const SECTION_PENDING: u8 = 2;
 
 /// Offsets as the store takes and returns them: (topic, partition, offset).
 pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
@@ -144,7 +153,12 @@ pub(super) struct Snapshot {
     metadata: Option<GroupMetadataRecord>,
     claim: Option<ClaimBody>,
     txn: Option<TxnTransit>,
+    pending: PendingTxnOffsets,
 }
+
+/// Transactional offsets by producer id, pending until their transaction
+/// ends.
+pub type PendingTxnOffsets = std::collections::BTreeMap<i64, Offsets>;
 
 /// A transactional id's state as its log stores it (kind 9).
 #[derive(Debug, Serialize, Deserialize)]
@@ -222,6 +236,17 @@ pub(super) enum Record {
     Claim(ClaimBody),
     /// A transactional id's state; `None` clears it.
     Txn(Option<TxnTransit>),
+    /// Offsets a transaction committed for the group, pending until it ends.
+    TxnOffsets {
+        producer_id: i64,
+        offsets: Offsets,
+    },
+    /// The transaction of `producer_id` ended: its pending offsets become
+    /// the group's (commit) or are dropped (abort).
+    TxnEnd {
+        producer_id: i64,
+        commit: bool,
+    },
 }
 
 impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
@@ -415,6 +440,22 @@ pub(super) fn encode_commit<T: AsRef<str>>(
     f.finish()
 }
 
+/// The framed record of a transaction's pending offsets for a group.
+pub(super) fn encode_txn_offsets<T: AsRef<str>>(
+    producer_id: i64,
+    offsets: &[(T, i32, OffsetAndMetadata)],
+) -> io::Result<Vec<u8>> {
+    let capacity = 8 + offsets_capacity(offsets.iter().map(|(t, _, o)| (t.as_ref(), o)));
+    let mut f = FrameBuf::new(KIND_TXN_OFFSETS, capacity);
+    f.0.put_i64(producer_id);
+    put_offsets(
+        &mut f.0,
+        offsets.len(),
+        offsets.iter().map(|(t, p, o)| (t.as_ref(), *p, o)),
+    )?;
+    f.finish()
+}
+
 /// Frames a JSON-bodied record. Commits and snapshots have their own
 /// encoders ([`encode_commit`], [`Table::encode_snapshot`]).
 pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
@@ -424,6 +465,19 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
         Record::Metadata(b) => FrameBuf::json(KIND_METADATA, b),
         Record::Claim(b) => FrameBuf::json(KIND_CLAIM, b),
         Record::Txn(t) => FrameBuf::json(KIND_TXN, &t.as_ref().map(TxnBody::from)),
+        Record::TxnOffsets {
+            producer_id,
+            offsets,
+        } => encode_txn_offsets(*producer_id, offsets),
+        Record::TxnEnd {
+            producer_id,
+            commit,
+        } => {
+            let mut f = FrameBuf::new(KIND_TXN_END, 9);
+            f.0.put_i64(*producer_id);
+            f.0.put_u8(u8::from(*commit));
+            f.finish()
+        }
         Record::Commit(offsets) => encode_commit(offsets),
         Record::Snapshot(_) => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -554,25 +608,39 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
         }),
         other => return Err(format!("bad claim flag {other}")),
     };
-    // Group snapshots end here; a transaction log's go on.
-    let txn = match r.0.is_empty() {
-        true => None,
-        false => match r.u8()? {
-            1 => {
+    // Optional sections, each once, by tag.
+    let mut txn = None;
+    let mut pending = PendingTxnOffsets::new();
+    while !r.0.is_empty() {
+        match r.u8()? {
+            SECTION_TXN if txn.is_none() => {
                 let len = r.u32()? as usize;
                 let body: TxnBody =
                     serde_json::from_slice(r.bytes(len)?).map_err(|e| e.to_string())?;
-                Some(TxnTransit::try_from(body)?)
+                txn = Some(TxnTransit::try_from(body)?);
             }
-            other => return Err(format!("bad transaction flag {other}")),
-        },
-    };
-    r.end()?;
+            SECTION_PENDING if pending.is_empty() => {
+                let producers = r.u32()? as usize;
+                // Each producer takes at least its id and a count.
+                if producers > r.0.len() / 12 {
+                    return Err(format!(
+                        "pending producer count {producers} exceeds the record"
+                    ));
+                }
+                for _ in 0..producers {
+                    let producer_id = r.i64()?;
+                    pending.insert(producer_id, r.offsets()?);
+                }
+            }
+            other => return Err(format!("bad snapshot section {other}")),
+        }
+    }
     Ok(Snapshot {
         offsets,
         metadata,
         claim,
         txn,
+        pending,
     })
 }
 
@@ -600,6 +668,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
                     metadata: s.metadata.map(Into::into),
                     claim: s.claim,
                     txn: None,
+                    pending: PendingTxnOffsets::new(),
                 })
             })
             .map_err(json_err),
@@ -622,6 +691,30 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
                 .transpose()
                 .map_err(bin_err)?;
             Ok(Record::Txn(txn))
+        }
+        KIND_TXN_OFFSETS => {
+            let mut r = Reader(body);
+            let producer_id = r.i64().map_err(bin_err)?;
+            let offsets = r.offsets().map_err(bin_err)?;
+            r.end().map_err(bin_err)?;
+            Ok(Record::TxnOffsets {
+                producer_id,
+                offsets,
+            })
+        }
+        KIND_TXN_END => {
+            let mut r = Reader(body);
+            let producer_id = r.i64().map_err(bin_err)?;
+            let commit = match r.u8().map_err(bin_err)? {
+                0 => false,
+                1 => true,
+                other => return Err(bin_err(format!("bad commit flag {other}"))),
+            };
+            r.end().map_err(bin_err)?;
+            Ok(Record::TxnEnd {
+                producer_id,
+                commit,
+            })
         }
         other => Err(format!("unknown record kind {other}")),
     }
@@ -680,6 +773,8 @@ pub(super) struct Table {
     pub claim: Option<ClaimBody>,
     /// A transaction log's transactional id state.
     pub txn: Option<TxnTransit>,
+    /// A group's transactional offsets, pending by producer.
+    pub pending: PendingTxnOffsets,
 }
 
 impl Table {
@@ -718,11 +813,34 @@ impl Table {
             Record::Metadata(m) => self.metadata = m.map(Into::into),
             Record::Claim(c) => self.claim = Some(c),
             Record::Txn(t) => self.txn = t,
+            Record::TxnOffsets {
+                producer_id,
+                offsets,
+            } => {
+                let pending = self.pending.entry(producer_id).or_default();
+                for (t, p, o) in offsets {
+                    match pending.iter_mut().find(|(pt, pp, _)| *pt == t && *pp == p) {
+                        Some(entry) => entry.2 = o,
+                        None => pending.push((t, p, o)),
+                    }
+                }
+            }
+            Record::TxnEnd {
+                producer_id,
+                commit,
+            } => {
+                if let Some(offsets) = self.pending.remove(&producer_id) {
+                    if commit {
+                        self.apply(Record::Commit(offsets));
+                    }
+                }
+            }
             Record::Snapshot(s) => {
                 self.offsets = VecMap::default();
                 self.metadata = s.metadata;
                 self.claim = s.claim;
                 self.txn = s.txn;
+                self.pending = s.pending;
                 self.apply(Record::Commit(s.offsets));
             }
         }
@@ -766,9 +884,21 @@ impl Table {
         }
         if let Some(t) = &self.txn {
             let json = serde_json::to_vec(&TxnBody::from(t)).map_err(io::Error::other)?;
-            f.0.put_u8(1);
+            f.0.put_u8(SECTION_TXN);
             f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
             f.0.put_slice(&json);
+        }
+        if !self.pending.is_empty() {
+            f.0.put_u8(SECTION_PENDING);
+            f.0.put_u32(u32::try_from(self.pending.len()).map_err(io::Error::other)?);
+            for (producer_id, offsets) in &self.pending {
+                f.0.put_i64(*producer_id);
+                put_offsets(
+                    &mut f.0,
+                    offsets.len(),
+                    offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o)),
+                )?;
+            }
         }
         f.finish()
     }
@@ -871,6 +1001,44 @@ mod tests {
         let (cleared, _) = read_frame(&encode(&Record::Txn(None)).unwrap()).unwrap();
         again.apply(cleared);
         assert_eq!(again.txn, None);
+    }
+
+    #[test]
+    fn pending_transactional_offsets_commit_or_abort_and_survive_a_snapshot() {
+        let offsets: Offsets = vec![("in".into(), 0, oam(10, "", None, None))];
+        let frame = encode_txn_offsets(7, &offsets).unwrap();
+        let (record, _) = read_frame(&frame).unwrap();
+        let mut table = Table::default();
+        table.commit("in", 0, oam(5, "", None, None));
+        table.apply(record);
+        let (other, _) = read_frame(&encode_txn_offsets(8, &offsets).unwrap()).unwrap();
+        table.apply(other);
+        assert_eq!(
+            table.offsets()[0].2.offset,
+            5,
+            "pending offsets are not the group's"
+        );
+        assert_eq!(table.pending.len(), 2);
+        // A snapshot keeps them pending.
+        let (snap, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
+        let mut again = Table::default();
+        again.apply(snap);
+        assert_eq!(again.pending, table.pending);
+        assert_eq!(again.offsets(), table.offsets());
+        for (producer_id, commit) in [(7, true), (8, false)] {
+            let end = encode(&Record::TxnEnd {
+                producer_id,
+                commit,
+            })
+            .unwrap();
+            again.apply(read_frame(&end).unwrap().0);
+        }
+        assert!(again.pending.is_empty());
+        assert_eq!(
+            again.offsets()[0].2.offset,
+            10,
+            "the committed transaction's offset"
+        );
     }
 
     #[test]

@@ -19,12 +19,28 @@ pub struct TopicPartition {
     pub partition: i32,
 }
 
+/// The prefix of the pseudo partition that stands for a consumer group's
+/// offsets in a transaction (AddOffsetsToTxn). kaas has no offsets topic:
+/// groups have logs of their own, so the transaction names the group. A
+/// topic name cannot hold ':', so no topic is mistaken for one.
+const GROUP_OFFSETS: &str = "__consumer_offsets:";
+
 impl TopicPartition {
     pub fn new(topic: impl Into<String>, partition: i32) -> TopicPartition {
         TopicPartition {
             topic: topic.into(),
             partition,
         }
+    }
+
+    /// The offsets of `group_id`, as a partition of a transaction.
+    pub fn offsets_of(group_id: &str) -> TopicPartition {
+        TopicPartition::new(format!("{GROUP_OFFSETS}{group_id}"), 0)
+    }
+
+    /// The group whose offsets this pseudo partition stands for.
+    pub fn offsets_group(&self) -> Option<&str> {
+        self.topic.strip_prefix(GROUP_OFFSETS)
     }
 }
 

@@ -7,6 +7,7 @@ mod offsets;
 mod rebalance;
 mod static_members;
 mod sync_heartbeat_leave;
+mod txn_offsets;
 
 use std::collections::HashMap;
 
@@ -39,6 +40,9 @@ pub(crate) struct Shell {
     pub offset_delete_plans: Vec<OffsetDeletePlan>,
     pub group_delete_plans: Vec<DeleteGroupsPlan>,
     pub expired: Vec<ExpiredOffsets>,
+    pub txn_offset_plans: Vec<TxnOffsetsPlan>,
+    /// Transaction markers waiting for their write: (token, commit).
+    pub txn_ends: Vec<(RequestToken, bool)>,
 }
 
 impl Shell {
@@ -59,6 +63,8 @@ impl Shell {
             offset_delete_plans: Vec::new(),
             group_delete_plans: Vec::new(),
             expired: Vec::new(),
+            txn_offset_plans: Vec::new(),
+            txn_ends: Vec::new(),
         }
     }
 
@@ -91,6 +97,8 @@ impl Shell {
                 Effect::DeleteOffsets(p) => self.offset_delete_plans.push(p),
                 Effect::DeleteGroups(p) => self.group_delete_plans.push(p),
                 Effect::OffsetsExpired(e) => self.expired.push(e),
+                Effect::PersistTxnOffsets(p) => self.txn_offset_plans.push(p),
+                Effect::EndTxnOffsets { token, commit, .. } => self.txn_ends.push((token, commit)),
             }
         }
     }

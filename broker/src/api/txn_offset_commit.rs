@@ -1,0 +1,106 @@
+//! TxnOffsetCommit (key 28): offsets a transaction commits for a consumer
+//! group, sent to the group's coordinator. They stay pending (invisible to
+//! OffsetFetch) until the transaction's marker commits or aborts them.
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::{group_error, str_bytes, Err, RequestContext};
+use crate::group::core::{self, OffsetCommitPartition, OffsetCommitTopic};
+
+pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let v = ctx.api_version;
+    let topics: Vec<OffsetCommitTopic> = req
+        .topics
+        .iter()
+        .map(|t| OffsetCommitTopic {
+            name: t.name.0.to_string(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| OffsetCommitPartition {
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if v >= 2 { p.committed_leader_epoch } else { -1 },
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                })
+                .collect(),
+        })
+        .collect();
+    let request = core::TxnOffsetCommitRequest {
+        group_id: req.group_id.0.to_string(),
+        producer_id: req.producer_id.0,
+        producer_epoch: req.producer_epoch,
+        // KIP-447's group metadata from v3.
+        generation_id: if v >= 3 { req.generation_id } else { -1 },
+        member_id: if v >= 3 {
+            req.member_id.to_string()
+        } else {
+            String::new()
+        },
+        group_instance_id: if v >= 3 {
+            req.group_instance_id.as_ref().map(|s| s.to_string())
+        } else {
+            None
+        },
+        topics,
+    };
+    let answer = match ctx.broker.groups.request(request).await {
+        Ok(r) => r
+            .topics
+            .into_iter()
+            .map(|t| {
+                (
+                    t.name,
+                    t.partitions
+                        .into_iter()
+                        .map(|p| (p.partition, p.error_code))
+                        .collect(),
+                )
+            })
+            .collect(),
+        Err(e) => {
+            let code = group_error(e);
+            req.topics
+                .iter()
+                .map(|t| {
+                    let parts = t
+                        .partitions
+                        .iter()
+                        .map(|p| (p.partition_index, code))
+                        .collect();
+                    (t.name.0.to_string(), parts)
+                })
+                .collect::<Vec<(String, Vec<(i32, i16)>)>>()
+        }
+    };
+    // Clients before v2 retry COORDINATOR_NOT_AVAILABLE, not LOAD_IN_PROGRESS.
+    let old = |code: i16| {
+        if v < 2 && code == Err::CoordinatorLoadInProgress.code() {
+            Err::CoordinatorNotAvailable.code()
+        } else {
+            code
+        }
+    };
+    TxnOffsetCommitResponse::default().with_topics(
+        answer
+            .into_iter()
+            .map(|(name, partitions)| {
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_partitions(
+                        partitions
+                            .into_iter()
+                            .map(|(p, code)| {
+                                TxnOffsetCommitResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(old(code))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,137 @@
+//! Transactional offsets (Apache's OffsetMetadataManagerTest, the
+//! transactional cases; names kept where they match).
+
+use super::*;
+
+const PID: i64 = 42;
+
+fn txn_req(group: &str, member: &str, generation: i32, offset: i64) -> TxnOffsetCommitRequest {
+    TxnOffsetCommitRequest {
+        group_id: group.into(),
+        producer_id: PID,
+        producer_epoch: 0,
+        generation_id: generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        topics: vec![OffsetCommitTopic {
+            name: "in".into(),
+            partitions: vec![OffsetCommitPartition {
+                partition: 0,
+                offset,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+        }],
+    }
+}
+
+impl Shell {
+    /// TxnOffsetCommit, its write made durable; the partition's error.
+    fn txn_commit(&mut self, req: TxnOffsetCommitRequest) -> i16 {
+        let t = self.token();
+        let fx = self.c.txn_offset_commit(t, req, self.now);
+        self.apply(fx);
+        if let Some(i) = self.txn_offset_plans.iter().position(|p| p.token == t) {
+            self.txn_offset_plans.remove(i);
+            let fx = self.c.complete_txn_offset_commit(t, self.now);
+            self.apply(fx);
+        }
+        match self.responses.remove(&t) {
+            Some(Response::TxnOffsetCommit(r)) => r.topics[0].partitions[0].error_code,
+            other => panic!("not a TxnOffsetCommit answer: {other:?}"),
+        }
+    }
+
+    /// A marker for the group, its write made durable.
+    fn marker(&mut self, group: &str, commit: bool) -> i16 {
+        let t = self.token();
+        let fx = self.c.txn_marker(t, group, PID, commit);
+        self.apply(fx);
+        if let Some(i) = self.txn_ends.iter().position(|(tok, _)| *tok == t) {
+            self.txn_ends.remove(i);
+            let fx = self.c.complete_txn_marker(t, self.now);
+            self.apply(fx);
+        }
+        match self.responses.remove(&t) {
+            Some(Response::TxnMarker(code)) => code,
+            other => panic!("not a marker answer: {other:?}"),
+        }
+    }
+
+    fn fetched(&self, group: &str, require_stable: bool) -> (i64, i16) {
+        let r = self.c.offset_fetch(&OffsetFetchRequest {
+            group_id: group.into(),
+            topics: Some(vec![("in".into(), vec![0])]),
+            require_stable,
+        });
+        let p = &r.topics[0].partitions[0];
+        (p.offset, p.error_code)
+    }
+}
+
+#[test]
+fn test_generic_group_transactional_offset_commit() {
+    let mut s = Shell::new();
+    assert_eq!(s.txn_commit(txn_req("foo", "", -1, 100)), code::NONE);
+    // Pending: not the group's, and require_stable readers wait.
+    assert_eq!(s.fetched("foo", false), (-1, code::NONE));
+    assert_eq!(s.fetched("foo", true).1, code::UNSTABLE_OFFSET_COMMIT);
+    assert_eq!(s.marker("foo", true), code::NONE);
+    assert_eq!(s.fetched("foo", true), (100, code::NONE));
+}
+
+#[test]
+fn test_generic_group_transactional_offset_commit_with_unknown_group_id_and_generation() {
+    let mut s = Shell::new();
+    assert_eq!(
+        s.txn_commit(txn_req("foo", "member", 10, 100)),
+        code::ILLEGAL_GENERATION
+    );
+    assert_eq!(s.fetched("foo", true), (-1, code::NONE));
+}
+
+#[test]
+fn an_aborted_transactions_offsets_are_dropped() {
+    let mut s = Shell::new();
+    s.txn_commit(txn_req("foo", "", -1, 100));
+    assert_eq!(s.marker("foo", false), code::NONE);
+    assert_eq!(s.fetched("foo", true), (-1, code::NONE));
+    assert!(s.c.pending_txn_producers("foo").is_empty());
+}
+
+#[test]
+fn a_marker_with_nothing_pending_is_answered_at_once() {
+    let mut s = Shell::new();
+    let t = s.token();
+    let fx = s.c.txn_marker(t, "foo", PID, true);
+    assert!(matches!(
+        fx.as_slice(),
+        [Effect::Respond(_, Response::TxnMarker(0))]
+    ));
+}
+
+#[test]
+fn loaded_pending_offsets_stay_pending_until_their_marker() {
+    let mut s = Shell::new();
+    s.c.load_pending_txn_offsets(
+        "foo",
+        vec![(
+            PID,
+            vec![(
+                "in".into(),
+                0,
+                OffsetAndMetadata {
+                    offset: 7,
+                    leader_epoch: None,
+                    metadata: String::new(),
+                    commit_timestamp_ms: 1,
+                    expire_timestamp_ms: None,
+                },
+            )],
+        )],
+        s.now,
+    );
+    assert_eq!(s.fetched("foo", true).1, code::UNSTABLE_OFFSET_COMMIT);
+    assert_eq!(s.marker("foo", true), code::NONE);
+    assert_eq!(s.fetched("foo", false).0, 7);
+}
