@@ -22,6 +22,9 @@ const T: Duration = Duration::from_secs(20);
 fn config(dir: &std::path::Path) -> LocalClusterConfig {
     let mut c = LocalClusterConfig::new(3, dir.to_path_buf());
     c.base_port = 0;
+    // Timed-out transactions are looked for often, so the timeout test
+    // waits for its timeout, not for the sweep.
+    c.tune = |b| b.transactions.abort_check_interval_ms = 100;
     c
 }
 
@@ -167,6 +170,42 @@ async fn the_older_of_two_producers_with_one_transactional_id_is_fenced() {
         }
         let committed: BTreeSet<String> = read_all(&b, "read_committed", 3).into_iter().collect();
         assert_eq!(committed, values("successor", 1), "nothing of the zombie's");
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_that_stops_mid_transaction_is_aborted_at_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, TOPIC, PARTITIONS).await;
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let stuck: ThreadedProducer<DefaultProducerContext> = client_config(&b)
+            .set("transactional.id", "kaas-txn-stuck")
+            .set("transaction.timeout.ms", "1500")
+            .create()
+            .unwrap();
+        stuck.init_transactions(T).unwrap();
+        stuck.begin_transaction().unwrap();
+        send_round(&stuck, "stuck", 1);
+        stuck.flush(T).unwrap();
+        // The producer goes away without ending its transaction (no abort
+        // on the way out).
+        std::mem::forget(stuck);
+
+        let later = producer(&b, "kaas-txn-later");
+        later.init_transactions(T).unwrap();
+        later.begin_transaction().unwrap();
+        send_round(&later, "later", 1);
+        later.commit_transaction(T).unwrap();
+        // read_committed readers move past the stuck transaction once the
+        // coordinator aborts it, with no client doing anything.
+        let committed: BTreeSet<String> = read_all(&b, "read_committed", 3).into_iter().collect();
+        assert_eq!(committed, values("later", 1));
     })
     .await
     .unwrap();
