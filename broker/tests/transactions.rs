@@ -211,3 +211,59 @@ async fn a_producer_that_stops_mid_transaction_is_aborted_at_its_timeout() {
     .unwrap();
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_its_coordinator_left_prepared_is_completed_by_the_next_without_a_client() {
+    use kaas_broker::storage::group_log::GroupLogOptions;
+    use kaas_broker::storage::txn_log::TxnLogStore;
+    use kaas_broker::txn::core::TxnState;
+    use kaas_broker::txn::store::TxnStore;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, TOPIC, PARTITIONS).await;
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let p: ThreadedProducer<DefaultProducerContext> = client_config(&b)
+            .set("transactional.id", "kaas-txn-orphan")
+            .set("transaction.timeout.ms", "600000")
+            .create()
+            .unwrap();
+        p.init_transactions(T).unwrap();
+        p.begin_transaction().unwrap();
+        send_round(&p, "orphan", 2);
+        p.flush(T).unwrap();
+        // The producer never sends EndTxn, nor anything else.
+        std::mem::forget(p);
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+
+    // What its coordinator left had it made EndTxn(commit) durable and been
+    // killed before a single marker: the id's log says PrepareCommit.
+    let store = TxnLogStore::open(dir.path(), GroupLogOptions::default()).unwrap();
+    let mut t = store
+        .load("kaas-txn-orphan")
+        .unwrap()
+        .expect("the id's log");
+    assert_eq!((t.state, t.partitions.len()), (TxnState::Ongoing, 3));
+    t.state = TxnState::PrepareCommit;
+    store.write("kaas-txn-orphan", &t).await.unwrap();
+    drop(store);
+
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let b = cluster.bootstrap();
+    tokio::task::spawn_blocking(move || {
+        let committed: BTreeSet<String> = read_all(&b, "read_committed", 6).into_iter().collect();
+        assert_eq!(
+            committed,
+            values("orphan", 2),
+            "visible with no client involved"
+        );
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+}

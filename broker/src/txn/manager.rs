@@ -414,9 +414,17 @@ impl TxnManager {
         let abort_every = Duration::from_millis(self.config.abort_check_interval_ms.max(1));
         let expire_every = self.config.expiry_check_interval_ms.max(1) as i64;
         let mut last_expiry = self.now_ms();
+        let mut assignments = self.routing.clone();
+        self.adopt().await;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
+                changed = assignments.changed() => {
+                    if changed.is_ok() {
+                        self.adopt().await;
+                    }
+                    continue;
+                }
                 _ = tokio::time::sleep(abort_every) => {}
             }
             if self.ensure_producer_ids().await.is_err() {
@@ -432,6 +440,30 @@ impl TxnManager {
                 fx.extend(st.core.expire_ids(now));
             }
             self.execute(&mut st, fx);
+        }
+    }
+
+    /// Loads every transactional id this broker now coordinates that has a
+    /// log and is not in memory: a transaction its previous coordinator
+    /// left prepared is completed, and an open one times out, with no client
+    /// asking (Apache loads a whole transaction log partition on election).
+    pub async fn adopt(self: &Arc<Self>) {
+        let store = self.store.clone();
+        let ids = match tokio::task::spawn_blocking(move || store.list()).await {
+            Ok(Ok(ids)) => ids,
+            Ok(Err(e)) => {
+                warn!(error = %e, "cannot list the transaction logs to adopt");
+                return;
+            }
+            Err(_) => return,
+        };
+        for id in ids {
+            let known = self.lock().core.metadata(&id).is_some();
+            if !known && self.check_owner(&id).is_ok() {
+                if let Err(e) = self.prepare(&id).await {
+                    warn!(transactional_id = %id, code = e.0, "cannot adopt a transactional id");
+                }
+            }
         }
     }
 
