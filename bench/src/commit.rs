@@ -678,7 +678,7 @@ impl RawAppend {
 }
 
 /// Median latency (ms) of append + fdatasync, one thread, one file.
-fn idle_fdatasync(path: &Path, record: &[u8], n: usize) -> anyhow::Result<f64> {
+pub(crate) fn idle_fdatasync(path: &Path, record: &[u8], n: usize) -> anyhow::Result<f64> {
     let f = OpenOptions::new()
         .create(true)
         .truncate(true)

@@ -12,6 +12,7 @@ mod rebalance;
 mod report;
 mod routing;
 mod sys;
+mod txn;
 mod wire;
 
 use std::path::PathBuf;
@@ -62,6 +63,8 @@ enum Cmd {
     Memory,
     /// Produce and fetch MB/s with librdkafka, kaas vs tansu.
     Dataplane,
+    /// Transactional produce, EndTxn latency and read_committed fetch.
+    Txn,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -157,6 +160,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Controller, "controller", controller::run(&env));
     bench!(Cmd::Memory, "memory", memory::run(&env));
     bench!(Cmd::Dataplane, "dataplane", dataplane::run(&env));
+    bench!(Cmd::Txn, "txn", txn::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(

@@ -69,7 +69,19 @@ pub trait MarkerWriter: Send + Sync + 'static {
 struct State {
     core: TxnCoordinator,
     waiters: HashMap<RequestToken, oneshot::Sender<TxnAnswer>>,
+    /// Ids whose completion is being written after their markers, and who
+    /// waits for it (a held EndTxn answer).
+    completions: HashMap<String, Vec<oneshot::Sender<()>>>,
 }
+
+/// How long an EndTxn answer waits for the transaction's markers and
+/// completion. Apache answers once PrepareCommit is durable, and the
+/// producer's next AddPartitionsToTxn is then refused with
+/// CONCURRENT_TRANSACTIONS until the completion is written: clients retry
+/// after their backoff (librdkafka 100 ms), which costs more than the few
+/// milliseconds the markers take. Holding the answer until the completion
+/// (never longer than this) lets the next transaction start at once.
+const HOLD_END_TXN_ANSWER: Duration = Duration::from_millis(100);
 
 pub struct TxnManager {
     broker_id: i32,
@@ -110,6 +122,7 @@ impl TxnManager {
             state: Mutex::new(State {
                 core: TxnCoordinator::new(config.core.clone()),
                 waiters: HashMap::new(),
+                completions: HashMap::new(),
             }),
             config,
             store,
@@ -317,11 +330,21 @@ impl TxnManager {
     }
 
     fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<TxnEffect>) {
+        // The answers that come with markers (EndTxn, a fencing
+        // InitProducerId) wait for the completion, within a bound.
+        let marking = effects
+            .iter()
+            .any(|e| matches!(e, TxnEffect::WriteMarkers { .. }));
+        let mut held = Vec::new();
         for effect in effects {
             match effect {
                 TxnEffect::Answer(token, answer) => {
                     if let Some(tx) = st.waiters.remove(&token) {
-                        let _ = tx.send(answer);
+                        if marking {
+                            held.push((tx, answer));
+                        } else {
+                            let _ = tx.send(answer);
+                        }
                     }
                 }
                 TxnEffect::Write {
@@ -333,6 +356,13 @@ impl TxnManager {
                         Some(t) => self.store.write(&transactional_id, t),
                         None => self.store.remove(&transactional_id),
                     };
+                    let completes = transit.as_ref().is_some_and(|t| {
+                        matches!(
+                            t.state,
+                            super::core::TxnState::CompleteCommit
+                                | super::core::TxnState::CompleteAbort
+                        )
+                    });
                     let me = self.clone();
                     tokio::spawn(async move {
                         let outcome = durable.await.map_err(|e| {
@@ -349,6 +379,12 @@ impl TxnManager {
                         let now = me.now_ms();
                         let fx = st.core.write_done(token, outcome, now);
                         me.execute(&mut st, fx);
+                        if completes {
+                            for done in st.completions.remove(&transactional_id).unwrap_or_default()
+                            {
+                                let _ = done.send(());
+                            }
+                        }
                         if moved {
                             // Another broker writes the id now: what we hold is stale.
                             st.core.unload(&transactional_id);
@@ -380,6 +416,20 @@ impl TxnManager {
                         partitions,
                     };
                     let me = self.clone();
+                    if !held.is_empty() {
+                        let (done, completed) = oneshot::channel();
+                        st.completions
+                            .entry(transactional_id.clone())
+                            .or_default()
+                            .push(done);
+                        let answers = std::mem::take(&mut held);
+                        tokio::spawn(async move {
+                            let _ = tokio::time::timeout(HOLD_END_TXN_ANSWER, completed).await;
+                            for (tx, answer) in answers {
+                                let _ = tx.send(answer);
+                            }
+                        });
+                    }
                     tokio::spawn(async move {
                         markers.write(job).await;
                         let mut st = me.lock();
@@ -388,6 +438,10 @@ impl TxnManager {
                     });
                 }
             }
+        }
+        // Answers held for markers that could not be started: sent now.
+        for (tx, answer) in held {
+            let _ = tx.send(answer);
         }
     }
 

@@ -119,45 +119,56 @@ impl MarkerWriter for BrokerMarkers {
                     return;
                 };
                 let routing = broker.routing();
+                // Every partition led here, and every other leader, at once.
+                let mut here = Vec::new();
                 let mut remote: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
-                for tp in left.clone() {
+                for tp in &left {
                     // A group's offsets go to the group's coordinator.
                     let leader = routing.as_ref().and_then(|r| match tp.offsets_group() {
                         Some(group_id) => r.owner_of_group(group_id),
                         None => r.owner_of_partition(&tp.topic, tp.partition),
                     });
                     match leader {
-                        Some(id) if id == broker.id() => {
-                            let code = append_marker_here(
-                                &broker,
-                                &tp.topic,
-                                tp.partition,
-                                job.producer_id,
-                                job.producer_epoch,
-                                commit,
-                                job.coordinator_epoch,
-                            )
-                            .await;
-                            if settled(code) {
-                                left.remove(&tp);
-                            }
-                        }
-                        Some(id) => remote.entry(id).or_default().push(tp),
+                        Some(id) if id == broker.id() => here.push(tp.clone()),
+                        Some(id) => remote.entry(id).or_default().push(tp.clone()),
                         None => {}
                     }
                 }
-                for (leader, partitions) in remote {
-                    match send(&broker, leader, &job, commit, &partitions).await {
-                        Ok(answers) => {
-                            for (tp, code) in answers {
-                                if settled(code) {
-                                    left.remove(&tp);
+                let local = futures::future::join_all(here.into_iter().map(|tp| {
+                    let broker = broker.clone();
+                    let job = &job;
+                    async move {
+                        let code = append_marker_here(
+                            &broker,
+                            &tp.topic,
+                            tp.partition,
+                            job.producer_id,
+                            job.producer_epoch,
+                            commit,
+                            job.coordinator_epoch,
+                        )
+                        .await;
+                        vec![(tp, code)]
+                    }
+                }));
+                let sent =
+                    futures::future::join_all(remote.into_iter().map(|(leader, partitions)| {
+                        let broker = broker.clone();
+                        let job = &job;
+                        async move {
+                            match send(&broker, leader, job, commit, &partitions).await {
+                                Ok(answers) => answers,
+                                Err(e) => {
+                                    debug!(leader, error = %e, "WriteTxnMarkers failed; retrying");
+                                    Vec::new()
                                 }
                             }
                         }
-                        Err(e) => {
-                            debug!(leader, error = %e, "WriteTxnMarkers failed; retrying");
-                        }
+                    }));
+                let (local, sent) = futures::future::join(local, sent).await;
+                for (tp, code) in local.into_iter().chain(sent).flatten() {
+                    if settled(code) {
+                        left.remove(&tp);
                     }
                 }
                 if !left.is_empty() {
