@@ -7,6 +7,7 @@
 //! carries out the [`TxnEffect`]s.
 
 pub mod coordinator;
+mod end_txn;
 pub mod metadata;
 pub mod state;
 
