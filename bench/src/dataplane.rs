@@ -117,7 +117,9 @@ impl ProducerContext for Counting {
     }
 }
 
-fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run> {
+/// Creates `topic` (blocking, with librdkafka's admin client) and lets
+/// metadata settle so a producer sees every partition leader.
+pub(crate) fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()?;
@@ -125,7 +127,7 @@ fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run>
         .enable_all()
         .build()?;
     let created = rt.block_on(admin.create_topics(
-        &[NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1))],
+        &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
         &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
     ))?;
     for r in created {
@@ -133,8 +135,12 @@ fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run>
             anyhow::ensure!(e == RDKafkaErrorCode::TopicAlreadyExists, "create {t}: {e}");
         }
     }
-    // Let metadata settle so the producer sees every partition leader.
     std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
+
+fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run> {
+    create_topic(bootstrap, topic, PARTITIONS)?;
 
     let acked = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));

@@ -6,8 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
@@ -15,6 +13,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 
+use crate::dataplane::create_topic;
 use crate::report::{emit, median, note, section, Figure, Target};
 use crate::wire::ChildServer;
 use crate::Env;
@@ -98,26 +97,6 @@ struct Round {
     uncommitted_mb_s: f64,
 }
 
-fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let created = rt.block_on(admin.create_topics(
-        &[NewTopic::new(topic, PARTITIONS, TopicReplication::Fixed(1))],
-        &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-    ))?;
-    for r in created {
-        if let Err((t, e)) = r {
-            anyhow::ensure!(e == RDKafkaErrorCode::TopicAlreadyExists, "create {t}: {e}");
-        }
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    Ok(())
-}
-
 fn producer(bootstrap: &str, transactional_id: Option<&str>) -> anyhow::Result<BaseProducer> {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
@@ -171,8 +150,8 @@ fn one_round(bootstrap: &str, round: usize, messages: usize) -> anyhow::Result<R
     let payload = vec![b'x'; MESSAGE_BYTES];
     let plain_topic = format!("bench-idem-{round}");
     let txn_topic = format!("bench-txn-{round}");
-    create_topic(bootstrap, &plain_topic)?;
-    create_topic(bootstrap, &txn_topic)?;
+    create_topic(bootstrap, &plain_topic, PARTITIONS)?;
+    create_topic(bootstrap, &txn_topic, PARTITIONS)?;
     let mb = (messages * MESSAGE_BYTES) as f64 / 1e6;
     let fetched_mb = ((messages + 1000) * MESSAGE_BYTES) as f64 / 1e6;
     // Both producers are warmed up (connections, metadata, producer id)

@@ -12,9 +12,16 @@ use kaas_shared::{Assignment, BrokerState, Routing};
 
 /// A port free on loopback now.
 pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Ok(free_ports(1)?[0])
+}
+
+/// `n` ports free on loopback now, all different: each is held until all
+/// are found (ports found one at a time may come back twice).
+pub fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 
 /// How to start a [`ProcessCluster`].
@@ -88,11 +95,8 @@ impl ProcessCluster {
             false => opts.bin.clone(),
         };
         let n = opts.brokers;
-        let ports = (0..n).map(|_| free_port()).collect::<Result<Vec<_>, _>>()?;
-        let http_ports = match opts.http {
-            true => (0..n).map(|_| free_port()).collect::<Result<Vec<_>, _>>()?,
-            false => Vec::new(),
-        };
+        let mut ports = free_ports(if opts.http { 2 * n } else { n })?;
+        let http_ports = ports.split_off(n);
         let c = ProcessCluster {
             bin,
             data,

@@ -4,4 +4,4 @@
 
 mod cluster;
 
-pub use cluster::{free_port, ClusterOptions, ProcessCluster};
+pub use cluster::{free_port, free_ports, ClusterOptions, ProcessCluster};

@@ -53,29 +53,7 @@ public class Transactions {
     }
 
     static List<String> readAll(String isolation, int atLeast) {
-        Properties c = new Properties();
-        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
-        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-        List<String> got = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
-            List<TopicPartition> tps = new ArrayList<>();
-            for (int p = 0; p < PARTITIONS; p++) tps.add(new TopicPartition(TOPIC, p));
-            consumer.assign(tps);
-            consumer.seekToBeginning(tps);
-            long deadline = System.currentTimeMillis() + 30000, quiet = System.currentTimeMillis();
-            while (System.currentTimeMillis() < deadline) {
-                ConsumerRecords<String, String> rs = consumer.poll(Duration.ofMillis(100));
-                for (ConsumerRecord<String, String> r : rs) {
-                    got.add(r.value());
-                    quiet = System.currentTimeMillis();
-                }
-                if (got.size() >= atLeast && System.currentTimeMillis() - quiet > 2000) break;
-            }
-        }
-        return got;
+        return readTopic(TOPIC, isolation, atLeast);
     }
 
     public static void main(String[] args) throws Exception {
