@@ -85,32 +85,27 @@ impl Broker {
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
-        // Group logs are claimed under the assignment version this broker
-        // follows, so a broker on an older one is fenced (docs/design/fencing.md).
-        let followed = cluster.subscribe();
+        // Group and transaction logs are claimed under the assignment
+        // version this broker follows, so a broker on an older one is fenced
+        // (docs/design/fencing.md).
+        let options = |folder| {
+            let followed = cluster.subscribe();
+            GroupLogOptions {
+                sync: config.group_log_sync,
+                owner: Some(Owner::new(config.id, move || {
+                    followed.borrow().as_ref().map_or(0, |r| r.version())
+                })),
+                max_open_logs: None,
+                folder,
+            }
+        };
         let store = Arc::new(GroupLogStore::open(
             &config.data_dir,
-            GroupLogOptions {
-                sync: config.group_log_sync,
-                owner: Some(Owner::new(config.id, move || {
-                    followed.borrow().as_ref().map_or(0, |r| r.version())
-                })),
-                max_open_logs: None,
-                folder: LogFolder::ConsumerOffsets,
-            },
+            options(LogFolder::ConsumerOffsets),
         )?);
-        // Transactional ids' logs: the same claim, under the same version.
-        let followed = cluster.subscribe();
         let txn_store = Arc::new(TxnLogStore::open(
             &config.data_dir,
-            GroupLogOptions {
-                sync: config.group_log_sync,
-                owner: Some(Owner::new(config.id, move || {
-                    followed.borrow().as_ref().map_or(0, |r| r.version())
-                })),
-                max_open_logs: None,
-                folder: LogFolder::TransactionState,
-            },
+            options(LogFolder::TransactionState),
         )?);
         let producer_ids = Arc::new(ProducerIdAllocator::new(storage_cluster_dir));
         let txns = TxnManager::new(

@@ -589,3 +589,134 @@ async fn an_unverified_transactional_batch_is_refused_and_nothing_is_appended() 
     );
     assert_eq!(latest(&broker, 0).await, 0, "nothing appended");
 }
+
+/// The transaction APIs' error answers, as the feature matrix states them.
+#[tokio::test]
+async fn transaction_apis_answer_apaches_errors() {
+    use crate::storage::batch::tests::encode_txn_batch;
+    use kafka_protocol::ResponseError as E;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let call = |version: i16, req: RequestKind| {
+        let broker = broker.clone();
+        async move { handle(context(broker, version), req).await.unwrap() }
+    };
+    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+
+    // DescribeTransactions: "" and an unknown id.
+    let ResponseKind::DescribeTransactions(d) = call(
+        0,
+        RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![txn_id(""), txn_id("nobody")]),
+        ),
+    )
+    .await
+    else {
+        panic!()
+    };
+    let codes: Vec<i16> = d.transaction_states.iter().map(|s| s.error_code).collect();
+    assert_eq!(
+        codes,
+        [E::InvalidRequest.code(), E::TransactionalIdNotFound.code()]
+    );
+
+    // ListTransactions: a bad pattern; an unknown state name echoed.
+    let list = |req| call(2, RequestKind::ListTransactions(req));
+    let ResponseKind::ListTransactions(l) = list(
+        ListTransactionsRequest::default()
+            .with_transactional_id_pattern(Some(StrBytes::from_static_str("(ab(cd"))),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(l.error_code, E::InvalidRegularExpression.code());
+    let ResponseKind::ListTransactions(l) = list(
+        ListTransactionsRequest::default()
+            .with_state_filters(vec![StrBytes::from_static_str("Sleeping")]),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(
+        l.unknown_state_filters,
+        [StrBytes::from_static_str("Sleeping")]
+    );
+
+    // A transactional producer, then its requests.
+    let Ok(crate::txn::core::TxnAnswer::InitProducerId {
+        producer_id,
+        error: 0,
+        ..
+    }) = broker.txns.init_producer_id("t-1", 60_000, None).await
+    else {
+        panic!("init refused")
+    };
+    use add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let add = |version: i16, topic: &'static str, epoch: i16| {
+        call(
+            version,
+            RequestKind::AddPartitionsToTxn(
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(txn_id("t-1"))
+                    .with_v3_and_below_producer_id(ProducerId(producer_id))
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                        .with_name(name(topic))
+                        .with_partitions(vec![0])]),
+            ),
+        )
+    };
+    let code = |r: ResponseKind| match r {
+        ResponseKind::AddPartitionsToTxn(r) => {
+            r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+        }
+        ResponseKind::EndTxn(r) => r.error_code,
+        ResponseKind::Produce(r) => r.responses[0].partition_responses[0].error_code,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        code(add(3, "no-such-topic", 0).await),
+        E::UnknownTopicOrPartition.code()
+    );
+    // A stale epoch: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH before v2.
+    assert_eq!(code(add(1, "t", 7).await), E::InvalidProducerEpoch.code());
+    assert_eq!(code(add(3, "t", 7).await), E::ProducerFenced.code());
+    let end = |version: i16, epoch: i16| {
+        call(
+            version,
+            RequestKind::EndTxn(
+                EndTxnRequest::default()
+                    .with_transactional_id(txn_id("t-1"))
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_producer_epoch(epoch)
+                    .with_committed(true),
+            ),
+        )
+    };
+    assert_eq!(code(end(1, 7).await), E::InvalidProducerEpoch.code());
+    assert_eq!(code(end(3, 7).await), E::ProducerFenced.code());
+
+    // A transactional batch to a partition its transaction never added.
+    let produce = ProduceRequest::default()
+        .with_acks(-1)
+        .with_transactional_id(Some(txn_id("t-1")))
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(encode_txn_batch(producer_id, 0, 0, 1).into())),
+            ])]);
+    assert_eq!(
+        code(call(9, RequestKind::Produce(produce.clone())).await),
+        E::InvalidTxnState.code()
+    );
+    assert_eq!(
+        code(call(12, RequestKind::Produce(produce)).await),
+        E::TransactionAbortable.code()
+    );
+    assert_eq!(latest(&broker, 0).await, 0, "nothing appended");
+}

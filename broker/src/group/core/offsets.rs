@@ -171,19 +171,18 @@ impl GroupCoordinator {
             respond_all(&mut fx, code::INVALID_GROUP_ID);
             return fx;
         }
-        let validation = match self.groups.get(&req.group_id) {
-            Some(g) => validate_offset_commit(
-                g,
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                req.generation_id,
-            ),
-            // No group: a generation-less commit creates a simple group; a
-            // member commit to a missing group is stale.
-            None if req.generation_id < 0 => Ok(()),
-            None if req.api_version >= 9 => Err(code::GROUP_ID_NOT_FOUND),
-            None => Err(code::ILLEGAL_GENERATION),
+        let missing = if req.api_version >= 9 {
+            code::GROUP_ID_NOT_FOUND
+        } else {
+            code::ILLEGAL_GENERATION
         };
+        let validation = self.validate_commit(
+            &req.group_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id,
+            missing,
+        );
         if let Err(e) = validation {
             respond_all(&mut fx, e);
             return fx;
@@ -224,6 +223,24 @@ impl GroupCoordinator {
         );
         fx.push(Effect::PersistOffsets(plan));
         fx
+    }
+
+    /// A commit's checks against its group (Apache's
+    /// `validateOffsetCommit`); with no group, a generation-less commit
+    /// makes a simple group and a member commit is answered `missing`.
+    pub(crate) fn validate_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+        missing: i16,
+    ) -> Result<(), i16> {
+        match self.groups.get(group_id) {
+            Some(g) => validate_offset_commit(g, member_id, group_instance_id, generation_id),
+            None if generation_id < 0 => Ok(()),
+            None => Err(missing),
+        }
     }
 
     /// The offsets a commit of `topics` writes, and its answer (metadata

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use super::api::group_id_too_long;
 use super::errors::{append_error_to_response_error, code};
-use super::offsets::validate_offset_commit;
 use super::{
     Effect, GroupCoordinator, OffsetAndMetadata, OffsetCommitResponse, OffsetCommitTopic,
     RequestToken, Response,
@@ -124,16 +123,13 @@ impl GroupCoordinator {
         if group_id_too_long(&req.group_id) || req.group_id.is_empty() {
             return respond_all(code::INVALID_GROUP_ID);
         }
-        let validation = match self.groups.get(&req.group_id) {
-            Some(g) => validate_offset_commit(
-                g,
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                req.generation_id,
-            ),
-            None if req.generation_id < 0 => Ok(()),
-            None => Err(code::ILLEGAL_GENERATION),
-        };
+        let validation = self.validate_commit(
+            &req.group_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id,
+            code::ILLEGAL_GENERATION,
+        );
         if let Err(e) = validation {
             return respond_all(e);
         }
