@@ -111,6 +111,10 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
 
     let server = crate::wire::ChildServer::kaas(1, &env.dir("commit-kaas"))?;
     let addr = server.bootstrap.clone();
+    kaas_client::KafkaClient::connect(&addr, Duration::from_secs(5))
+        .await?
+        .create_topic(TOPIC, p.partitions as i32)
+        .await?;
     let t = Instant::now();
     prefill_kaas(&addr, &p).await?;
     println!(

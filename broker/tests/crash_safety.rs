@@ -408,6 +408,7 @@ async fn acknowledged_offsets_survive_kill_9_and_log_damage() {
     let mut rng = Rng(seed);
 
     let cluster = procs::start(BROKERS).await;
+    common::create_topic(&cluster.bootstrap(), TOPIC, PARTITIONS).await;
     let addrs: Vec<String> = (0..BROKERS).map(|id| cluster.addr(id)).collect();
     let groups: Vec<String> = (0..GROUPS).map(group_name).collect();
     let acks = Arc::new(Mutex::new(Acks::default()));

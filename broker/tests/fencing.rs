@@ -36,8 +36,10 @@ fn assignment(version: u64, owner: i32) -> Assignment {
     }
 }
 
+/// Two brokers over one folder holding topic `t` (2 partitions), the topic
+/// the test commits to.
 fn open(dir: &std::path::Path) -> [Arc<Broker>; 2] {
-    [0, 1].map(|id| {
+    let both = [0, 1].map(|id| {
         Broker::open(BrokerConfig::new(
             id,
             dir.into(),
@@ -45,7 +47,13 @@ fn open(dir: &std::path::Path) -> [Arc<Broker>; 2] {
             9092 + id as u16,
         ))
         .unwrap()
-    })
+    });
+    both[0]
+        .storage
+        .topics
+        .create_blocking("t", 2, Default::default(), false)
+        .unwrap();
+    both
 }
 
 fn ctx(b: &Arc<Broker>, version: i16) -> RequestContext {

@@ -278,3 +278,46 @@ async fn list_describe_and_delete_groups_cluster_wide() {
     );
     c.shutdown().await;
 }
+
+/// librdkafka's 0030 `do_nonexist_commit`: committing offsets of a topic
+/// that does not exist fails with UNKNOWN_TOPIC_OR_PARTITION (Apache's
+/// KafkaApis answer), and a partition the topic does not have fails the same
+/// way while nothing of either is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committing_a_topic_that_does_not_exist_fails_unknown_topic_or_partition() {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "real", 1).await;
+    let consumer = group_consumer(&bootstrap, "nonexist-commit", "range");
+    let commit = |topic: &str, partition: i32| {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition, Offset::Offset(5))
+            .unwrap();
+        consumer.commit(&tpl, CommitMode::Sync)
+    };
+    for (topic, partition) in [("nonexist", 0), ("real", 3)] {
+        match commit(topic, partition) {
+            Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            other => panic!("commit of {topic}:{partition} answered {other:?}"),
+        }
+    }
+    commit("real", 0).expect("a commit of a partition that exists");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition("real", 0);
+    tpl.add_partition("real", 3);
+    tpl.add_partition("nonexist", 0);
+    let committed = consumer
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .unwrap();
+    let offsets: BTreeMap<(String, i32), Offset> = committed
+        .elements()
+        .iter()
+        .map(|e| ((e.topic().to_string(), e.partition()), e.offset()))
+        .collect();
+    assert_eq!(offsets[&("real".to_string(), 0)], Offset::Offset(5));
+    assert_eq!(offsets[&("real".to_string(), 3)], Offset::Invalid);
+    assert_eq!(offsets[&("nonexist".to_string(), 0)], Offset::Invalid);
+    cluster.shutdown().await;
+}

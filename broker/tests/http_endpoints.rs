@@ -77,6 +77,11 @@ async fn debug_groups_lists_resident_groups_on_their_coordinator() {
     config.base_port = 0;
     config.http = Some("127.0.0.1:0".parse().unwrap());
     let cluster = LocalCluster::start(config).await.unwrap();
+    cluster.brokers[0]
+        .storage
+        .topics
+        .create_blocking("t", 1, Default::default(), false)
+        .unwrap();
     let group = "debug-groups-probe";
     let routing = cluster.brokers[0].routing().expect("assignment");
     let owner = routing.owner_of_group(group).expect("an owner") as usize;

@@ -27,8 +27,9 @@ fn brokers(states: &[BrokerState]) -> Vec<BrokerInfo> {
         .collect()
 }
 
+/// `n` brokers over one folder holding topic `t`, the topic `touch` commits to.
 fn open(dir: &std::path::Path, n: usize) -> Vec<Arc<Broker>> {
-    (0..n)
+    let all: Vec<Arc<Broker>> = (0..n)
         .map(|id| {
             Broker::open(BrokerConfig::new(
                 id as i32,
@@ -38,7 +39,13 @@ fn open(dir: &std::path::Path, n: usize) -> Vec<Arc<Broker>> {
             ))
             .unwrap()
         })
-        .collect()
+        .collect();
+    all[0]
+        .storage
+        .topics
+        .create_blocking("t", 1, Default::default(), false)
+        .unwrap();
+    all
 }
 
 fn apply(all: &[Arc<Broker>], a: &Assignment) {

@@ -82,6 +82,31 @@ impl KafkaClient {
         Ok(resp)
     }
 
+    /// Creates `name` with `partitions` partitions (CreateTopics v5); a
+    /// topic that already exists is fine.
+    pub async fn create_topic(&mut self, name: &str, partitions: i32) -> anyhow::Result<()> {
+        use kafka_protocol::messages::create_topics_request::CreatableTopic;
+        use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        use kafka_protocol::ResponseError;
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name.to_string())))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)])
+            .with_timeout_ms(30_000);
+        let resp = self.send(&req, 5).await?;
+        for t in &resp.topics {
+            let code = t.error_code;
+            anyhow::ensure!(
+                code == 0 || code == ResponseError::TopicAlreadyExists.code(),
+                "CreateTopics {name}: error {code} ({:?})",
+                t.error_message.as_ref().map(|m| m.to_string())
+            );
+        }
+        Ok(())
+    }
+
     /// True once the broker has closed the connection.
     pub async fn is_closed(&mut self, wait: Duration) -> bool {
         let mut b = [0u8; 1];

@@ -211,6 +211,10 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         .await?,
     );
     stats.event(&format!("{} brokers alive", args.brokers));
+    kaas_client::KafkaClient::connect(&cluster.addr(0), Duration::from_secs(5))
+        .await?
+        .create_topic(proto::TOPIC, args.partitions)
+        .await?;
 
     let ledger = Arc::new(Ledger::default());
     let findings = Arc::new(Findings::default());

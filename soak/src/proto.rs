@@ -25,9 +25,9 @@ pub const REBALANCE_IN_PROGRESS: i16 = E::RebalanceInProgress.code();
 pub const GROUP_ID_NOT_FOUND: i16 = E::GroupIdNotFound.code();
 pub const MEMBER_ID_REQUIRED: i16 = E::MemberIdRequired.code();
 
-/// The topic every group commits offsets for. OffsetCommit does not require
-/// the topic to exist (as in Apache Kafka's group coordinator), so the soak
-/// does not create it: it exercises groups, not partition logs.
+/// The topic every group commits offsets for. The soak creates it (commits
+/// to a topic that does not exist are refused, as in Apache Kafka) and never
+/// produces to it: it exercises groups, not partition logs.
 pub const TOPIC: &str = "soak";
 
 pub const FIND_COORDINATOR_V: i16 = 3;

@@ -1,18 +1,18 @@
 //! OffsetCommit (key 8): validated by the coordinator, acknowledged only
 //! once fsynced.
 
-use kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 
-use super::{group_error, str_bytes, RequestContext};
-use crate::group::core::{self, OffsetCommitPartition, OffsetCommitTopic};
+use super::{group_error, str_bytes, Err, RequestContext};
+use crate::group::core::{
+    self, OffsetCommitPartition, OffsetCommitTopic, PartitionResult, TopicResult,
+};
 
 pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let v = ctx.api_version;
-    let group_id = req.group_id.0.to_string();
     let topics: Vec<OffsetCommitTopic> = req
         .topics
         .iter()
@@ -30,46 +30,93 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
                 .collect(),
         })
         .collect();
-    let request = core::OffsetCommitRequest {
-        group_id,
-        generation_id: req.generation_id_or_member_epoch,
-        member_id: req.member_id.to_string(),
-        group_instance_id: if v >= 7 {
-            req.group_instance_id.map(|s| s.to_string())
-        } else {
-            None
-        },
-        retention_time_ms: if v <= 4 { req.retention_time_ms } else { -1 },
-        topics,
-        api_version: v,
-    };
-    match ctx.broker.groups.request(request).await {
-        Ok(r) => encode(r),
-        Err(e) => refuse(&req.topics, group_error(e)),
-    }
+    let answer = commit_known(ctx, topics, |topics| {
+        ctx.broker.groups.request(core::OffsetCommitRequest {
+            group_id: req.group_id.0.to_string(),
+            generation_id: req.generation_id_or_member_epoch,
+            member_id: req.member_id.to_string(),
+            group_instance_id: if v >= 7 {
+                req.group_instance_id.as_ref().map(|s| s.to_string())
+            } else {
+                None
+            },
+            retention_time_ms: if v <= 4 { req.retention_time_ms } else { -1 },
+            topics,
+            api_version: v,
+        })
+    })
+    .await;
+    encode(answer)
 }
 
-/// Every partition of the request answered `error_code`.
-fn refuse(topics: &[OffsetCommitRequestTopic], error_code: i16) -> OffsetCommitResponse {
-    OffsetCommitResponse::default().with_topics(
-        topics
+/// Apache's KafkaApis answers the partitions of a topic that does not exist,
+/// and partitions a topic does not have, UNKNOWN_TOPIC_OR_PARTITION itself
+/// and hands the coordinator only the rest (none: it is not asked at all).
+/// Shared by OffsetCommit and TxnOffsetCommit.
+pub(super) async fn commit_known<F>(
+    ctx: &RequestContext,
+    topics: Vec<OffsetCommitTopic>,
+    coordinator: impl FnOnce(Vec<OffsetCommitTopic>) -> F,
+) -> core::OffsetCommitResponse
+where
+    F: std::future::Future<
+        Output = Result<core::OffsetCommitResponse, crate::group::manager::NotServed>,
+    >,
+{
+    let mut known = Vec::with_capacity(topics.len());
+    let mut unknown = Vec::new();
+    for mut topic in topics {
+        let partitions = ctx
+            .broker
+            .storage
+            .topics
+            .get(&topic.name)
+            .map_or(0, |meta| meta.partitions);
+        let missing: Vec<PartitionResult> = topic
+            .partitions
             .iter()
-            .map(|t| {
-                OffsetCommitResponseTopic::default()
-                    .with_name(t.name.clone())
-                    .with_partitions(
-                        t.partitions
-                            .iter()
-                            .map(|p| {
-                                OffsetCommitResponsePartition::default()
-                                    .with_partition_index(p.partition_index)
-                                    .with_error_code(error_code)
-                            })
-                            .collect(),
-                    )
+            .filter(|p| !(0..partitions).contains(&p.partition))
+            .map(|p| PartitionResult {
+                partition: p.partition,
+                error_code: Err::UnknownTopicOrPartition.code(),
             })
-            .collect(),
-    )
+            .collect();
+        if !missing.is_empty() {
+            topic
+                .partitions
+                .retain(|p| (0..partitions).contains(&p.partition));
+            unknown.push(TopicResult {
+                name: topic.name.clone(),
+                partitions: missing,
+            });
+        }
+        if !topic.partitions.is_empty() {
+            known.push(topic);
+        }
+    }
+    let mut answer = if known.is_empty() {
+        core::OffsetCommitResponse { topics: Vec::new() }
+    } else {
+        // The request moves into the coordinator; a refusal answers its shape.
+        let mut refused = core::OffsetCommitResponse::all(&known, 0);
+        match coordinator(known).await {
+            Ok(r) => r,
+            Err(e) => {
+                let code = group_error(e);
+                for p in refused.topics.iter_mut().flat_map(|t| &mut t.partitions) {
+                    p.error_code = code;
+                }
+                refused
+            }
+        }
+    };
+    for topic in unknown {
+        match answer.topics.iter_mut().find(|t| t.name == topic.name) {
+            Some(t) => t.partitions.extend(topic.partitions),
+            None => answer.topics.push(topic),
+        }
+    }
+    answer
 }
 
 fn encode(r: core::OffsetCommitResponse) -> OffsetCommitResponse {

@@ -720,3 +720,166 @@ async fn transaction_apis_answer_apaches_errors() {
     );
     assert_eq!(latest(&broker, 0).await, 0, "nothing appended");
 }
+
+fn commit_topic(
+    topic: &str,
+    partitions: &[i32],
+) -> offset_commit_request::OffsetCommitRequestTopic {
+    use offset_commit_request::*;
+    OffsetCommitRequestTopic::default()
+        .with_name(name(topic))
+        .with_partitions(
+            partitions
+                .iter()
+                .map(|&p| {
+                    OffsetCommitRequestPartition::default()
+                        .with_partition_index(p)
+                        .with_committed_offset(5)
+                })
+                .collect(),
+        )
+}
+
+/// (topic, partition, error code) of every partition answered.
+fn commit_codes(topics: Vec<(TopicName, Vec<(i32, i16)>)>) -> Vec<(String, i32, i16)> {
+    let mut codes: Vec<_> = topics
+        .into_iter()
+        .flat_map(|(t, ps)| ps.into_iter().map(move |(p, c)| (t.0.to_string(), p, c)))
+        .collect();
+    codes.sort();
+    codes
+}
+
+/// KafkaApisTest's testOffsetCommitWithInvalidPartition and
+/// testTxnOffsetCommitWithInvalidPartition, and librdkafka's 0030
+/// `do_nonexist_commit`: a partition the topic does not have, or a topic that
+/// does not exist, answers UNKNOWN_TOPIC_OR_PARTITION and nothing of it is
+/// stored; the rest of the request is committed.
+#[tokio::test]
+async fn offset_commit_for_an_unknown_topic_or_partition_answers_unknown_topic_or_partition() {
+    use kafka_protocol::ResponseError as E;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let unknown = E::UnknownTopicOrPartition.code();
+    let commit = |generation: i32, topics| {
+        let broker = broker.clone();
+        async move {
+            let req = OffsetCommitRequest::default()
+                .with_group_id(group("solo"))
+                .with_generation_id_or_member_epoch(generation)
+                .with_topics(topics);
+            let Some(ResponseKind::OffsetCommit(r)) =
+                handle(context(broker, 9), RequestKind::OffsetCommit(req)).await
+            else {
+                panic!("not an OffsetCommit response")
+            };
+            commit_codes(
+                r.topics
+                    .into_iter()
+                    .map(|t| {
+                        let ps = t
+                            .partitions
+                            .iter()
+                            .map(|p| (p.partition_index, p.error_code))
+                            .collect();
+                        (t.name, ps)
+                    })
+                    .collect(),
+            )
+        }
+    };
+
+    let codes = commit(
+        -1,
+        vec![commit_topic("t", &[0, 1, -1]), commit_topic("nope", &[0])],
+    )
+    .await;
+    assert_eq!(
+        codes,
+        [
+            ("nope".to_string(), 0, unknown),
+            ("t".to_string(), -1, unknown),
+            ("t".to_string(), 0, 0),
+            ("t".to_string(), 1, unknown),
+        ]
+    );
+    // Only the partition that exists was stored.
+    let fetch = OffsetFetchRequest::default()
+        .with_group_id(group("solo"))
+        .with_topics(None);
+    let Some(ResponseKind::OffsetFetch(f)) =
+        handle(context(broker.clone(), 7), RequestKind::OffsetFetch(fetch)).await
+    else {
+        panic!("not an OffsetFetch response")
+    };
+    let stored: Vec<(String, i32, i64)> = f
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.0.to_string(), p.partition_index, p.committed_offset))
+        })
+        .collect();
+    assert_eq!(stored, [("t".to_string(), 0, 5)]);
+
+    // Nothing valid: the coordinator is not asked, so a bad generation of a
+    // group that does not exist still answers per partition as Apache does.
+    let codes = commit(7, vec![commit_topic("nope", &[0, 1])]).await;
+    assert_eq!(
+        codes,
+        [
+            ("nope".to_string(), 0, unknown),
+            ("nope".to_string(), 1, unknown)
+        ]
+    );
+
+    // TxnOffsetCommit: the same split before the coordinator.
+    let txn = TxnOffsetCommitRequest::default()
+        .with_transactional_id(TransactionalId(StrBytes::from_static_str("txn-x")))
+        .with_group_id(group("solo"))
+        .with_producer_id(ProducerId(5))
+        .with_generation_id(-1)
+        .with_topics(
+            [("t", 1), ("nope", 0)]
+                .iter()
+                .map(|&(t, p)| {
+                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(name(t))
+                        .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(3),
+                        ])
+                })
+                .collect(),
+        );
+    let Some(ResponseKind::TxnOffsetCommit(r)) = handle(
+        context(broker.clone(), 5),
+        RequestKind::TxnOffsetCommit(txn),
+    )
+    .await
+    else {
+        panic!("not a TxnOffsetCommit response")
+    };
+    let codes = commit_codes(
+        r.topics
+            .into_iter()
+            .map(|t| {
+                let ps = t
+                    .partitions
+                    .iter()
+                    .map(|p| (p.partition_index, p.error_code))
+                    .collect();
+                (t.name, ps)
+            })
+            .collect(),
+    );
+    assert_eq!(
+        codes,
+        [
+            ("nope".to_string(), 0, unknown),
+            ("t".to_string(), 1, unknown)
+        ]
+    );
+}

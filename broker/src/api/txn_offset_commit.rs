@@ -7,7 +7,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{group_error, str_bytes, Err, RequestContext};
+use super::{str_bytes, Err, RequestContext};
 use crate::group::core::{self, OffsetCommitPartition, OffsetCommitTopic};
 
 pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
@@ -29,53 +29,27 @@ pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOff
                 .collect(),
         })
         .collect();
-    let request = core::TxnOffsetCommitRequest {
-        group_id: req.group_id.0.to_string(),
-        producer_id: req.producer_id.0,
-        producer_epoch: req.producer_epoch,
-        // KIP-447's group metadata from v3.
-        generation_id: if v >= 3 { req.generation_id } else { -1 },
-        member_id: if v >= 3 {
-            req.member_id.to_string()
-        } else {
-            String::new()
-        },
-        group_instance_id: if v >= 3 {
-            req.group_instance_id.as_ref().map(|s| s.to_string())
-        } else {
-            None
-        },
-        topics,
-    };
-    let answer = match ctx.broker.groups.request(request).await {
-        Ok(r) => r
-            .topics
-            .into_iter()
-            .map(|t| {
-                (
-                    t.name,
-                    t.partitions
-                        .into_iter()
-                        .map(|p| (p.partition, p.error_code))
-                        .collect(),
-                )
-            })
-            .collect(),
-        Err(e) => {
-            let code = group_error(e);
-            req.topics
-                .iter()
-                .map(|t| {
-                    let parts = t
-                        .partitions
-                        .iter()
-                        .map(|p| (p.partition_index, code))
-                        .collect();
-                    (t.name.0.to_string(), parts)
-                })
-                .collect::<Vec<(String, Vec<(i32, i16)>)>>()
-        }
-    };
+    let answer = super::offset_commit::commit_known(ctx, topics, |topics| {
+        ctx.broker.groups.request(core::TxnOffsetCommitRequest {
+            group_id: req.group_id.0.to_string(),
+            producer_id: req.producer_id.0,
+            producer_epoch: req.producer_epoch,
+            // KIP-447's group metadata from v3.
+            generation_id: if v >= 3 { req.generation_id } else { -1 },
+            member_id: if v >= 3 {
+                req.member_id.to_string()
+            } else {
+                String::new()
+            },
+            group_instance_id: if v >= 3 {
+                req.group_instance_id.as_ref().map(|s| s.to_string())
+            } else {
+                None
+            },
+            topics,
+        })
+    })
+    .await;
     // Clients before v2 retry COORDINATOR_NOT_AVAILABLE, not LOAD_IN_PROGRESS.
     let old = |code: i16| {
         if v < 2 && code == Err::CoordinatorLoadInProgress.code() {
@@ -86,17 +60,18 @@ pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOff
     };
     TxnOffsetCommitResponse::default().with_topics(
         answer
+            .topics
             .into_iter()
-            .map(|(name, partitions)| {
+            .map(|t| {
                 TxnOffsetCommitResponseTopic::default()
-                    .with_name(TopicName(str_bytes(name)))
+                    .with_name(TopicName(str_bytes(t.name)))
                     .with_partitions(
-                        partitions
+                        t.partitions
                             .into_iter()
-                            .map(|(p, code)| {
+                            .map(|p| {
                                 TxnOffsetCommitResponsePartition::default()
-                                    .with_partition_index(p)
-                                    .with_error_code(old(code))
+                                    .with_partition_index(p.partition)
+                                    .with_error_code(old(p.error_code))
                             })
                             .collect(),
                     )

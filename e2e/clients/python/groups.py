@@ -112,6 +112,15 @@ check(state == "Empty", f"after close the group is Empty: {described}")
 admin.alter_group_offsets(GROUP, {TopicPartition(TOPIC, 1): OffsetAndMetadata(7, "", -1)})
 check(committed(admin, GROUP)[1] == 7, "alter_group_offsets moved partition 1 to 7")
 
+# Altering offsets of a topic that does not exist (or a partition the topic
+# does not have) answers UNKNOWN_TOPIC_OR_PARTITION, as Apache's KafkaApis.
+missing = [TopicPartition("py-no-such-topic" + SUFFIX, 0), TopicPartition(TOPIC, PARTITIONS)]
+result = admin.alter_group_offsets(GROUP, {tp: OffsetAndMetadata(3, "", -1) for tp in missing})
+for tp in missing:
+    name = getattr(result.get(tp), "__name__", str(result.get(tp)))
+    check("UnknownTopicOrPartition" in name, f"alter_group_offsets of {tp}: UNKNOWN_TOPIC_OR_PARTITION ({name})")
+check(PARTITIONS not in committed(admin, GROUP), "nothing stored for the partition that does not exist")
+
 result = admin.delete_group_offsets(GROUP, [TopicPartition(TOPIC, 0)])
 error = result.get(TopicPartition(TOPIC, 0))
 check(error is None or getattr(error, "__name__", "") == "NoError",
