@@ -3,14 +3,12 @@
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+mod common;
 
-fn clients_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../e2e/clients")
-}
+use common::clients_dir;
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 
 async fn run_script(program: &str, script: &str) {
     let script = clients_dir().join(script).to_string_lossy().into_owned();
@@ -61,38 +59,8 @@ async fn confluent_kafka_transactions() {
     run_script("python3", "python/transactions.py").await;
 }
 
-/// The Java client's jars (scripts/install-test-deps fetches them).
-fn java_classpath() -> String {
-    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/java-clients/pyflink/lib");
-    [
-        "kafka-clients",
-        "slf4j-api",
-        "lz4-java",
-        "snappy-java",
-        "zstd-jni",
-    ]
-    .iter()
-    .map(|j| lib.join(format!("{j}.jar")).to_string_lossy().into_owned())
-    .collect::<Vec<_>>()
-    .join(":")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_client_transactions() {
-    let classes = tempfile::tempdir().unwrap();
-    let classpath = java_classpath();
-    let source = clients_dir().join("java/Transactions.java");
-    let compiled = Command::new("javac")
-        .args(["-cp", &classpath, "-d"])
-        .arg(classes.path())
-        .arg(&source)
-        .output()
-        .expect("javac (scripts/install-test-deps installs a JDK and the client)");
-    assert!(
-        compiled.status.success(),
-        "javac failed (scripts/install-test-deps fetches the client jars): {}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let cp = format!("{}:{classpath}", classes.path().display());
-    run("java", vec!["-cp".into(), cp, "Transactions".into()]).await;
+    let (_classes, classpath) = common::compile_java("Transactions");
+    run("java", vec!["-cp".into(), classpath, "Transactions".into()]).await;
 }

@@ -301,6 +301,25 @@ impl ProcessCluster {
             .is_ok()
     }
 
+    /// Stops (SIGSTOP) or continues (SIGCONT) the controller: while it is
+    /// stopped nothing is published, so a broker killed meanwhile still
+    /// counts alive and keeps what it led.
+    pub fn pause_controller(&self, paused: bool) -> anyhow::Result<()> {
+        let pid = self
+            .controller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|c| c.id())
+            .ok_or_else(|| anyhow::anyhow!("no controller running"))?;
+        let signal = if paused { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill {signal} {pid}: {status}");
+        Ok(())
+    }
+
     /// Every process's log, for a failing test's message.
     pub fn logs(&self) -> String {
         let mut out = String::new();

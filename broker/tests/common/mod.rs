@@ -111,3 +111,42 @@ pub async fn eventually<F: FnMut() -> bool>(within: Duration, what: &str, mut ch
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The e2e client programs and scripts.
+pub fn clients_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../e2e/clients")
+}
+
+/// Compiles `e2e/clients/java/{class}.java` against the Java client's jars
+/// (kafka-clients 3.9.1; scripts/install-test-deps fetches them and a JDK)
+/// into a fresh folder; returns the folder and the classpath to run with.
+pub fn compile_java(class: &str) -> (tempfile::TempDir, String) {
+    let lib = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/java-clients/pyflink/lib");
+    let jars = [
+        "kafka-clients",
+        "slf4j-api",
+        "lz4-java",
+        "snappy-java",
+        "zstd-jni",
+    ]
+    .iter()
+    .map(|j| lib.join(format!("{j}.jar")).to_string_lossy().into_owned())
+    .collect::<Vec<_>>()
+    .join(":");
+    let classes = tempfile::tempdir().unwrap();
+    let source = clients_dir().join(format!("java/{class}.java"));
+    let compiled = std::process::Command::new("javac")
+        .args(["-cp", &jars, "-d"])
+        .arg(classes.path())
+        .arg(&source)
+        .output()
+        .expect("javac (scripts/install-test-deps installs a JDK and the client)");
+    assert!(
+        compiled.status.success(),
+        "javac failed (scripts/install-test-deps fetches the client jars): {}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let classpath = format!("{}:{jars}", classes.path().display());
+    (classes, classpath)
+}
