@@ -285,7 +285,7 @@ fn victim(cluster: &ProcessCluster, round: u64, txn_id: &str, group: &str) -> (u
             format!("the group coordinator of {group}"),
         ),
         _ => {
-            let topic = if round % 2 == 0 { IN } else { OUT };
+            let topic = if round.is_multiple_of(2) { IN } else { OUT };
             let p = (round / 3) as i32 % PARTITIONS;
             (
                 routing.owner_of_partition(topic, p),
