@@ -7,6 +7,7 @@ use std::sync::Arc;
 use kaas_shared::{BrokerState, Routing};
 use tracing::info;
 
+use crate::auth::{AllowAll, Authorizer};
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
@@ -45,6 +46,9 @@ pub struct BrokerConfig {
     /// Kubernetes the operator moves the broker's groups away meanwhile,
     /// and clients follow before their connections close.
     pub shutdown_drain_ms: u64,
+    /// Who may do what ([`crate::auth`]); everything until one is
+    /// configured.
+    pub authorizer: Arc<dyn Authorizer>,
 }
 
 impl BrokerConfig {
@@ -64,6 +68,7 @@ impl BrokerConfig {
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
             shutdown_drain_ms: 0,
+            authorizer: Arc::new(AllowAll),
         }
     }
 }

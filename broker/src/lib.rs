@@ -2,6 +2,7 @@
 //! volume. The architecture: docs/design/architecture.md.
 
 pub mod api;
+pub mod auth;
 pub mod broker;
 pub mod cli;
 pub mod cluster;

@@ -63,6 +63,7 @@ async fn touch(broker: &Arc<Broker>, group: &str) {
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
         local_addr: "127.0.0.1:9092".parse().unwrap(),
+        principal: kaas_broker::auth::Principal::anonymous(),
     };
     let req = OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.into())))

@@ -5,10 +5,25 @@
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::txn::core::{TopicPartition, TxnVersion};
 
 pub async fn handle(ctx: &RequestContext, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let resp = AddOffsetsToTxnResponse::default();
+    if !ctx.authorized(
+        Operation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        return resp.with_error_code(Err::TransactionalIdAuthorizationFailed.code());
+    }
+    if !ctx.authorized(
+        Operation::Read,
+        ResourceType::Group,
+        req.group_id.0.as_str(),
+    ) {
+        return resp.with_error_code(Err::GroupAuthorizationFailed.code());
+    }
     if req.group_id.0.is_empty() {
         return resp.with_error_code(Err::InvalidGroupId.code());
     }

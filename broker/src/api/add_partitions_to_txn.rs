@@ -12,6 +12,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, TopicName};
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::txn::core::{TopicPartition, TxnVersion};
 
 pub async fn handle(
@@ -21,23 +22,40 @@ pub async fn handle(
     let mut resp = AddPartitionsToTxnResponse::default();
     if ctx.api_version <= 3 {
         let id = req.v3_and_below_transactional_id.0.to_string();
-        let error = add(
-            ctx,
-            &id,
-            req.v3_and_below_producer_id.0,
-            req.v3_and_below_producer_epoch,
-            &req.v3_and_below_topics,
-        )
-        .await;
+        let answers = if ctx.authorized(Operation::Write, ResourceType::TransactionalId, &id) {
+            add(
+                ctx,
+                &id,
+                req.v3_and_below_producer_id.0,
+                req.v3_and_below_producer_epoch,
+                &req.v3_and_below_topics,
+            )
+            .await
+        } else {
+            every(
+                &req.v3_and_below_topics,
+                Err::TransactionalIdAuthorizationFailed.code(),
+            )
+        };
         // Old clients know INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED.
-        let error = match error {
+        let old = |e: i16| match e {
             e if ctx.api_version < 2 && e == Err::ProducerFenced.code() => {
                 Err::InvalidProducerEpoch.code()
             }
             e => e,
         };
-        resp.results_by_topic_v3_and_below = results(&req.v3_and_below_topics, |_, _| error);
+        resp.results_by_topic_v3_and_below = results(&req.v3_and_below_topics, |t, p| {
+            old(code_in(&answers, t, p))
+        });
         return resp;
+    }
+    // v4+ comes from brokers only.
+    if !ctx.authorized(
+        Operation::ClusterAction,
+        ResourceType::Cluster,
+        CLUSTER_NAME,
+    ) {
+        return resp.with_error_code(Err::ClusterAuthorizationFailed.code());
     }
     for txn in &req.transactions {
         let id = txn.transactional_id.0.to_string();
@@ -53,63 +71,86 @@ pub async fn handle(
                 Err(e) => partitions.into_iter().map(|p| (p, e.0)).collect(),
             }
         } else {
-            let error = add(ctx, &id, txn.producer_id.0, txn.producer_epoch, &txn.topics).await;
-            partition_set(&txn.topics)
-                .into_iter()
-                .map(|p| (p, error))
-                .collect()
-        };
-        let code_of = |topic: &str, partition: i32| {
-            answers
-                .iter()
-                .find(|(p, _)| p.topic == topic && p.partition == partition)
-                .map_or(Err::UnknownServerError.code(), |(_, e)| *e)
+            add(ctx, &id, txn.producer_id.0, txn.producer_epoch, &txn.topics).await
         };
         resp.results_by_transaction.push(
             AddPartitionsToTxnResult::default()
                 .with_transactional_id(txn.transactional_id.clone())
-                .with_topic_results(results(&txn.topics, code_of)),
+                .with_topic_results(results(&txn.topics, |t, p| code_in(&answers, t, p))),
         );
     }
     resp
 }
 
-/// Adds the partitions to the transaction; the one error for them all.
+fn code_in(answers: &[(TopicPartition, i16)], topic: &str, partition: i32) -> i16 {
+    answers
+        .iter()
+        .find(|(p, _)| p.topic == topic && p.partition == partition)
+        .map_or(Err::UnknownServerError.code(), |(_, e)| *e)
+}
+
+fn every(topics: &[AddPartitionsToTxnTopic], code: i16) -> Vec<(TopicPartition, i16)> {
+    partition_set(topics)
+        .into_iter()
+        .map(|p| (p, code))
+        .collect()
+}
+
+/// Adds the partitions to the transaction: each partition's answer.
 async fn add(
     ctx: &RequestContext,
     transactional_id: &str,
     producer_id: i64,
     producer_epoch: i16,
     topics: &[AddPartitionsToTxnTopic],
-) -> i16 {
-    // Partitions of topics that do not exist fail the request, the others
-    // are not attempted (Apache's answer before it asks the coordinator).
-    let unknown = topics.iter().any(|t| {
-        ctx.broker
+) -> Vec<(TopicPartition, i16)> {
+    // KafkaApis checks every partition before the coordinator: a topic the
+    // principal may not write answers TOPIC_AUTHORIZATION_FAILED, a
+    // partition that does not exist UNKNOWN_TOPIC_OR_PARTITION; either fails
+    // the request, and the partitions that passed are OPERATION_NOT_ATTEMPTED.
+    let mut failed = Vec::new();
+    let mut passed = BTreeSet::new();
+    for t in topics {
+        let name = t.name.0.as_str();
+        let writable = ctx.authorized(Operation::Write, ResourceType::Topic, name);
+        let partitions = ctx
+            .broker
             .storage
             .topics
-            .get(t.name.0.as_str())
-            .is_none_or(|m| t.partitions.iter().any(|p| !(0..m.partitions).contains(p)))
-    });
-    if unknown {
-        return Err::UnknownTopicOrPartition.code();
+            .get(name)
+            .map_or(0, |m| m.partitions);
+        for &p in &t.partitions {
+            let tp = TopicPartition::new(name.to_string(), p);
+            if !writable {
+                failed.push((tp, Err::TopicAuthorizationFailed.code()));
+            } else if !(0..partitions).contains(&p) {
+                failed.push((tp, Err::UnknownTopicOrPartition.code()));
+            } else {
+                passed.insert(tp);
+            }
+        }
     }
-    let partitions = partition_set(topics);
-    match ctx
+    if !failed.is_empty() {
+        let not_attempted = Err::OperationNotAttempted.code();
+        failed.extend(passed.into_iter().map(|p| (p, not_attempted)));
+        return failed;
+    }
+    let error = match ctx
         .broker
         .txns
         .add_partitions(
             transactional_id,
             producer_id,
             producer_epoch,
-            &partitions,
+            &passed,
             TxnVersion::of_add_partitions(ctx.api_version),
         )
         .await
     {
         Ok(answer) => answer.error(),
         Err(e) => e.0,
-    }
+    };
+    passed.into_iter().map(|p| (p, error)).collect()
 }
 
 fn partition_set(topics: &[AddPartitionsToTxnTopic]) -> BTreeSet<TopicPartition> {

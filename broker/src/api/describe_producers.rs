@@ -9,6 +9,7 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::{open_error_code, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 
 pub async fn handle(
     ctx: &RequestContext,
@@ -19,9 +20,15 @@ pub async fn handle(
     let mut resp = DescribeProducersResponse::default();
     for topic in req.topics {
         let meta = broker.storage.topics.get(topic.name.0.as_str());
+        let readable = ctx.authorized(Operation::Read, ResourceType::Topic, topic.name.0.as_str());
         let mut out = TopicResponse::default().with_name(topic.name.clone());
         for index in topic.partition_indexes {
             let mut p = PartitionResponse::default().with_partition_index(index);
+            if !readable {
+                out.partitions
+                    .push(p.with_error_code(Err::TopicAuthorizationFailed.code()));
+                continue;
+            }
             let Some(meta) = meta.as_ref().filter(|m| (0..m.partitions).contains(&index)) else {
                 out.partitions
                     .push(p.with_error_code(Err::UnknownTopicOrPartition.code()));

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::txn::core::TxnState as State;
 
 pub async fn handle(
@@ -24,6 +25,15 @@ pub async fn handle(
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1)
             .with_transaction_start_time_ms(-1);
+        if !ctx.authorized(
+            Operation::Describe,
+            ResourceType::TransactionalId,
+            id.0.as_str(),
+        ) {
+            resp.transaction_states
+                .push(out.with_error_code(Err::TransactionalIdAuthorizationFailed.code()));
+            continue;
+        }
         if id.0.is_empty() {
             resp.transaction_states
                 .push(out.with_error_code(Err::InvalidRequest.code()));
@@ -55,8 +65,12 @@ pub async fn handle(
                     .with_transaction_start_time_ms(m.start_ms)
                     .with_producer_id(ProducerId(m.producer_id))
                     .with_producer_epoch(m.producer_epoch);
+                // Only the topics the principal may describe.
                 out.topics = topics
                     .into_iter()
+                    .filter(|(topic, _)| {
+                        ctx.authorized(Operation::Describe, ResourceType::Topic, topic)
+                    })
                     .map(|(topic, partitions)| {
                         TopicData::default()
                             .with_topic(TopicName(StrBytes::from_string(topic.to_string())))

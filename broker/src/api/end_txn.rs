@@ -4,12 +4,20 @@
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::txn::core::{TxnAnswer, TxnResult, TxnVersion};
 
 pub async fn handle(ctx: &RequestContext, req: EndTxnRequest) -> EndTxnResponse {
     let resp = EndTxnResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
+    if !ctx.authorized(
+        Operation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        return resp.with_error_code(Err::TransactionalIdAuthorizationFailed.code());
+    }
     let answer = ctx
         .broker
         .txns

@@ -7,12 +7,36 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use tracing::warn;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::txn::core::TxnAnswer;
 
 pub async fn handle(ctx: &RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse {
     let resp = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
+    // KafkaApis asks first: Write on the transactional id, or for an
+    // idempotent producer IdempotentWrite on the cluster or Write on some
+    // topic.
+    let allowed = match &req.transactional_id {
+        Some(id) => ctx
+            .authorized(
+                Operation::Write,
+                ResourceType::TransactionalId,
+                id.0.as_str(),
+            )
+            .then_some(())
+            .ok_or(Err::TransactionalIdAuthorizationFailed),
+        None => (ctx.authorized(
+            Operation::IdempotentWrite,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        ) || ctx.authorized_any(Operation::Write, ResourceType::Topic))
+        .then_some(())
+        .ok_or(Err::ClusterAuthorizationFailed),
+    };
+    if let Err(denied) = allowed {
+        return resp.with_error_code(denied.code());
+    }
     // (-1, -1): a new producer; one of them -1: malformed.
     let expected = match (req.producer_id.0, req.producer_epoch) {
         (-1, -1) => None,

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::txn::core::TxnState as State;
 
 pub async fn handle(
@@ -48,7 +49,13 @@ pub async fn handle(
             && (req.duration_filter < 0 || now - m.start_ms > req.duration_filter)
             && pattern
                 .as_ref()
-                .is_none_or(|re| re.is_match(&m.transactional_id));
+                .is_none_or(|re| re.is_match(&m.transactional_id))
+            // Only the ids the principal may describe.
+            && ctx.authorized(
+                Operation::Describe,
+                ResourceType::TransactionalId,
+                &m.transactional_id,
+            );
         if listed {
             resp.transaction_states.push(
                 TransactionState::default()

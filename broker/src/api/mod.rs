@@ -41,6 +41,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use thiserror::Error;
 use tracing::error;
 
+use crate::auth::{Action, Operation, Principal, ResourceType};
 use crate::broker::Broker;
 
 /// Every API this broker serves, with the version range it serves. The
@@ -93,6 +94,39 @@ pub struct RequestContext {
     pub client_addr: SocketAddr,
     /// The local address the request arrived on (the listener).
     pub local_addr: SocketAddr,
+    /// Who sent it (`User:ANONYMOUS` on a PLAINTEXT listener).
+    pub principal: Principal,
+}
+
+impl RequestContext {
+    /// Asks the broker's authorizer whether this request's principal may
+    /// do `operation` on the resource.
+    pub fn authorized(
+        &self,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> bool {
+        self.broker.config.authorizer.authorize(
+            &self.principal,
+            self.client_addr.ip(),
+            Action {
+                operation,
+                resource_type,
+                name,
+            },
+        )
+    }
+
+    /// Whether the principal may do `operation` on some resource of the type.
+    pub fn authorized_any(&self, operation: Operation, resource_type: ResourceType) -> bool {
+        self.broker.config.authorizer.authorize_any(
+            &self.principal,
+            self.client_addr.ip(),
+            operation,
+            resource_type,
+        )
+    }
 }
 
 #[derive(Debug, Error)]

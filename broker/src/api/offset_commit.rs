@@ -7,6 +7,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 
 use super::{group_error, str_bytes, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::group::core::{
     self, OffsetCommitPartition, OffsetCommitTopic, PartitionResult, TopicResult,
 };
@@ -30,7 +31,10 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
                 .collect(),
         })
         .collect();
-    let answer = commit_known(ctx, topics, |topics| {
+    let group = req.group_id.0.as_str();
+    let denied = (!ctx.authorized(Operation::Read, ResourceType::Group, group))
+        .then_some(Err::GroupAuthorizationFailed);
+    let answer = commit_known(ctx, topics, denied, |topics| {
         ctx.broker.groups.request(core::OffsetCommitRequest {
             group_id: req.group_id.0.to_string(),
             generation_id: req.generation_id_or_member_epoch,
@@ -49,13 +53,17 @@ pub async fn handle(ctx: &RequestContext, req: OffsetCommitRequest) -> OffsetCom
     encode(answer)
 }
 
-/// Apache's KafkaApis answers the partitions of a topic that does not exist,
-/// and partitions a topic does not have, UNKNOWN_TOPIC_OR_PARTITION itself
-/// and hands the coordinator only the rest (none: it is not asked at all).
-/// Shared by OffsetCommit and TxnOffsetCommit.
+/// Apache's KafkaApis answers itself, before the coordinator: every
+/// partition `denied` when the request's group (or transactional id) check
+/// failed; else the partitions of a topic the principal may not read
+/// TOPIC_AUTHORIZATION_FAILED, of a topic that does not exist (or a
+/// partition it does not have) UNKNOWN_TOPIC_OR_PARTITION, and hands the
+/// coordinator only the rest (none: it is not asked at all). Shared by
+/// OffsetCommit and TxnOffsetCommit.
 pub(super) async fn commit_known<F>(
     ctx: &RequestContext,
     topics: Vec<OffsetCommitTopic>,
+    denied: Option<Err>,
     coordinator: impl FnOnce(Vec<OffsetCommitTopic>) -> F,
 ) -> core::OffsetCommitResponse
 where
@@ -63,22 +71,31 @@ where
         Output = Result<core::OffsetCommitResponse, crate::group::manager::NotServed>,
     >,
 {
+    if let Some(denied) = denied {
+        return core::OffsetCommitResponse::all(&topics, denied.code());
+    }
     let mut known = Vec::with_capacity(topics.len());
     let mut unknown = Vec::new();
     for mut topic in topics {
-        let partitions = ctx
-            .broker
-            .storage
-            .topics
-            .get(&topic.name)
-            .map_or(0, |meta| meta.partitions);
+        let (partitions, code) =
+            if ctx.authorized(Operation::Read, ResourceType::Topic, &topic.name) {
+                let partitions = ctx
+                    .broker
+                    .storage
+                    .topics
+                    .get(&topic.name)
+                    .map_or(0, |meta| meta.partitions);
+                (partitions, Err::UnknownTopicOrPartition.code())
+            } else {
+                (0, Err::TopicAuthorizationFailed.code())
+            };
         let missing: Vec<PartitionResult> = topic
             .partitions
             .iter()
             .filter(|p| !(0..partitions).contains(&p.partition))
             .map(|p| PartitionResult {
                 partition: p.partition,
-                error_code: Err::UnknownTopicOrPartition.code(),
+                error_code: code,
             })
             .collect();
         if !missing.is_empty() {

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::{debug, warn};
 
 use super::{broker_endpoint, open_error_code, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
 use crate::storage::log::AppendError;
 
@@ -186,6 +187,13 @@ async fn produce_partition(
                 "transactional records without a transactional id".into(),
             );
         };
+        if !ctx.authorized(Operation::Write, ResourceType::TransactionalId, id) {
+            return fail(
+                response,
+                Err::TransactionalIdAuthorizationFailed.code(),
+                format!("{} may not write transactional id {id}", ctx.principal),
+            );
+        }
         // The first batch of a transaction to this partition is verified
         // with the coordinator (KIP-890): appended unverified, a producer
         // that never ends its transaction would hold every read_committed

@@ -340,6 +340,7 @@ fn context(broker: Arc<Broker>, version: i16) -> RequestContext {
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
         local_addr: "127.0.0.1:9092".parse().unwrap(),
+        principal: crate::auth::Principal::anonymous(),
     }
 }
 
@@ -434,7 +435,15 @@ fn unknown_keys_and_versions_are_refused() {
 
 /// A one-broker broker with topic `t` of one partition.
 async fn one_broker(dir: &std::path::Path) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
-    let config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
+    one_broker_with(dir, Arc::new(crate::auth::AllowAll)).await
+}
+
+async fn one_broker_with(
+    dir: &std::path::Path,
+    authorizer: Arc<dyn crate::auth::Authorizer>,
+) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
+    let mut config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
+    config.authorizer = authorizer;
     let broker = Broker::open(config).unwrap();
     broker.apply_assignment(Assignment {
         version: 1,
@@ -881,5 +890,388 @@ async fn offset_commit_for_an_unknown_topic_or_partition_answers_unknown_topic_o
             ("nope".to_string(), 0, unknown),
             ("t".to_string(), 1, unknown)
         ]
+    );
+}
+
+/// The authorization hook of the transaction APIs, in KafkaApis' order and
+/// with its answers: Write on the transactional id
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group
+/// (GROUP_AUTHORIZATION_FAILED), the topic's Write or Read
+/// (TOPIC_AUTHORIZATION_FAILED, the partitions that passed
+/// OPERATION_NOT_ATTEMPTED), ClusterAction for the broker-to-broker calls
+/// and IdempotentWrite or some topic's Write for an idempotent producer
+/// (CLUSTER_AUTHORIZATION_FAILED), Describe on the transactional id for
+/// DescribeTransactions and ListTransactions.
+#[tokio::test]
+async fn transaction_apis_ask_the_authorizer_first() {
+    use crate::auth::tests::DenyOnly;
+    use crate::auth::{Operation as Op, ResourceType as R, CLUSTER_NAME};
+    use crate::storage::batch::tests::encode_txn_batch;
+    use kafka_protocol::ResponseError as E;
+    let dir = tempfile::tempdir().unwrap();
+    let authorizer = DenyOnly::new(&[
+        (Op::Write, R::TransactionalId, "denied-txn"),
+        (Op::Describe, R::TransactionalId, "hidden-txn"),
+        (Op::Read, R::Group, "denied-group"),
+        (Op::Write, R::Topic, "secret"),
+        (Op::Read, R::Topic, "secret"),
+        (Op::ClusterAction, R::Cluster, CLUSTER_NAME),
+        (Op::IdempotentWrite, R::Cluster, CLUSTER_NAME),
+    ]);
+    let (broker, _) = one_broker_with(dir.path(), Arc::new(authorizer)).await;
+    broker
+        .storage
+        .topics
+        .create_blocking("secret", 1, Default::default(), false)
+        .unwrap();
+    let call = |version: i16, req: RequestKind| {
+        let broker = broker.clone();
+        async move { handle(context(broker, version), req).await.unwrap() }
+    };
+    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+    let init = |id: Option<&'static str>| {
+        call(
+            4,
+            RequestKind::InitProducerId(
+                InitProducerIdRequest::default()
+                    .with_transactional_id(id.map(txn_id))
+                    .with_transaction_timeout_ms(60_000)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            ),
+        )
+    };
+    let init_code = |r: ResponseKind| match r {
+        ResponseKind::InitProducerId(r) => r.error_code,
+        other => panic!("{other:?}"),
+    };
+    let denied_txn = E::TransactionalIdAuthorizationFailed.code();
+    assert_eq!(init_code(init(Some("denied-txn")).await), denied_txn);
+    // Neither IdempotentWrite nor Write on every topic: no idempotent id.
+    assert_eq!(
+        init_code(init(None).await),
+        E::ClusterAuthorizationFailed.code()
+    );
+    let ResponseKind::InitProducerId(ok) = init(Some("txn-ok")).await else {
+        panic!()
+    };
+    assert_eq!(ok.error_code, 0);
+    assert_eq!(init_code(init(Some("hidden-txn")).await), 0);
+
+    // AddPartitionsToTxn v3: the id first, then each topic.
+    use add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let add = |id: &'static str, topics: &[&'static str]| {
+        call(
+            3,
+            RequestKind::AddPartitionsToTxn(
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(txn_id(id))
+                    .with_v3_and_below_producer_id(ok.producer_id)
+                    .with_v3_and_below_producer_epoch(ok.producer_epoch)
+                    .with_v3_and_below_topics(
+                        topics
+                            .iter()
+                            .map(|t| {
+                                AddPartitionsToTxnTopic::default()
+                                    .with_name(name(t))
+                                    .with_partitions(vec![0])
+                            })
+                            .collect(),
+                    ),
+            ),
+        )
+    };
+    let add_codes = |r: ResponseKind| match r {
+        ResponseKind::AddPartitionsToTxn(r) => r
+            .results_by_topic_v3_and_below
+            .iter()
+            .map(|t| {
+                (
+                    t.name.0.to_string(),
+                    t.results_by_partition[0].partition_error_code,
+                )
+            })
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        add_codes(add("denied-txn", &["t"]).await),
+        [("t".to_string(), denied_txn)]
+    );
+    assert_eq!(
+        add_codes(add("txn-ok", &["t", "secret"]).await),
+        [
+            ("t".to_string(), E::OperationNotAttempted.code()),
+            ("secret".to_string(), E::TopicAuthorizationFailed.code())
+        ]
+    );
+    // v4+ is for brokers: ClusterAction.
+    let ResponseKind::AddPartitionsToTxn(r) = call(
+        4,
+        RequestKind::AddPartitionsToTxn(AddPartitionsToTxnRequest::default()),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code, E::ClusterAuthorizationFailed.code());
+
+    // AddOffsetsToTxn: the id, then Read on the group.
+    let add_offsets = |id: &'static str, g: &'static str| {
+        call(
+            3,
+            RequestKind::AddOffsetsToTxn(
+                AddOffsetsToTxnRequest::default()
+                    .with_transactional_id(txn_id(id))
+                    .with_producer_id(ok.producer_id)
+                    .with_producer_epoch(ok.producer_epoch)
+                    .with_group_id(group(g)),
+            ),
+        )
+    };
+    let single = |r: ResponseKind| match r {
+        ResponseKind::AddOffsetsToTxn(r) => r.error_code,
+        ResponseKind::EndTxn(r) => r.error_code,
+        ResponseKind::Produce(r) => r.responses[0].partition_responses[0].error_code,
+        ResponseKind::TxnOffsetCommit(r) => r.topics[0].partitions[0].error_code,
+        ResponseKind::OffsetCommit(r) => r.topics[0].partitions[0].error_code,
+        ResponseKind::DescribeProducers(r) => r.topics[0].partitions[0].error_code,
+        ResponseKind::WriteTxnMarkers(r) => r.markers[0].topics[0].partitions[0].error_code,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(single(add_offsets("denied-txn", OURS).await), denied_txn);
+    assert_eq!(
+        single(add_offsets("txn-ok", "denied-group").await),
+        E::GroupAuthorizationFailed.code()
+    );
+
+    // EndTxn.
+    let end = EndTxnRequest::default()
+        .with_transactional_id(txn_id("denied-txn"))
+        .with_producer_id(ok.producer_id)
+        .with_producer_epoch(ok.producer_epoch)
+        .with_committed(true);
+    assert_eq!(single(call(3, RequestKind::EndTxn(end)).await), denied_txn);
+
+    // TxnOffsetCommit: the id, the group, then each topic's Read.
+    let txn_commit = |id: &'static str, g: &'static str, topic: &'static str| {
+        use txn_offset_commit_request::*;
+        call(
+            3,
+            RequestKind::TxnOffsetCommit(
+                TxnOffsetCommitRequest::default()
+                    .with_transactional_id(txn_id(id))
+                    .with_group_id(group(g))
+                    .with_producer_id(ok.producer_id)
+                    .with_producer_epoch(ok.producer_epoch)
+                    .with_generation_id(-1)
+                    .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+                        .with_name(name(topic))
+                        .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(1)])]),
+            ),
+        )
+    };
+    assert_eq!(
+        single(txn_commit("denied-txn", OURS, "t").await),
+        denied_txn
+    );
+    assert_eq!(
+        single(txn_commit("txn-ok", "denied-group", "t").await),
+        E::GroupAuthorizationFailed.code()
+    );
+    assert_eq!(
+        single(txn_commit("txn-ok", OURS, "secret").await),
+        E::TopicAuthorizationFailed.code()
+    );
+
+    // OffsetCommit: the group, then each topic's Read.
+    let commit = |g: &'static str, topic: &'static str| {
+        call(
+            8,
+            RequestKind::OffsetCommit(
+                OffsetCommitRequest::default()
+                    .with_group_id(group(g))
+                    .with_generation_id_or_member_epoch(-1)
+                    .with_topics(vec![commit_topic(topic, &[0])]),
+            ),
+        )
+    };
+    assert_eq!(
+        single(commit("denied-group", "t").await),
+        E::GroupAuthorizationFailed.code()
+    );
+    assert_eq!(
+        single(commit(OURS, "secret").await),
+        E::TopicAuthorizationFailed.code()
+    );
+    assert_eq!(single(commit(OURS, "t").await), 0);
+
+    // Produce of a transactional batch under a denied id.
+    use produce_request::*;
+    let produce = ProduceRequest::default()
+        .with_acks(-1)
+        .with_transactional_id(Some(txn_id("denied-txn")))
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name("t"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(
+                    encode_txn_batch(ok.producer_id.0, ok.producer_epoch, 0, 1).into(),
+                ))])]);
+    assert_eq!(
+        single(call(9, RequestKind::Produce(produce)).await),
+        denied_txn
+    );
+
+    // DescribeProducers: the topic's Read.
+    let describe_producers = DescribeProducersRequest::default().with_topics(vec![
+        describe_producers_request::TopicRequest::default()
+            .with_name(name("secret"))
+            .with_partition_indexes(vec![0]),
+    ]);
+    assert_eq!(
+        single(call(0, RequestKind::DescribeProducers(describe_producers)).await),
+        E::TopicAuthorizationFailed.code()
+    );
+
+    // WriteTxnMarkers: ClusterAction, for every partition.
+    use write_txn_markers_request::*;
+    let markers =
+        WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+            .with_producer_id(ok.producer_id)
+            .with_producer_epoch(ok.producer_epoch)
+            .with_transaction_result(true)
+            .with_topics(vec![WritableTxnMarkerTopic::default()
+                .with_name(name("t"))
+                .with_partition_indexes(vec![0])])]);
+    assert_eq!(
+        single(call(1, RequestKind::WriteTxnMarkers(markers)).await),
+        E::ClusterAuthorizationFailed.code()
+    );
+
+    // Describe on the id: DescribeTransactions refuses it, ListTransactions
+    // leaves it out.
+    let ResponseKind::DescribeTransactions(d) = call(
+        0,
+        RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![txn_id("hidden-txn"), txn_id("txn-ok")]),
+        ),
+    )
+    .await
+    else {
+        panic!()
+    };
+    let codes: Vec<i16> = d.transaction_states.iter().map(|s| s.error_code).collect();
+    assert_eq!(codes, [denied_txn, 0]);
+    let ResponseKind::ListTransactions(l) = call(
+        1,
+        RequestKind::ListTransactions(ListTransactionsRequest::default()),
+    )
+    .await
+    else {
+        panic!()
+    };
+    let listed: Vec<String> = l
+        .transaction_states
+        .iter()
+        .map(|s| s.transactional_id.0.to_string())
+        .collect();
+    assert_eq!(listed, ["txn-ok"]);
+}
+
+/// ListTransactions' producer-id and duration filters, as Apache's
+/// `TransactionStateManager.listTransactionStates` applies them: only the
+/// ids of the listed producers; only transactions running longer than the
+/// duration (an id with no transaction started counts from -1, as Apache's
+/// start timestamp, so it passes).
+#[tokio::test]
+async fn list_transactions_filters_by_producer_id_and_duration() {
+    use add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let call = |version: i16, req: RequestKind| {
+        let broker = broker.clone();
+        async move { handle(context(broker, version), req).await.unwrap() }
+    };
+    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+    let mut producers = Vec::new();
+    for id in ["idle", "busy"] {
+        let ResponseKind::InitProducerId(r) = call(
+            4,
+            RequestKind::InitProducerId(
+                InitProducerIdRequest::default()
+                    .with_transactional_id(Some(txn_id(id)))
+                    .with_transaction_timeout_ms(60_000)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            ),
+        )
+        .await
+        else {
+            panic!()
+        };
+        assert_eq!(r.error_code, 0);
+        producers.push((r.producer_id, r.producer_epoch));
+    }
+    let (busy_id, busy_epoch) = producers[1];
+    let ResponseKind::AddPartitionsToTxn(r) = call(
+        3,
+        RequestKind::AddPartitionsToTxn(
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(txn_id("busy"))
+                .with_v3_and_below_producer_id(busy_id)
+                .with_v3_and_below_producer_epoch(busy_epoch)
+                .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![0])]),
+        ),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(
+        r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        0
+    );
+    let list = |req: ListTransactionsRequest| {
+        let call = &call;
+        async move {
+            let ResponseKind::ListTransactions(l) =
+                call(1, RequestKind::ListTransactions(req)).await
+            else {
+                panic!()
+            };
+            let mut ids: Vec<String> = l
+                .transaction_states
+                .iter()
+                .map(|s| s.transactional_id.0.to_string())
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(
+        list(ListTransactionsRequest::default()).await,
+        ["busy", "idle"]
+    );
+    assert_eq!(
+        list(ListTransactionsRequest::default().with_producer_id_filters(vec![busy_id])).await,
+        ["busy"]
+    );
+    assert_eq!(
+        list(
+            ListTransactionsRequest::default().with_producer_id_filters(vec![ProducerId(999_999)])
+        )
+        .await,
+        Vec::<String>::new()
+    );
+    // Running for less than an hour: "busy" is left out.
+    assert_eq!(
+        list(ListTransactionsRequest::default().with_duration_filter(3_600_000)).await,
+        ["idle"]
     );
 }

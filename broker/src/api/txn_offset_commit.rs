@@ -8,6 +8,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::{str_bytes, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::group::core::{self, OffsetCommitPartition, OffsetCommitTopic};
 
 pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
@@ -29,7 +30,23 @@ pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOff
                 .collect(),
         })
         .collect();
-    let answer = super::offset_commit::commit_known(ctx, topics, |topics| {
+    // The transactional id, then the group (KafkaApis' order).
+    let denied = if !ctx.authorized(
+        Operation::Write,
+        ResourceType::TransactionalId,
+        req.transactional_id.0.as_str(),
+    ) {
+        Some(Err::TransactionalIdAuthorizationFailed)
+    } else if !ctx.authorized(
+        Operation::Read,
+        ResourceType::Group,
+        req.group_id.0.as_str(),
+    ) {
+        Some(Err::GroupAuthorizationFailed)
+    } else {
+        None
+    };
+    let answer = super::offset_commit::commit_known(ctx, topics, denied, |topics| {
         ctx.broker.groups.request(core::TxnOffsetCommitRequest {
             group_id: req.group_id.0.to_string(),
             producer_id: req.producer_id.0,

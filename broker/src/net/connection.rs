@@ -150,6 +150,7 @@ fn prepare(
                     .unwrap_or_default(),
                 client_addr: peer,
                 local_addr: local,
+                principal: crate::auth::Principal::anonymous(),
             };
             let correlation_id = header.correlation_id;
             // At debug level (a span per request costs at the default one).
