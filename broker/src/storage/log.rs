@@ -6,7 +6,9 @@
 //! Kafka lays them out; `<base offset>.index` holds fixed 20-byte entries
 //! (offset i64, position u32, max timestamp before position i64) written
 //! every `index_interval_bytes`. The index of the active segment is rebuilt
-//! on open, so it is never trusted past a crash.
+//! on open, so it is never trusted past a crash. `<base offset>.snapshot`
+//! holds the producer state as of a segment's base, written when it was
+//! rolled to ([`super::producer_snapshot`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -19,12 +21,14 @@ use tracing::warn;
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::fs::sync_dir;
+use super::producer_snapshot;
 use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
 use super::txn_index::{AbortedTxn, AbortedTxns};
 
 /// Present in a log folder once the log holds a transactional batch or a
-/// marker: its open transactions and aborted ones are then rebuilt from
-/// every segment when it opens, not only from the active one.
+/// marker: without a producer-state snapshot, its open transactions and
+/// aborted ones are then rebuilt from every segment when it opens, not only
+/// from the active one.
 pub const TRANSACTIONS_FLAG: &str = "transactions";
 
 const INDEX_ENTRY_LEN: usize = 20;
@@ -90,6 +94,11 @@ pub struct RecoveryReport {
     pub truncated_bytes: u64,
     /// Why the tail was cut, if it was.
     pub reason: Option<String>,
+    /// The offset producer state was replayed from: a snapshot's, or the
+    /// first replayed segment's base when no snapshot served.
+    pub producers_replayed_from: i64,
+    /// A producer-state snapshot was loaded.
+    pub from_snapshot: bool,
 }
 
 /// The result of an append: offsets assigned to the first and last record.
@@ -168,15 +177,24 @@ pub struct Roll {
     sealed: Arc<File>,
     sealed_index: Option<File>,
     base_offset: i64,
+    /// The producer state as of `base_offset`, encoded.
+    snapshot: Vec<u8>,
 }
 
 impl Roll {
     /// Seals the old segment durably before anything lands in the new one,
-    /// then creates the new one (durably named in the folder).
+    /// writes the producer-state snapshot at the new one's base, then
+    /// creates the new one (durably named in the folder).
     pub fn run(self) -> io::Result<Segment> {
         self.sealed.sync_data()?;
         if let Some(index_file) = &self.sealed_index {
             index_file.sync_data()?;
+        }
+        // Only a speed-up for the next open: a failure costs a longer
+        // replay then, never the append.
+        if let Err(e) = producer_snapshot::write(&self.dir, self.base_offset, &self.snapshot) {
+            warn!(dir = %self.dir.display(), offset = self.base_offset, error = %e,
+                  "cannot write the producer-state snapshot");
         }
         let segment = Segment::create(&self.dir, self.base_offset)?;
         sync_dir(&self.dir)?;
@@ -492,18 +510,29 @@ impl Log {
             transactional,
             writable,
         };
-        log.rebuild_producers()?;
+        log.rebuild_producers(&mut report)?;
         Ok((log, report))
     }
 
-    /// Producer state from the log: idempotent producers' recent batches
-    /// from the active segment; in a transactional log, open and aborted
-    /// transactions from every segment (a transaction may span them).
-    fn rebuild_producers(&mut self) -> io::Result<()> {
-        let from = match self.transactional {
-            true => 0,
-            false => self.segments.len() - 1,
+    /// Producer state from the newest snapshot at a segment's base, then
+    /// the segments from there. Without one: in a transactional log, open
+    /// and aborted transactions from every segment (a transaction may span
+    /// them); otherwise idempotent producers from the active segment.
+    fn rebuild_producers(&mut self, report: &mut RecoveryReport) -> io::Result<()> {
+        let bases: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();
+        let snapshot =
+            producer_snapshot::load_newest(&self.dir, |o| bases.binary_search(&o).is_ok());
+        let from = match snapshot {
+            Some(s) => {
+                self.producers = s.producers;
+                self.aborted = s.aborted;
+                report.from_snapshot = true;
+                bases.binary_search(&s.offset).expect("a segment's base")
+            }
+            None if self.transactional => 0,
+            None => self.segments.len() - 1,
         };
+        report.producers_replayed_from = bases[from];
         let Log {
             segments,
             producers,
@@ -740,6 +769,7 @@ impl Log {
                 .map(File::try_clone)
                 .transpose()?,
             base_offset: active.next_offset,
+            snapshot: producer_snapshot::encode(active.next_offset, &self.producers, &self.aborted),
         }))
     }
 
@@ -839,139 +869,5 @@ impl Log {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::batch::tests::encode_batch;
-    use super::*;
-
-    fn small() -> LogConfig {
-        LogConfig {
-            segment_bytes: 1024,
-            index_interval_bytes: 100,
-        }
-    }
-
-    #[test]
-    fn append_assigns_offsets_and_reads_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = Log::open(dir.path(), small()).unwrap();
-        for i in 0..50 {
-            let mut b = encode_batch(3, i * 10);
-            let a = log.append(&mut b, 0).unwrap();
-            assert_eq!(a.base_offset, i * 3);
-            assert_eq!(a.last_offset, i * 3 + 2);
-        }
-        assert_eq!(log.next_offset(), 150);
-        assert!(log.segments.len() > 1, "small segments roll");
-        // Every offset is readable, from the batch that holds it.
-        for off in 0..150 {
-            let data = log.read(off, 150, 1).unwrap();
-            let h = batch::validate(&data).unwrap();
-            assert!(h.base_offset <= off && off <= h.last_offset());
-        }
-        assert!(log.read(150, 150, 1000).unwrap().is_empty());
-        // The limit (high watermark) hides what lies at or beyond it.
-        let data = log.read(0, 6, 1 << 20).unwrap();
-        let parts = batch::split_batches(&data).unwrap();
-        assert_eq!(parts.last().unwrap().1.next_offset(), 6);
-    }
-
-    #[test]
-    fn reopen_recovers_every_segment() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let (mut log, _) = Log::open(dir.path(), small()).unwrap();
-            for _ in 0..40 {
-                log.append(&mut encode_batch(2, 0), 0).unwrap();
-            }
-        }
-        let (log, report) = Log::open(dir.path(), small()).unwrap();
-        assert_eq!(report.truncated_bytes, 0);
-        assert_eq!(log.next_offset(), 80);
-        assert_eq!(
-            batch::validate(&log.read(41, 80, 1).unwrap())
-                .unwrap()
-                .base_offset,
-            40
-        );
-    }
-
-    #[test]
-    fn torn_tail_is_cut_and_never_served() {
-        let dir = tempfile::tempdir().unwrap();
-        let path;
-        {
-            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
-            for _ in 0..5 {
-                log.append(&mut encode_batch(2, 0), 0).unwrap();
-            }
-            path = segment_path(dir.path(), 0, "log");
-        }
-        let len = fs::metadata(&path).unwrap().len();
-        let f = OpenOptions::new().write(true).open(&path).unwrap();
-        f.set_len(len - 7).unwrap();
-        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
-        assert!(report.truncated_bytes > 0);
-        assert_eq!(log.next_offset(), 8);
-    }
-
-    #[test]
-    fn bit_flip_in_the_tail_is_cut() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = segment_path(dir.path(), 0, "log");
-        {
-            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
-            for _ in 0..5 {
-                log.append(&mut encode_batch(2, 0), 0).unwrap();
-            }
-        }
-        let mut raw = fs::read(&path).unwrap();
-        let one = raw.len() / 5;
-        raw[one * 3 + 40] ^= 0x55;
-        fs::write(&path, &raw).unwrap();
-        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
-        assert!(report.reason.unwrap().contains("corrupt"));
-        assert_eq!(log.next_offset(), 6, "batches before the damage stay");
-    }
-
-    /// Found by fuzzing: with the index missing, the first open cut the
-    /// damage in memory only and reported nothing; a second open then cut
-    /// it again.
-    #[test]
-    fn damage_is_cut_and_reported_when_the_index_is_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = segment_path(dir.path(), 0, "log");
-        {
-            let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
-            for _ in 0..5 {
-                log.append(&mut encode_batch(2, 0), 0).unwrap();
-            }
-        }
-        fs::remove_file(segment_path(dir.path(), 0, "index")).unwrap();
-        let mut raw = fs::read(&path).unwrap();
-        let one = raw.len() / 5;
-        raw[one * 3 + 40] ^= 0x55;
-        fs::write(&path, &raw).unwrap();
-        let (log, report) = Log::open(dir.path(), LogConfig::default()).unwrap();
-        assert!(report.reason.unwrap().contains("corrupt"));
-        assert_eq!(report.truncated_bytes, (one * 2) as u64);
-        assert_eq!(fs::metadata(&path).unwrap().len(), (one * 3) as u64);
-        assert_eq!(log.next_offset(), 6);
-        drop(log);
-        let (_, again) = Log::open(dir.path(), LogConfig::default()).unwrap();
-        assert_eq!(again.truncated_bytes, 0);
-    }
-
-    #[test]
-    fn timestamp_lookup_finds_the_first_batch_at_or_after() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = Log::open(dir.path(), small()).unwrap();
-        for i in 0..30 {
-            log.append(&mut encode_batch(1, 1000 + i * 10), 0).unwrap();
-        }
-        let b = log.batch_for_timestamp(1095, 30).unwrap().unwrap();
-        assert_eq!(batch::validate(&b).unwrap().base_offset, 10);
-        assert!(log.batch_for_timestamp(5000, 30).unwrap().is_none());
-        let b = log.batch_with_max_timestamp(30).unwrap().unwrap();
-        assert_eq!(batch::validate(&b).unwrap().base_offset, 29);
-    }
-}
+#[path = "log_tests.rs"]
+mod tests;

@@ -9,6 +9,7 @@ pub mod log;
 pub mod names;
 pub mod partition;
 pub mod producer_ids;
+pub mod producer_snapshot;
 pub mod producer_state;
 pub mod topics;
 pub mod txn_index;

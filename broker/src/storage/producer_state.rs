@@ -254,6 +254,69 @@ impl ProducerStates {
     }
 }
 
+/// The producers as a snapshot stores them ([`super::producer_snapshot`]):
+/// per producer its id, epoch, coordinator epoch, open transaction's first
+/// offset (-1: none) and remembered batches, big-endian.
+impl ProducerStates {
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut ids: Vec<&i64> = self.producers.keys().collect();
+        ids.sort_unstable();
+        out.extend_from_slice(&(ids.len() as u32).to_be_bytes());
+        for id in ids {
+            let p = &self.producers[id];
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&p.epoch.to_be_bytes());
+            out.extend_from_slice(&p.coordinator_epoch.to_be_bytes());
+            out.extend_from_slice(&p.txn_first_offset.unwrap_or(-1).to_be_bytes());
+            out.push(p.recent.len() as u8);
+            for (first, last, base) in &p.recent {
+                out.extend_from_slice(&first.to_be_bytes());
+                out.extend_from_slice(&last.to_be_bytes());
+                out.extend_from_slice(&base.to_be_bytes());
+            }
+        }
+    }
+
+    /// The inverse of [`ProducerStates::encode_into`]; `None` when `buf`
+    /// is short.
+    pub fn decode_from(buf: &mut &[u8]) -> Option<ProducerStates> {
+        let mut states = ProducerStates::default();
+        let count = take_u32(buf)?;
+        for _ in 0..count {
+            let id = take_i64(buf)?;
+            let mut p = Producer::new(i16::from_be_bytes(take(buf)?));
+            p.coordinator_epoch = i32::from_be_bytes(take(buf)?);
+            let first_offset = take_i64(buf)?;
+            let [recent] = take::<1>(buf)?;
+            for _ in 0..recent {
+                let first = i32::from_be_bytes(take(buf)?);
+                let last = i32::from_be_bytes(take(buf)?);
+                p.recent.push_back((first, last, take_i64(buf)?));
+            }
+            if first_offset >= 0 {
+                p.txn_first_offset = Some(first_offset);
+                states.ongoing.insert(first_offset, id);
+            }
+            states.producers.insert(id, p);
+        }
+        Some(states)
+    }
+}
+
+fn take<const N: usize>(buf: &mut &[u8]) -> Option<[u8; N]> {
+    let (head, rest) = buf.split_first_chunk::<N>()?;
+    *buf = rest;
+    Some(*head)
+}
+
+pub(super) fn take_i64(buf: &mut &[u8]) -> Option<i64> {
+    take(buf).map(i64::from_be_bytes)
+}
+
+pub(super) fn take_u32(buf: &mut &[u8]) -> Option<u32> {
+    take(buf).map(u32::from_be_bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

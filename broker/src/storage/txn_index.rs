@@ -69,6 +69,11 @@ impl AbortedTxns {
         self.entries.len()
     }
 
+    /// Every aborted transaction, in marker order.
+    pub fn entries(&self) -> &[AbortedTxn] {
+        &self.entries
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
