@@ -46,6 +46,11 @@ pub struct BrokerConfig {
     /// Kubernetes the operator moves the broker's groups away meanwhile,
     /// and clients follow before their connections close.
     pub shutdown_drain_ms: u64,
+    /// producer.id.expiration.ms: a partition forgets a producer idle this
+    /// long (no open transaction), checked every
+    /// producer.id.expiration.check.interval.ms.
+    pub producer_id_expiration_ms: i64,
+    pub producer_id_expiration_check_interval_ms: u64,
     /// Who may do what ([`crate::auth`]); everything until one is
     /// configured.
     pub authorizer: Arc<dyn Authorizer>,
@@ -68,6 +73,8 @@ impl BrokerConfig {
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
             shutdown_drain_ms: 0,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
             authorizer: Arc::new(AllowAll),
         }
     }
@@ -146,6 +153,36 @@ impl Broker {
 
     pub fn id(&self) -> i32 {
         self.config.id
+    }
+
+    /// Every `producer.id.expiration.check.interval.ms`, the partitions
+    /// open here forget producers idle past `producer.id.expiration.ms`
+    /// (against the wall clock, as the batches' timestamps are), until
+    /// `shutdown`.
+    pub async fn run_producer_expiry(
+        self: Arc<Self>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        use crate::group::manager::Clock;
+        let every = std::time::Duration::from_millis(
+            self.config.producer_id_expiration_check_interval_ms.max(1),
+        );
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let now = SystemClock.now_ms() as i64;
+            let expired = self
+                .storage
+                .expire_producers(now, self.config.producer_id_expiration_ms);
+            if expired > 0 {
+                info!(
+                    expired,
+                    "forgot producers idle past producer.id.expiration.ms"
+                );
+            }
+        }
     }
 
     pub fn routing(&self) -> Option<Arc<Routing>> {

@@ -176,6 +176,30 @@ pub struct Tuning {
     /// (kaas.shutdown.drain.ms; `serve` only) [default: 0].
     #[arg(long, env = "KAAS_SHUTDOWN_DRAIN_MS")]
     pub shutdown_drain_ms: Option<u64>,
+    /// transaction.max.timeout.ms [default: 900000]
+    #[arg(long, env = "KAAS_TRANSACTION_MAX_TIMEOUT_MS")]
+    pub transaction_max_timeout_ms: Option<i32>,
+    /// transactional.id.expiration.ms [default: 604800000]
+    #[arg(long, env = "KAAS_TRANSACTIONAL_ID_EXPIRATION_MS")]
+    pub transactional_id_expiration_ms: Option<i64>,
+    /// transaction.abort.timed.out.transaction.cleanup.interval.ms [default: 10000]
+    #[arg(
+        long,
+        env = "KAAS_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS"
+    )]
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<u64>,
+    /// transaction.remove.expired.transaction.cleanup.interval.ms [default: 3600000]
+    #[arg(
+        long,
+        env = "KAAS_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS"
+    )]
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: Option<u64>,
+    /// producer.id.expiration.ms [default: 86400000]
+    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_MS")]
+    pub producer_id_expiration_ms: Option<i64>,
+    /// producer.id.expiration.check.interval.ms [default: 600000]
+    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS")]
+    pub producer_id_expiration_check_interval_ms: Option<u64>,
     /// Serve /healthz, /readyz and /metrics on this address
     /// (kaas.http.listen; with `local`, broker N uses this port + N).
     #[arg(long, env = "KAAS_HTTP")]
@@ -208,6 +232,14 @@ impl Tuning {
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,
             shutdown_drain_ms: self.shutdown_drain_ms,
+            transaction_max_timeout_ms: self.transaction_max_timeout_ms,
+            transactional_id_expiration_ms: self.transactional_id_expiration_ms,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: self
+                .transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            transaction_remove_expired_transaction_cleanup_interval_ms: self
+                .transaction_remove_expired_transaction_cleanup_interval_ms,
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
+            producer_id_expiration_check_interval_ms: self.producer_id_expiration_check_interval_ms,
             group_log_sync: self.group_log_sync.map(|m| match m {
                 SyncMode::Journal => GroupLogSync::Journal,
                 SyncMode::Volume => GroupLogSync::Volume,
@@ -472,6 +504,18 @@ mod tests {
             "volume",
             "--shutdown-drain-ms",
             "5000",
+            "--transaction-max-timeout-ms",
+            "600000",
+            "--transactional-id-expiration-ms",
+            "86400000",
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+            "5000",
+            "--transaction-remove-expired-transaction-cleanup-interval-ms",
+            "60000",
+            "--producer-id-expiration-ms",
+            "3600000",
+            "--producer-id-expiration-check-interval-ms",
+            "30000",
             "--http",
             "127.0.0.1:18080",
         ]);
@@ -497,9 +541,28 @@ mod tests {
              kaas.max.loaded.groups=10\n\
              kaas.group.log.sync=volume\n\
              kaas.shutdown.drain.ms=5000\n\
+             transaction.max.timeout.ms=600000\n\
+             transactional.id.expiration.ms=86400000\n\
+             transaction.abort.timed.out.transaction.cleanup.interval.ms=5000\n\
+             transaction.remove.expired.transaction.cleanup.interval.ms=60000\n\
+             producer.id.expiration.ms=3600000\n\
+             producer.id.expiration.check.interval.ms=30000\n\
              kaas.http.listen=127.0.0.1:18080\n",
         );
         let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+        let t = &flags.config.transactions;
+        assert_eq!(
+            (
+                t.core.max_timeout_ms,
+                t.core.id_expiration_ms,
+                t.abort_check_interval_ms,
+                t.expiry_check_interval_ms,
+                flags.config.producer_id_expiration_ms,
+                flags.config.producer_id_expiration_check_interval_ms
+            ),
+            (600_000, 86_400_000, 5_000, 60_000, 3_600_000, 30_000),
+            "the transaction and producer settings took"
+        );
         assert_eq!(from_file.effective(), flags.effective());
         assert_eq!(
             format!("{:?}", from_file.config),

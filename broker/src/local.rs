@@ -40,7 +40,8 @@ pub fn spawn_broker(
 }
 
 /// The tasks every broker runs whatever its assignment source: the group
-/// and transaction coordinators' timers and the Kafka listener.
+/// and transaction coordinators' timers, producer-id expiry and the Kafka
+/// listener.
 pub fn spawn_serving(
     tasks: &mut JoinSet<()>,
     listener: TcpListener,
@@ -49,6 +50,7 @@ pub fn spawn_serving(
 ) {
     tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
+    tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

@@ -80,6 +80,12 @@ pub struct Settings {
     pub max_loaded_groups: Option<usize>,
     pub group_log_sync: Option<GroupLogSync>,
     pub shutdown_drain_ms: Option<u64>,
+    pub transaction_max_timeout_ms: Option<i32>,
+    pub transactional_id_expiration_ms: Option<i64>,
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<u64>,
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: Option<u64>,
+    pub producer_id_expiration_ms: Option<i64>,
+    pub producer_id_expiration_check_interval_ms: Option<u64>,
 }
 
 /// What a `server.properties` file said: the settings, and a warning for
@@ -371,6 +377,26 @@ impl Settings {
                 "kaas.max.loaded.groups" => s.max_loaded_groups = Some(at_least(key, value, 1)?),
                 "kaas.group.log.sync" => s.group_log_sync = Some(sync_mode(key, value)?),
                 "kaas.shutdown.drain.ms" => s.shutdown_drain_ms = Some(at_least(key, value, 0)?),
+                "transaction.max.timeout.ms" => {
+                    s.transaction_max_timeout_ms = Some(at_least(key, value, 1)?)
+                }
+                "transactional.id.expiration.ms" => {
+                    s.transactional_id_expiration_ms = Some(at_least(key, value, 1)?)
+                }
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                    s.transaction_abort_timed_out_transaction_cleanup_interval_ms =
+                        Some(at_least(key, value, 1)?)
+                }
+                "transaction.remove.expired.transaction.cleanup.interval.ms" => {
+                    s.transaction_remove_expired_transaction_cleanup_interval_ms =
+                        Some(at_least(key, value, 1)?)
+                }
+                "producer.id.expiration.ms" => {
+                    s.producer_id_expiration_ms = Some(at_least(key, value, 1)?)
+                }
+                "producer.id.expiration.check.interval.ms" => {
+                    s.producer_id_expiration_check_interval_ms = Some(at_least(key, value, 1)?)
+                }
                 other => warnings.push(format!(
                     "{other}: not a kaas setting; ignored (docs/operations.md lists them)"
                 )),
@@ -426,6 +452,24 @@ impl Settings {
             max_loaded_groups: self.max_loaded_groups.or(lower.max_loaded_groups),
             group_log_sync: self.group_log_sync.or(lower.group_log_sync),
             shutdown_drain_ms: self.shutdown_drain_ms.or(lower.shutdown_drain_ms),
+            transaction_max_timeout_ms: self
+                .transaction_max_timeout_ms
+                .or(lower.transaction_max_timeout_ms),
+            transactional_id_expiration_ms: self
+                .transactional_id_expiration_ms
+                .or(lower.transactional_id_expiration_ms),
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: self
+                .transaction_abort_timed_out_transaction_cleanup_interval_ms
+                .or(lower.transaction_abort_timed_out_transaction_cleanup_interval_ms),
+            transaction_remove_expired_transaction_cleanup_interval_ms: self
+                .transaction_remove_expired_transaction_cleanup_interval_ms
+                .or(lower.transaction_remove_expired_transaction_cleanup_interval_ms),
+            producer_id_expiration_ms: self
+                .producer_id_expiration_ms
+                .or(lower.producer_id_expiration_ms),
+            producer_id_expiration_check_interval_ms: self
+                .producer_id_expiration_check_interval_ms
+                .or(lower.producer_id_expiration_check_interval_ms),
         }
     }
 
@@ -477,6 +521,24 @@ impl Settings {
         }
         if let Some(v) = self.shutdown_drain_ms {
             c.shutdown_drain_ms = v;
+        }
+        if let Some(v) = self.transaction_max_timeout_ms {
+            c.transactions.core.max_timeout_ms = v;
+        }
+        if let Some(v) = self.transactional_id_expiration_ms {
+            c.transactions.core.id_expiration_ms = v;
+        }
+        if let Some(v) = self.transaction_abort_timed_out_transaction_cleanup_interval_ms {
+            c.transactions.abort_check_interval_ms = v;
+        }
+        if let Some(v) = self.transaction_remove_expired_transaction_cleanup_interval_ms {
+            c.transactions.expiry_check_interval_ms = v;
+        }
+        if let Some(v) = self.producer_id_expiration_ms {
+            c.producer_id_expiration_ms = v;
+        }
+        if let Some(v) = self.producer_id_expiration_check_interval_ms {
+            c.producer_id_expiration_check_interval_ms = v;
         }
     }
 }
@@ -539,6 +601,30 @@ pub fn effective(
             sync_name(c.group_log_sync).to_string(),
         ),
         ("kaas.shutdown.drain.ms", c.shutdown_drain_ms.to_string()),
+        (
+            "transaction.max.timeout.ms",
+            c.transactions.core.max_timeout_ms.to_string(),
+        ),
+        (
+            "transactional.id.expiration.ms",
+            c.transactions.core.id_expiration_ms.to_string(),
+        ),
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            c.transactions.abort_check_interval_ms.to_string(),
+        ),
+        (
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            c.transactions.expiry_check_interval_ms.to_string(),
+        ),
+        (
+            "producer.id.expiration.ms",
+            c.producer_id_expiration_ms.to_string(),
+        ),
+        (
+            "producer.id.expiration.check.interval.ms",
+            c.producer_id_expiration_check_interval_ms.to_string(),
+        ),
     ]);
     if let Some(h) = http {
         out.push(("kaas.http.listen", h.to_string()));

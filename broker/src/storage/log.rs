@@ -138,6 +138,7 @@ fn identity(h: &BatchHeader) -> BatchIdentity {
         first_sequence: h.base_sequence,
         last_sequence: h.last_sequence(),
         transactional: h.is_transactional(),
+        max_timestamp: h.max_timestamp,
     }
 }
 
@@ -554,6 +555,7 @@ impl Log {
                             marker.coordinator_epoch,
                             h.base_offset,
                             marker.commit,
+                            h.max_timestamp,
                         );
                         index_completed(producers, aborted, completed);
                     }
@@ -645,9 +647,16 @@ impl Log {
             marker.coordinator_epoch,
             offset,
             marker.commit,
+            h.max_timestamp,
         );
         index_completed(&self.producers, &mut self.aborted, completed);
         Ok(offset)
+    }
+
+    /// Forgets producers idle for `expiration_ms` at `now_ms` that have no
+    /// open transaction (`producer.id.expiration.ms`); how many.
+    pub fn remove_expired_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.remove_expired(now_ms, expiration_ms)
     }
 
     pub fn log_start_offset(&self) -> i64 {

@@ -143,6 +143,21 @@ impl Storage {
         }
     }
 
+    /// In every partition open here, forgets the producers idle for
+    /// `expiration_ms` with no open transaction (`producer.id.expiration.ms`);
+    /// how many.
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        let open: Vec<PartitionRef> = self
+            .open
+            .lock()
+            .values()
+            .filter_map(|slot| slot.partition.get().cloned())
+            .collect();
+        open.iter()
+            .map(|p| p.remove_expired_producers(now_ms, expiration_ms))
+            .sum()
+    }
+
     pub fn close_topic(&self, topic: &str) {
         self.retain_partitions(|t, _| t != topic);
     }

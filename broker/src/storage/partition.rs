@@ -104,6 +104,11 @@ impl Partition {
         self.log.lock()
     }
 
+    /// See [`Log::remove_expired_producers`].
+    pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.log().remove_expired_producers(now_ms, expiration_ms)
+    }
+
     pub fn high_watermark(&self) -> i64 {
         *self.high_watermark.borrow()
     }
@@ -367,6 +372,33 @@ mod tests {
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
         let (_, lso, again) = part.read_committed(0, 1 << 20).unwrap();
         assert_eq!((lso, again), (9, aborted));
+    }
+
+    /// `producer.id.expiration.ms` at the partition: a producer with an
+    /// open transaction stays; once its marker is old enough it goes.
+    #[tokio::test]
+    async fn idle_producers_expire_but_not_inside_a_transaction() {
+        const EXPIRATION: i64 = 86_400_000;
+        let dir = tempfile::tempdir().unwrap();
+        let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
+        part.append(txn_batch(7, 0, 0, 2)).await.unwrap(); // timestamps 1,000
+        assert_eq!(
+            part.remove_expired_producers(1_000 + EXPIRATION, EXPIRATION),
+            0
+        );
+        part.append_marker(7, 0, marker(true, 0), 5_000)
+            .await
+            .unwrap();
+        assert_eq!(
+            part.remove_expired_producers(4_999 + EXPIRATION, EXPIRATION),
+            0
+        );
+        assert_eq!(part.active_producers().len(), 1);
+        assert_eq!(
+            part.remove_expired_producers(5_000 + EXPIRATION, EXPIRATION),
+            1
+        );
+        assert!(part.active_producers().is_empty());
     }
 
     #[tokio::test]

@@ -152,6 +152,7 @@ mod tests {
             first_sequence: first,
             last_sequence: last,
             transactional: txn,
+            max_timestamp: 0,
         }
     }
 
@@ -164,7 +165,7 @@ mod tests {
         p.record(&batch(1, 0, 5, 9, false), 5);
         p.record(&batch(2, 3, 0, 0, true), 10);
         p.record(&batch(3, 1, 0, 1, true), 11);
-        let done = p.record_marker(3, 1, 7, 13, false).unwrap();
+        let done = p.record_marker(3, 1, 7, 13, false, 0).unwrap();
         let mut aborted = AbortedTxns::default();
         aborted.push(AbortedTxn {
             producer_id: 3,

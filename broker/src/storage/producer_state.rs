@@ -20,6 +20,9 @@ pub struct BatchIdentity {
     pub last_sequence: i32,
     /// The batch belongs to a transaction.
     pub transactional: bool,
+    /// The batch's largest timestamp: when the producer was last active
+    /// (for `producer.id.expiration.ms`).
+    pub max_timestamp: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +64,8 @@ struct Producer {
     coordinator_epoch: i32,
     /// The first offset of the producer's open transaction.
     txn_first_offset: Option<i64>,
+    /// The largest timestamp of its last batch or marker.
+    last_timestamp: i64,
 }
 
 impl Producer {
@@ -70,6 +75,7 @@ impl Producer {
             recent: VecDeque::new(),
             coordinator_epoch: -1,
             txn_first_offset: None,
+            last_timestamp: -1,
         }
     }
 
@@ -147,6 +153,7 @@ impl ProducerStates {
             .entry(b.producer_id)
             .or_insert_with(|| Producer::new(b.epoch));
         p.set_epoch(b.epoch);
+        p.last_timestamp = b.max_timestamp;
         p.recent
             .push_back((b.first_sequence, b.last_sequence, base_offset));
         while p.recent.len() > REMEMBERED {
@@ -189,11 +196,13 @@ impl ProducerStates {
         coordinator_epoch: i32,
         offset: i64,
         commit: bool,
+        timestamp: i64,
     ) -> Option<CompletedTxn> {
         let p = self
             .producers
             .entry(producer_id)
             .or_insert_with(|| Producer::new(epoch));
+        p.last_timestamp = timestamp;
         let completed = p.txn_first_offset.take().map(|first_offset| CompletedTxn {
             producer_id,
             first_offset,
@@ -206,6 +215,19 @@ impl ProducerStates {
             self.ongoing.remove(&c.first_offset);
         }
         completed
+    }
+
+    /// Forgets producers with no open transaction whose last batch or
+    /// marker is `expiration_ms` old at `now_ms` (Apache's
+    /// `removeExpiredProducers`, `producer.id.expiration.ms`); how many.
+    /// A forgotten idempotent producer's next batch is accepted from any
+    /// sequence, as a new producer's.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, p| {
+            p.txn_first_offset.is_some() || now_ms - p.last_timestamp < expiration_ms
+        });
+        before - self.producers.len()
     }
 
     /// The first offset of the oldest open transaction: reads of committed
@@ -256,7 +278,7 @@ impl ProducerStates {
 
 /// The producers as a snapshot stores them ([`super::producer_snapshot`]):
 /// per producer its id, epoch, coordinator epoch, open transaction's first
-/// offset (-1: none) and remembered batches, big-endian.
+/// offset (-1: none), last timestamp and remembered batches, big-endian.
 impl ProducerStates {
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let mut ids: Vec<&i64> = self.producers.keys().collect();
@@ -268,6 +290,7 @@ impl ProducerStates {
             out.extend_from_slice(&p.epoch.to_be_bytes());
             out.extend_from_slice(&p.coordinator_epoch.to_be_bytes());
             out.extend_from_slice(&p.txn_first_offset.unwrap_or(-1).to_be_bytes());
+            out.extend_from_slice(&p.last_timestamp.to_be_bytes());
             out.push(p.recent.len() as u8);
             for (first, last, base) in &p.recent {
                 out.extend_from_slice(&first.to_be_bytes());
@@ -287,6 +310,7 @@ impl ProducerStates {
             let mut p = Producer::new(i16::from_be_bytes(take(buf)?));
             p.coordinator_epoch = i32::from_be_bytes(take(buf)?);
             let first_offset = take_i64(buf)?;
+            p.last_timestamp = take_i64(buf)?;
             let [recent] = take::<1>(buf)?;
             for _ in 0..recent {
                 let first = i32::from_be_bytes(take(buf)?);
@@ -328,6 +352,7 @@ mod tests {
             first_sequence: first,
             last_sequence: last,
             transactional: false,
+            max_timestamp: 0,
         }
     }
 
@@ -343,6 +368,7 @@ mod tests {
             first_sequence: seq,
             last_sequence: seq,
             transactional,
+            max_timestamp: 0,
         }
     }
 
@@ -366,7 +392,7 @@ mod tests {
         coordinator_epoch: i32,
     ) -> Result<Option<CompletedTxn>, i16> {
         s.check_marker(PID, epoch, coordinator_epoch)?;
-        Ok(s.record_marker(PID, epoch, coordinator_epoch, offset, commit))
+        Ok(s.record_marker(PID, epoch, coordinator_epoch, offset, commit, 0))
     }
 
     const INVALID_PRODUCER_EPOCH: i16 = ResponseError::InvalidProducerEpoch.code();
@@ -444,6 +470,53 @@ mod tests {
         );
     }
 
+    const EXPIRATION_MS: i64 = 86_400_000;
+
+    /// Apache's `testPidExpirationTimeout`: an idempotent producer idle past
+    /// `producer.id.expiration.ms` is forgotten, so its next batch starts
+    /// it afresh from whatever sequence it sends.
+    #[test]
+    fn test_pid_expiration_timeout() {
+        let mut s = ProducerStates::default();
+        let at = |b: BatchIdentity, ts: i64| BatchIdentity {
+            max_timestamp: ts,
+            ..b
+        };
+        append(&mut s, at(data(5, 37, false), 1_000), 1).unwrap();
+        assert_eq!(
+            s.remove_expired(1_000 + EXPIRATION_MS - 1, EXPIRATION_MS),
+            0
+        );
+        assert_eq!(
+            append(&mut s, at(data(5, 40, false), 1_000), 2),
+            Err(OUT_OF_ORDER),
+            "a gap while it is remembered"
+        );
+        assert_eq!(s.remove_expired(1_000 + EXPIRATION_MS, EXPIRATION_MS), 1);
+        append(&mut s, at(data(5, 40, false), 90_000_000), 2).unwrap();
+        assert_eq!(s.active().len(), 1);
+        assert_eq!(s.producer(PID), Some((5, Some(40))));
+    }
+
+    /// Apache's `testProducersWithOngoingTransactionsDontExpire`.
+    #[test]
+    fn test_producers_with_ongoing_transactions_dont_expire() {
+        let mut s = ProducerStates::default();
+        append(&mut s, data(0, 0, true), 99).unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(99));
+        assert_eq!(s.remove_expired(EXPIRATION_MS + 1, EXPIRATION_MS), 0);
+        assert_eq!(s.open_transaction(PID), Some(99));
+        assert_eq!(s.first_undecided_offset(), Some(99));
+        // Once its transaction ends it expires from the marker's time.
+        s.record_marker(PID, 0, 0, 100, true, 5_000);
+        assert_eq!(
+            s.remove_expired(5_000 + EXPIRATION_MS - 1, EXPIRATION_MS),
+            0
+        );
+        assert_eq!(s.remove_expired(5_000 + EXPIRATION_MS, EXPIRATION_MS), 1);
+        assert!(s.producer(PID).is_none());
+    }
+
     #[test]
     fn test_producer_state_after_fencing_abort_marker() {
         let mut s = ProducerStates::default();
@@ -469,7 +542,7 @@ mod tests {
         assert_eq!(s.first_undecided_offset(), Some(105));
         assert_eq!(s.last_stable_offset_after(&done), 105);
         s.check_marker(2, 5, 0).unwrap();
-        let done = s.record_marker(2, 5, 0, 112, false).unwrap();
+        let done = s.record_marker(2, 5, 0, 112, false, 0).unwrap();
         assert_eq!(s.first_undecided_offset(), None);
         assert_eq!(s.last_stable_offset_after(&done), 113);
     }
