@@ -41,6 +41,49 @@ const T: Duration = Duration::from_secs(30);
 
 type Producer0 = ThreadedProducer<DefaultProducerContext>;
 
+/// The tests of this file run one at a time: each is three brokers and
+/// clients under kill -9, too much at once for a 2-core machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held by a test while it runs: one at a time, and a failure ends the test
+/// binary. A client blocked inside librdkafka whose cluster is gone would
+/// otherwise hold the runtime's shutdown, and the whole run, forever; the
+/// panic is written straight to stderr first (the test harness's capture
+/// would die with the process).
+struct TestGuard {
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl TestGuard {
+    fn take() -> TestGuard {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "{info}");
+                default(info);
+            }));
+        });
+        TestGuard {
+            _serial: ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+impl Drop for TestGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "transactions_kill9: a test failed (above); exiting so no client can hang the run"
+            );
+            std::process::exit(101);
+        }
+    }
+}
+
 /// How far the copier may go and how far it has come, shared by the
 /// harness and the copier (the Java copier reads the gate from a file and
 /// reports its progress on stdout).
@@ -155,9 +198,12 @@ fn transact(
         .group_metadata()
         .expect("a consumer with a group id has group metadata");
     producer.send_offsets_to_transaction(&offsets, &metadata, T)?;
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         match producer.commit_transaction(T) {
-            Err(e) if is(&e, |t| t.is_retriable()) => eprintln!("copier: commit: {e}; again"),
+            Err(e) if is(&e, |t| t.is_retriable()) && Instant::now() < deadline => {
+                eprintln!("copier: commit: {e}; again")
+            }
             other => return other.map(|()| next),
         }
     }
@@ -243,11 +289,12 @@ fn librdkafka_copier(bootstrap: &str, gate: &Gate, txn_id: &str, group: &str) ->
             Err(e) => {
                 eprintln!("copier: transaction failed: {e}");
                 let abortable = is(&e, |t| t.txn_requires_abort());
+                let deadline = Instant::now() + Duration::from_secs(120);
                 let aborted = abortable
                     && loop {
                         match producer.abort_transaction(T) {
                             Ok(()) => break true,
-                            Err(e) if is(&e, |t| t.is_retriable()) => {
+                            Err(e) if is(&e, |t| t.is_retriable()) && Instant::now() < deadline => {
                                 eprintln!("copier: abort: {e}; again")
                             }
                             Err(e) => {
@@ -392,6 +439,7 @@ async fn copy_under_kill_9<C>(name: &str, copier: C)
 where
     C: FnOnce(String, Gate) -> CopyStats + Send + 'static,
 {
+    let _guard = TestGuard::take();
     let work = tempfile::tempdir().unwrap();
     let cluster = procs::start(3).await;
     let bootstrap = cluster.bootstrap();
@@ -590,6 +638,7 @@ async fn txn_state(addr: &str, id: &str) -> String {
 async fn an_acknowledged_commit_whose_coordinator_is_killed_before_its_markers_becomes_visible() {
     const TOPIC: &str = "ack-then-kill";
     const ID: &str = "ack-then-kill";
+    let _guard = TestGuard::take();
     let cluster = procs::start(3).await;
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, TOPIC, PARTITIONS).await;

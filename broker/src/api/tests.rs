@@ -333,6 +333,17 @@ fn request(
     }
 }
 
+/// One request to `broker` at `version`: its answer.
+async fn call_at(broker: &Arc<Broker>, version: i16, req: RequestKind) -> ResponseKind {
+    handle(context(broker.clone(), version), req)
+        .await
+        .expect("a response")
+}
+
+fn txn_id(s: &'static str) -> TransactionalId {
+    TransactionalId(StrBytes::from_static_str(s))
+}
+
 fn context(broker: Arc<Broker>, version: i16) -> RequestContext {
     RequestContext {
         broker,
@@ -606,11 +617,7 @@ async fn transaction_apis_answer_apaches_errors() {
     use kafka_protocol::ResponseError as E;
     let dir = tempfile::tempdir().unwrap();
     let (broker, _) = one_broker(dir.path()).await;
-    let call = |version: i16, req: RequestKind| {
-        let broker = broker.clone();
-        async move { handle(context(broker, version), req).await.unwrap() }
-    };
-    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+    let call = |version: i16, req: RequestKind| call_at(&broker, version, req);
 
     // DescribeTransactions: "" and an unknown id.
     let ResponseKind::DescribeTransactions(d) = call(
@@ -924,11 +931,7 @@ async fn transaction_apis_ask_the_authorizer_first() {
         .topics
         .create_blocking("secret", 1, Default::default(), false)
         .unwrap();
-    let call = |version: i16, req: RequestKind| {
-        let broker = broker.clone();
-        async move { handle(context(broker, version), req).await.unwrap() }
-    };
-    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+    let call = |version: i16, req: RequestKind| call_at(&broker, version, req);
     let init = |id: Option<&'static str>| {
         call(
             4,
@@ -1192,11 +1195,7 @@ async fn list_transactions_filters_by_producer_id_and_duration() {
     use add_partitions_to_txn_request::AddPartitionsToTxnTopic;
     let dir = tempfile::tempdir().unwrap();
     let (broker, _) = one_broker(dir.path()).await;
-    let call = |version: i16, req: RequestKind| {
-        let broker = broker.clone();
-        async move { handle(context(broker, version), req).await.unwrap() }
-    };
-    let txn_id = |s: &'static str| TransactionalId(StrBytes::from_static_str(s));
+    let call = |version: i16, req: RequestKind| call_at(&broker, version, req);
     let mut producers = Vec::new();
     for id in ["idle", "busy"] {
         let ResponseKind::InitProducerId(r) = call(
