@@ -166,10 +166,19 @@ impl MarkerWriter for BrokerMarkers {
                         }
                     }));
                 let (local, sent) = futures::future::join(local, sent).await;
+                let mut unsettled = Vec::new();
                 for (tp, code) in local.into_iter().chain(sent).flatten() {
                     if settled(code) {
                         left.remove(&tp);
+                    } else {
+                        unsettled.push((tp, code));
                     }
+                }
+                // Retried at the longest pause: say what holds it up.
+                if pause >= Duration::from_secs(2) && !left.is_empty() {
+                    warn!(transactional_id = %job.transactional_id, producer_id = job.producer_id,
+                          partitions = left.len(), answers = ?unsettled,
+                          "transaction markers not all written yet; retrying");
                 }
                 if !left.is_empty() {
                     tokio::time::sleep(pause).await;
