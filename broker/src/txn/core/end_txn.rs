@@ -55,19 +55,15 @@ pub(super) fn decide_end_v1(
                 m.producer_epoch = producer_epoch;
                 m.last_producer_epoch = NO_PRODUCER_EPOCH;
             }
-            match m.prepare_abort_or_commit(
+            prepare_write(
+                m,
                 result.prepare_state(),
                 TxnVersion::V0,
                 NO_PRODUCER_ID,
                 now_ms,
                 false,
-            ) {
-                Ok(transit) => End::Write {
-                    transit,
-                    epoch_fence,
-                },
-                Err(e) => End::Refuse(transition_error(&e)),
-            }
+                epoch_fence,
+            )
         }
         (CompleteCommit, Commit) | (CompleteAbort, Abort) => done,
         (PrepareCommit, Commit) | (PrepareAbort, Abort) => {
@@ -138,19 +134,15 @@ pub(super) fn decide_end_v2(
         if state == PrepareAbort && epoch_fence {
             m.pending = None;
         }
-        match m.prepare_abort_or_commit(
+        prepare_write(
+            m,
             state,
             TxnVersion::V2,
             next_producer_id,
             now_ms,
             no_partition_added,
-        ) {
-            Ok(transit) => End::Write {
-                transit,
-                epoch_fence,
-            },
-            Err(e) => End::Refuse(transition_error(&e)),
-        }
+            epoch_fence,
+        )
     };
     let done = End::Done {
         producer_id: current.0,
@@ -172,5 +164,25 @@ pub(super) fn decide_end_v2(
         (Empty, Abort) => prepare(m, PrepareAbort, true),
         (Empty, Commit) => End::Refuse(code::INVALID_TXN_STATE),
         (Dead | PrepareEpochFence, _) => End::Refuse(code::UNKNOWN_SERVER_ERROR),
+    }
+}
+
+/// The transit to PrepareCommit/PrepareAbort to write, or its refusal.
+#[allow(clippy::too_many_arguments)]
+fn prepare_write(
+    m: &mut TxnMetadata,
+    state: TxnState,
+    version: TxnVersion,
+    next_producer_id: i64,
+    now_ms: i64,
+    no_partition_added: bool,
+    epoch_fence: bool,
+) -> End {
+    match m.prepare_abort_or_commit(state, version, next_producer_id, now_ms, no_partition_added) {
+        Ok(transit) => End::Write {
+            transit,
+            epoch_fence,
+        },
+        Err(e) => End::Refuse(transition_error(&e)),
     }
 }
