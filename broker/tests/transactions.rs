@@ -267,3 +267,206 @@ async fn a_commit_its_coordinator_left_prepared_is_completed_by_the_next_without
     .unwrap();
     cluster.shutdown().await;
 }
+
+/// A transactional batch of `values` from `pid` at `epoch`, sequences from 0.
+fn txn_batch(pid: i64, epoch: i16, values: &[String]) -> bytes::Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            transactional: true,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: pid,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32,
+            timestamp: 1_000,
+            key: None,
+            value: Some(bytes::Bytes::from(v.clone())),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+/// Transaction version 2 across brokers, in the requests a Java 4.x
+/// producer sends once ApiVersions finalizes `transaction.version` 2: no
+/// AddPartitionsToTxn and no AddOffsetsToTxn. Partition leaders add their
+/// partitions to the transaction by AddPartitionsToTxn v5 to its
+/// coordinator on another broker, the group's coordinator adds the group's
+/// offsets the same way, EndTxn v5 bumps the epoch for the next
+/// transaction. librdkafka then reads exactly the committed records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_version_2_producer_over_three_brokers() {
+    use kaas_client::KafkaClient;
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::StrBytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = LocalCluster::start(config(dir.path())).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, TOPIC, PARTITIONS).await;
+    let routing = cluster.brokers[0].routing().unwrap();
+    let id = "kaas-txn-v2";
+    let coordinator = routing.owner_of_transaction(id).unwrap();
+    let leaders: Vec<i32> = (0..PARTITIONS)
+        .map(|p| routing.owner_of_partition(TOPIC, p).unwrap())
+        .collect();
+    assert!(
+        leaders.iter().any(|l| *l != coordinator),
+        "a partition led away from the coordinator"
+    );
+    // A group coordinated away from the transaction's coordinator.
+    let group = (0..)
+        .map(|i| format!("kaas-txn-v2-group-{i}"))
+        .find(|g| routing.owner_of_group(g) != Some(coordinator))
+        .unwrap();
+    let connect = |broker: i32| {
+        let addr = cluster.addrs[broker as usize].to_string();
+        async move { KafkaClient::connect(&addr, T).await.unwrap() }
+    };
+    let s = |v: &str| StrBytes::from_string(v.to_string());
+
+    let mut txn = connect(coordinator).await;
+    let init = txn
+        .send(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(s(id))))
+                .with_transaction_timeout_ms(60_000),
+            5,
+        )
+        .await
+        .unwrap();
+    assert_eq!(init.error_code, 0);
+    let pid = init.producer_id.0;
+    let mut epoch = init.producer_epoch;
+
+    // Two transactions, committed then aborted, each writing every
+    // partition (to its leader, Produce v12) and the group's offset of
+    // partition 0 (TxnOffsetCommit v5).
+    for (round, commit, offset) in [("committed", true, 7), ("aborted", false, 9)] {
+        for p in 0..PARTITIONS {
+            let values: Vec<String> = (0..2).map(|i| format!("{round}-{p}-{i}")).collect();
+            let resp = connect(leaders[p as usize])
+                .await
+                .send(
+                    &ProduceRequest::default()
+                        .with_acks(-1)
+                        .with_timeout_ms(10_000)
+                        .with_transactional_id(Some(TransactionalId(s(id))))
+                        .with_topic_data(vec![produce_request::TopicProduceData::default()
+                            .with_name(TopicName(s(TOPIC)))
+                            .with_partition_data(vec![
+                                produce_request::PartitionProduceData::default()
+                                    .with_index(p)
+                                    .with_records(Some(txn_batch(pid, epoch, &values))),
+                            ])]),
+                    12,
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                resp.responses[0].partition_responses[0].error_code, 0,
+                "{round}: partition {p} added by its leader"
+            );
+        }
+        let committed = connect(routing.owner_of_group(&group).unwrap())
+            .await
+            .send(
+                &TxnOffsetCommitRequest::default()
+                    .with_transactional_id(TransactionalId(s(id)))
+                    .with_group_id(GroupId(s(&group)))
+                    .with_producer_id(ProducerId(pid))
+                    .with_producer_epoch(epoch)
+                    .with_generation_id(-1)
+                    .with_topics(vec![
+                        txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                            .with_name(TopicName(s(TOPIC)))
+                            .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(offset),
+                        ]),
+                    ]),
+                5,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            committed.topics[0].partitions[0].error_code, 0,
+            "{round}: offsets staged"
+        );
+        let ended = txn
+            .send(
+                &EndTxnRequest::default()
+                    .with_transactional_id(TransactionalId(s(id)))
+                    .with_producer_id(ProducerId(pid))
+                    .with_producer_epoch(epoch)
+                    .with_committed(commit),
+                5,
+            )
+            .await
+            .unwrap();
+        assert_eq!(ended.error_code, 0, "{round}: ended");
+        assert_eq!(ended.producer_id.0, pid);
+        assert_eq!(
+            ended.producer_epoch,
+            epoch + 1,
+            "{round}: the epoch is bumped"
+        );
+        epoch = ended.producer_epoch;
+    }
+
+    let fetched = connect(routing.owner_of_group(&group).unwrap())
+        .await
+        .send(
+            &OffsetFetchRequest::default()
+                .with_require_stable(true)
+                .with_groups(vec![
+                    offset_fetch_request::OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(s(&group)))
+                        .with_topics(None),
+                ]),
+            9,
+        )
+        .await
+        .unwrap();
+    let offsets: Vec<(i32, i64, i16)> = fetched.groups[0]
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+        .collect();
+    assert_eq!(offsets, [(0, 7, 0)], "the committed round's offset only");
+
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let committed: BTreeSet<String> = read_all(&b, "read_committed", 6).into_iter().collect();
+        assert_eq!(committed, values("committed", 2));
+        let all = read_all(&b, "read_uncommitted", 12);
+        assert_eq!(
+            all.len(),
+            12,
+            "every record once, no control record: {all:?}"
+        );
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+}

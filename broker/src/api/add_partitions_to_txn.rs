@@ -105,20 +105,28 @@ async fn add(
     topics: &[AddPartitionsToTxnTopic],
 ) -> Vec<(TopicPartition, i16)> {
     // KafkaApis checks every partition before the coordinator: a topic the
-    // principal may not write answers TOPIC_AUTHORIZATION_FAILED, a
-    // partition that does not exist UNKNOWN_TOPIC_OR_PARTITION; either fails
-    // the request, and the partitions that passed are OPERATION_NOT_ATTEMPTED.
+    // principal may not write answers TOPIC_AUTHORIZATION_FAILED (a
+    // producer's request; a broker's passed CLUSTER_ACTION), a partition
+    // that does not exist UNKNOWN_TOPIC_OR_PARTITION; either fails the
+    // request, and the partitions that passed are OPERATION_NOT_ATTEMPTED.
+    let from_broker = ctx.api_version > 3;
     let mut failed = Vec::new();
     let mut passed = BTreeSet::new();
     for t in topics {
         let name = t.name.0.as_str();
-        let writable = ctx.authorized(Operation::Write, ResourceType::Topic, name);
-        let partitions = ctx
-            .broker
-            .storage
-            .topics
-            .get(name)
-            .map_or(0, |m| m.partitions);
+        let writable = from_broker || ctx.authorized(Operation::Write, ResourceType::Topic, name);
+        let offsets_of_group = from_broker && TopicPartition::is_offsets_topic(name);
+        let partitions = if offsets_of_group {
+            // A group coordinator adding a group's offsets (TxnOffsetCommit
+            // v5): the group's one pseudo partition.
+            1
+        } else {
+            ctx.broker
+                .storage
+                .topics
+                .get(name)
+                .map_or(0, |m| m.partitions)
+        };
         for &p in &t.partitions {
             let tp = TopicPartition::new(name.to_string(), p);
             if !writable {

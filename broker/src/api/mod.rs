@@ -67,9 +67,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::AddPartitionsToTxn, 0, 5),
-    // v5 is transaction version 2, which is not offered (no
-    // `transaction.version` feature is advertised).
-    (ApiKey::EndTxn, 0, 4),
+    // v5 is transaction version 2 (the finalized `transaction.version`).
+    (ApiKey::EndTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::WriteTxnMarkers, 1, 1),
@@ -325,3 +324,5 @@ pub(crate) fn broker_endpoint(ctx: &RequestContext, id: i32) -> Option<(String, 
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_v2_tests;

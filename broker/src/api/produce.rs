@@ -16,6 +16,7 @@ use super::{broker_endpoint, open_error_code, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
 use crate::storage::log::AppendError;
+use crate::txn::core::TopicPartition;
 
 struct PartitionOutcome {
     response: PartitionProduceResponse,
@@ -194,25 +195,25 @@ async fn produce_partition(
                 format!("{} may not write transactional id {id}", ctx.principal),
             );
         }
-        // The first batch of a transaction to this partition is verified
-        // with the coordinator (KIP-890): appended unverified, a producer
-        // that never ends its transaction would hold every read_committed
-        // reader of the partition back.
-        if partition.open_transaction(producer_id).is_none() {
-            let code =
-                crate::txn::verify::verify(ctx, id, producer_id, producer_epoch, &meta.name, index)
-                    .await;
+        // The first batch of a transaction to this partition is checked
+        // with the coordinator (KIP-890; a transaction version 2 producer's
+        // is added by it): appended unchecked, a producer that never ends
+        // its transaction would hold every read_committed reader back.
+        if !partition.has_ongoing_transaction(producer_id, producer_epoch) {
+            let code = crate::txn::verify::check_produce(
+                ctx,
+                id,
+                producer_id,
+                producer_epoch,
+                TopicPartition::new(meta.name.to_string(), index),
+            )
+            .await;
             if code != 0 {
-                // Clients before transaction version 2 know INVALID_TXN_STATE.
-                let code = if code == Err::TransactionAbortable.code() && ctx.api_version < 12 {
-                    Err::InvalidTxnState.code()
-                } else {
-                    code
-                };
+                let why = Err::try_from_code(code).map_or(code.to_string(), |e| format!("{e:?}"));
                 return fail(
                     response,
                     code,
-                    "the partition is not part of the producer's ongoing transaction".into(),
+                    format!("the transaction's coordinator did not admit the batch: {why}"),
                 );
             }
         }

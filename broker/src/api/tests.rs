@@ -21,7 +21,7 @@ fn group(s: &str) -> GroupId {
     GroupId(StrBytes::from_string(s.to_string()))
 }
 
-fn name(s: &str) -> TopicName {
+pub(super) fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
@@ -334,13 +334,13 @@ fn request(
 }
 
 /// One request to `broker` at `version`: its answer.
-async fn call_at(broker: &Arc<Broker>, version: i16, req: RequestKind) -> ResponseKind {
+pub(super) async fn call_at(broker: &Arc<Broker>, version: i16, req: RequestKind) -> ResponseKind {
     handle(context(broker.clone(), version), req)
         .await
         .expect("a response")
 }
 
-fn txn_id(s: &'static str) -> TransactionalId {
+pub(super) fn txn_id(s: &'static str) -> TransactionalId {
     TransactionalId(StrBytes::from_static_str(s))
 }
 
@@ -445,7 +445,9 @@ fn unknown_keys_and_versions_are_refused() {
 }
 
 /// A one-broker broker with topic `t` of one partition.
-async fn one_broker(dir: &std::path::Path) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
+pub(super) async fn one_broker(
+    dir: &std::path::Path,
+) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
     one_broker_with(dir, Arc::new(crate::auth::AllowAll)).await
 }
 
@@ -483,7 +485,7 @@ fn fetch_t(isolation: i8) -> RequestKind {
     )
 }
 
-async fn fetched(broker: &Arc<Broker>, isolation: i8) -> fetch_response::PartitionData {
+pub(super) async fn fetched(broker: &Arc<Broker>, isolation: i8) -> fetch_response::PartitionData {
     let Some(ResponseKind::Fetch(resp)) =
         handle(context(broker.clone(), 11), fetch_t(isolation)).await
     else {
@@ -492,7 +494,7 @@ async fn fetched(broker: &Arc<Broker>, isolation: i8) -> fetch_response::Partiti
     resp.responses[0].partitions[0].clone()
 }
 
-async fn latest(broker: &Arc<Broker>, isolation: i8) -> i64 {
+pub(super) async fn latest(broker: &Arc<Broker>, isolation: i8) -> i64 {
     use list_offsets_request::*;
     let req = ListOffsetsRequest::default()
         .with_isolation_level(isolation)
@@ -731,7 +733,7 @@ async fn transaction_apis_answer_apaches_errors() {
         E::InvalidTxnState.code()
     );
     assert_eq!(
-        code(call(12, RequestKind::Produce(produce)).await),
+        code(call(11, RequestKind::Produce(produce)).await),
         E::TransactionAbortable.code()
     );
     assert_eq!(latest(&broker, 0).await, 0, "nothing appended");

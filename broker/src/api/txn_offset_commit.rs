@@ -46,25 +46,45 @@ pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOff
     } else {
         None
     };
-    let answer = super::offset_commit::commit_known(ctx, topics, denied, |topics| {
-        ctx.broker.groups.request(core::TxnOffsetCommitRequest {
-            group_id: req.group_id.0.to_string(),
-            producer_id: req.producer_id.0,
-            producer_epoch: req.producer_epoch,
-            // KIP-447's group metadata from v3.
-            generation_id: if v >= 3 { req.generation_id } else { -1 },
-            member_id: if v >= 3 {
-                req.member_id.to_string()
-            } else {
-                String::new()
-            },
-            group_instance_id: if v >= 3 {
-                req.group_instance_id.as_ref().map(|s| s.to_string())
-            } else {
-                None
-            },
-            topics,
-        })
+    let group_id = req.group_id.0.as_str();
+    let transactional_id = req.transactional_id.0.as_str();
+    let answer = super::offset_commit::commit_known(ctx, topics, denied, |topics| async move {
+        // The group's coordinator, then the transaction's: the group's
+        // offsets must be in the producer's transaction (added by
+        // AddOffsetsToTxn, or here for a transaction version 2 client).
+        ctx.broker.groups.check_owner(group_id)?;
+        let code = crate::txn::verify::check_txn_offset_commit(
+            ctx,
+            transactional_id,
+            req.producer_id.0,
+            req.producer_epoch,
+            group_id,
+        )
+        .await;
+        if code != 0 {
+            return Ok(core::OffsetCommitResponse::all(&topics, code));
+        }
+        ctx.broker
+            .groups
+            .request(core::TxnOffsetCommitRequest {
+                group_id: group_id.to_string(),
+                producer_id: req.producer_id.0,
+                producer_epoch: req.producer_epoch,
+                // KIP-447's group metadata from v3.
+                generation_id: if v >= 3 { req.generation_id } else { -1 },
+                member_id: if v >= 3 {
+                    req.member_id.to_string()
+                } else {
+                    String::new()
+                },
+                group_instance_id: if v >= 3 {
+                    req.group_instance_id.as_ref().map(|s| s.to_string())
+                } else {
+                    None
+                },
+                topics,
+            })
+            .await
     })
     .await;
     // Clients before v2 retry COORDINATOR_NOT_AVAILABLE, not LOAD_IN_PROGRESS.

@@ -606,6 +606,10 @@ impl Log {
         self.producers.open_transaction(producer_id)
     }
 
+    pub fn has_ongoing_transaction(&self, producer_id: i64, epoch: i16) -> bool {
+        self.producers.has_ongoing_transaction(producer_id, epoch)
+    }
+
     /// The aborted transactions a read of `[fetch_offset, upper_bound)`
     /// overlaps.
     pub fn aborted_transactions(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {

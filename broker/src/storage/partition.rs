@@ -241,9 +241,9 @@ impl Partition {
         self.log().active_producers()
     }
 
-    /// The first offset of the producer's open transaction here, if any.
-    pub fn open_transaction(&self, producer_id: i64) -> Option<i64> {
-        self.log().open_transaction(producer_id)
+    /// The producer has a transaction open here at this epoch.
+    pub fn has_ongoing_transaction(&self, producer_id: i64, epoch: i16) -> bool {
+        self.log().has_ongoing_transaction(producer_id, epoch)
     }
 
     /// The end of what `read_committed` readers see.

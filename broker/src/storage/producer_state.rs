@@ -251,6 +251,14 @@ impl ProducerStates {
             .and_then(|p| p.txn_first_offset)
     }
 
+    /// The producer has a transaction open here at this epoch (Apache's
+    /// `hasOngoingTransaction`): its next batch needs no verification.
+    pub fn has_ongoing_transaction(&self, producer_id: i64, epoch: i16) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|p| p.epoch == epoch && p.txn_first_offset.is_some())
+    }
+
     /// Every producer the log knows, by id (DescribeProducers).
     pub fn active(&self) -> Vec<ActiveProducer> {
         let mut out: Vec<ActiveProducer> = self
@@ -458,6 +466,30 @@ mod tests {
         assert_eq!(append(&mut s, data(2, 2, true), 2), Err(OUT_OF_ORDER));
         append(&mut s, data(1, 0, true), 0).unwrap();
         assert_eq!(s.producer(PID), Some((1, Some(0))));
+    }
+
+    /// Transaction version 2 (UnifiedLogTest's
+    /// testTransactionIsOngoingAndVerificationGuard): a transaction is
+    /// ongoing for its producer's epoch only; the next transaction comes at
+    /// the epoch its marker bumped to, starts at sequence 0, and is new to
+    /// the partition until its first batch lands.
+    #[test]
+    fn test_transaction_is_ongoing_for_its_epoch_only() {
+        let mut s = ProducerStates::default();
+        assert!(!s.has_ongoing_transaction(PID, 0));
+        append(&mut s, data(0, 0, true), 0).unwrap();
+        assert!(s.has_ongoing_transaction(PID, 0));
+        assert!(!s.has_ongoing_transaction(PID, 1));
+        marker(&mut s, 1, true, 1, 0).unwrap();
+        assert!(!s.has_ongoing_transaction(PID, 1));
+        append(&mut s, data(1, 0, true), 2).unwrap();
+        assert!(s.has_ongoing_transaction(PID, 1));
+        marker(&mut s, 2, false, 3, 0).unwrap();
+        // The transaction at epoch 3 left this partition out: the one at
+        // epoch 4 starts here at sequence 0 too.
+        assert_eq!(append(&mut s, data(4, 1, true), 4), Err(OUT_OF_ORDER));
+        append(&mut s, data(4, 0, true), 4).unwrap();
+        assert!(s.has_ongoing_transaction(PID, 4));
     }
 
     #[test]

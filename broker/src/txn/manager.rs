@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use super::core::{
     code, ProducerIdSource, RequestToken, TopicPartition, TxnAnswer, TxnCoordinator,
-    TxnCoordinatorConfig, TxnEffect, TxnResult, TxnVersion,
+    TxnCoordinatorConfig, TxnEffect, TxnResult, TxnVersion, FINALIZED_TXN_VERSION,
 };
 use super::store::{StoreError, TxnStore};
 use crate::group::manager::{Clock, NotServed};
@@ -38,7 +38,10 @@ pub struct TxnManagerConfig {
 impl Default for TxnManagerConfig {
     fn default() -> Self {
         TxnManagerConfig {
-            core: TxnCoordinatorConfig::default(),
+            core: TxnCoordinatorConfig {
+                server_version: FINALIZED_TXN_VERSION,
+                ..TxnCoordinatorConfig::default()
+            },
             abort_check_interval_ms: 10_000,
             expiry_check_interval_ms: 3_600_000,
         }

@@ -42,6 +42,11 @@ impl TopicPartition {
     pub fn offsets_group(&self) -> Option<&str> {
         self.topic.strip_prefix(GROUP_OFFSETS)
     }
+
+    /// `topic` names a group's offsets, not a topic.
+    pub fn is_offsets_topic(topic: &str) -> bool {
+        topic.starts_with(GROUP_OFFSETS)
+    }
 }
 
 /// An epoch from which no further bump is allowed: InitProducerId moves to

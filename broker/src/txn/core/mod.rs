@@ -19,4 +19,4 @@ pub use coordinator::{
     TxnEffect, TxnResult, WriteToken,
 };
 pub use metadata::{TopicPartition, TransitionError, TxnMetadata, TxnTransit};
-pub use state::{TxnState, TxnVersion};
+pub use state::{TxnState, TxnVersion, FINALIZED_TXN_VERSION};

@@ -108,6 +108,12 @@ impl TxnState {
     }
 }
 
+/// The `transaction.version` this cluster finalizes, as Apache 4.x does
+/// for a new cluster: ApiVersions advertises it, so clients that know
+/// version 2 speak it, and the coordinator runs its own fences and
+/// timeouts with it.
+pub const FINALIZED_TXN_VERSION: TxnVersion = TxnVersion::V2;
+
 /// The transaction protocol a client speaks (Apache's `transaction.version`
 /// feature): version 2 (KIP-890 part 2) bumps the epoch at every EndTxn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
