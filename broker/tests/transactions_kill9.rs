@@ -171,6 +171,13 @@ fn transactional_producer(bootstrap: &str, id: &str) -> Producer0 {
         .set("message.timeout.ms", "20000")
         .set("linger.ms", "5")
         .set("retry.backoff.ms", "50")
+        // librdkafka #5511: a coordinator request waiting on a group
+        // coordinator that left Metadata is tried again only on some
+        // broker's state change. A connection to every broker (not only
+        // those it needs) and a frequent Metadata refresh make the killed
+        // broker's return such a change.
+        .set("enable.sparse.connections", "false")
+        .set("topic.metadata.refresh.interval.ms", "1000")
         .create_with_context(Logged)
         .expect("transactional producer")
 }
@@ -631,14 +638,15 @@ async fn java_client_copies_exactly_once_while_coordinators_and_leaders_are_kill
     .await;
 }
 
-/// Blocked by librdkafka, so not in CI (run it with `--ignored`): once the
-/// killed group coordinator drops out of Metadata, librdkafka 2.12
+/// librdkafka 2.12 as the copier. Once the killed group coordinator drops
+/// out of Metadata (as a dead broker does from Apache's), librdkafka
 /// decommissions it while still caching it as the group coordinator, and
-/// `send_offsets_to_transaction` then waits forever with no request on the
-/// wire, its timeout unchecked (librdkafka issues #5511 and #5456, open;
-/// Apache's Metadata drops a dead broker too). Every kaas answer came
-/// within 5 s in the hung runs; the Java client passes the same harness.
-#[ignore = "librdkafka #5511/#5456: send_offsets_to_transaction hangs once the group coordinator is decommissioned"]
+/// `send_offsets_to_transaction` waits until some broker's connection
+/// changes state (librdkafka #5511 and #5456, open): with sparse
+/// connections and no traffic that may be never. The copier's producer
+/// connects to every broker and refreshes Metadata every second
+/// ([`transactional_producer`]), so the killed broker's return is such a
+/// change. Every kaas answer came within 5 s in the runs that hung before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librdkafka_copies_exactly_once_while_coordinators_and_leaders_are_killed() {
     copy_under_kill_9("librdkafka", KILLS, |bootstrap, gate| {
