@@ -7,6 +7,8 @@ use std::sync::Arc;
 use kaas_shared::{BrokerState, Routing};
 use tracing::info;
 
+use crate::acls::Acls;
+use crate::auth::standard::AuthorizerSettings;
 use crate::auth::{AllowAll, Authorizer};
 use crate::cluster::ClusterView;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
@@ -54,6 +56,11 @@ pub struct BrokerConfig {
     /// Who may do what ([`crate::auth`]); everything until one is
     /// configured.
     pub authorizer: Arc<dyn Authorizer>,
+    /// Apache's StandardAuthorizer over the volume's ACLs instead of
+    /// `authorizer`, with its settings (`super.users`,
+    /// `allow.everyone.if.no.acl.found`). Not yet a user setting: it waits
+    /// for every API to ask the authorizer (issue #15).
+    pub standard_authorizer: Option<AuthorizerSettings>,
 }
 
 impl BrokerConfig {
@@ -76,6 +83,7 @@ impl BrokerConfig {
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
             authorizer: Arc::new(AllowAll),
+            standard_authorizer: None,
         }
     }
 }
@@ -89,6 +97,11 @@ pub struct Broker {
     pub txns: Arc<TxnManager>,
     pub producer_ids: Arc<ProducerIdAllocator>,
     pub metrics: Metrics,
+    /// The authorizer every request asks.
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The ACLs, when the StandardAuthorizer is configured (else the ACL
+    /// APIs answer SECURITY_DISABLED, as Apache with no authorizer).
+    pub acls: Option<Arc<Acls>>,
 }
 
 impl Broker {
@@ -135,7 +148,20 @@ impl Broker {
             Arc::new(SystemClock),
             cluster.subscribe(),
         );
+        let acls = match &config.standard_authorizer {
+            Some(settings) => Some(Arc::new(Acls::open(
+                &storage.cluster_dir(),
+                settings.clone(),
+            )?)),
+            None => None,
+        };
+        let authorizer: Arc<dyn Authorizer> = match &acls {
+            Some(acls) => acls.authorizer.clone(),
+            None => config.authorizer.clone(),
+        };
         let broker = Arc::new(Broker {
+            authorizer,
+            acls,
             config,
             storage,
             cluster,

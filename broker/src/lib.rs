@@ -1,6 +1,7 @@
 //! kaas-broker: a Kafka-protocol broker whose state lives on a shared
 //! volume. The architecture: docs/design/architecture.md.
 
+pub mod acls;
 pub mod api;
 pub mod auth;
 pub mod broker;

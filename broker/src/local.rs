@@ -51,6 +51,9 @@ pub fn spawn_serving(
     tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
+    if let Some(acls) = &broker.acls {
+        tasks.spawn(acls.clone().follow(shutdown.clone()));
+    }
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

@@ -7,9 +7,12 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod create_acls;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_groups;
 pub mod describe_producers;
 pub mod describe_transactions;
@@ -75,6 +78,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -106,7 +112,7 @@ impl RequestContext {
         resource_type: ResourceType,
         name: &str,
     ) -> bool {
-        self.broker.config.authorizer.authorize(
+        self.broker.authorizer.authorize(
             &self.principal,
             self.client_addr.ip(),
             Action {
@@ -119,7 +125,7 @@ impl RequestContext {
 
     /// Whether the principal may do `operation` on some resource of the type.
     pub fn authorized_any(&self, operation: Operation, resource_type: ResourceType) -> bool {
-        self.broker.config.authorizer.authorize_any(
+        self.broker.authorizer.authorize_any(
             &self.principal,
             self.client_addr.ip(),
             operation,
@@ -277,6 +283,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(&ctx, r).await)
         }
+        RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(describe_acls::handle(&ctx, r)),
+        RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(create_acls::handle(&ctx, r).await),
+        RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(delete_acls::handle(&ctx, r).await),
         other => {
             // decode() only lets SUPPORTED keys through; reaching this is a
             // bug in the table, which the dispatch test guards.
@@ -322,6 +331,8 @@ pub(crate) fn broker_endpoint(ctx: &RequestContext, id: i32) -> Option<(String, 
         .map(|b| (b.host.clone(), i32::from(b.port)))
 }
 
+#[cfg(test)]
+mod acl_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

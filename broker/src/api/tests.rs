@@ -329,6 +329,31 @@ fn request(
             ListTransactionsRequest::default()
                 .with_state_filters(vec![StrBytes::from_static_str("Ongoing")]),
         ),
+        // The broker under test has no authorizer: SECURITY_DISABLED.
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1),
+        ),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(
+            vec![create_acls_request::AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_resource_pattern_type(3)
+                .with_principal(StrBytes::from_static_str("User:alice"))
+                .with_host(StrBytes::from_static_str("*"))
+                .with_operation(3)
+                .with_permission_type(3)],
+        )),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(
+            vec![delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)],
+        )),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

@@ -1,25 +1,61 @@
 //! The authorization hook: a handler asks before it acts, naming Apache's
 //! operation and resource (`AclOperation`, `ResourceType`) in the order
-//! KafkaApis asks, and answers Apache's error when denied. The broker's
-//! authorizer allows everything today, as Apache does with no
-//! `authorizer.class.name`; StandardAuthorizer's semantics plug in behind
-//! the same trait (issue #15). Pure: no I/O.
+//! KafkaApis asks, and answers Apache's error when denied. With no
+//! authorizer configured the broker allows everything ([`AllowAll`]), as
+//! Apache does with no `authorizer.class.name`; [`standard`] is Apache's
+//! StandardAuthorizer over the ACLs of [`acl`]. Pure: no I/O.
+
+pub mod acl;
+pub mod standard;
+#[cfg(test)]
+mod standard_tests;
 
 use std::fmt;
 use std::net::IpAddr;
 
-/// Apache's `ResourceType`, the ones the broker's APIs name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Apache's `ResourceType` (wire codes in [`ResourceType::code`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ResourceType {
     Topic,
     Group,
     Cluster,
     TransactionalId,
+    DelegationToken,
+    User,
 }
 
-/// Apache's `AclOperation`, the ones the broker's APIs ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+impl ResourceType {
+    pub const ALL: [ResourceType; 6] = [
+        ResourceType::Topic,
+        ResourceType::Group,
+        ResourceType::Cluster,
+        ResourceType::TransactionalId,
+        ResourceType::DelegationToken,
+        ResourceType::User,
+    ];
+
+    /// Apache's code (UNKNOWN 0 and ANY 1 are not resource types).
+    pub fn code(self) -> i8 {
+        match self {
+            ResourceType::Topic => 2,
+            ResourceType::Group => 3,
+            ResourceType::Cluster => 4,
+            ResourceType::TransactionalId => 5,
+            ResourceType::DelegationToken => 6,
+            ResourceType::User => 7,
+        }
+    }
+
+    pub fn from_code(code: i8) -> Option<ResourceType> {
+        ResourceType::ALL.into_iter().find(|t| t.code() == code)
+    }
+}
+
+/// Apache's `AclOperation` (wire codes in [`Operation::code`]). `All` is
+/// for ACLs: it matches every operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
+    All,
     Read,
     Write,
     Create,
@@ -30,6 +66,49 @@ pub enum Operation {
     DescribeConfigs,
     AlterConfigs,
     IdempotentWrite,
+    CreateTokens,
+    DescribeTokens,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 13] = [
+        Operation::All,
+        Operation::Read,
+        Operation::Write,
+        Operation::Create,
+        Operation::Delete,
+        Operation::Alter,
+        Operation::Describe,
+        Operation::ClusterAction,
+        Operation::DescribeConfigs,
+        Operation::AlterConfigs,
+        Operation::IdempotentWrite,
+        Operation::CreateTokens,
+        Operation::DescribeTokens,
+    ];
+
+    /// Apache's code (UNKNOWN 0 and ANY 1 are not operations).
+    pub fn code(self) -> i8 {
+        match self {
+            Operation::All => 2,
+            Operation::Read => 3,
+            Operation::Write => 4,
+            Operation::Create => 5,
+            Operation::Delete => 6,
+            Operation::Alter => 7,
+            Operation::Describe => 8,
+            Operation::ClusterAction => 9,
+            Operation::DescribeConfigs => 10,
+            Operation::AlterConfigs => 11,
+            Operation::IdempotentWrite => 12,
+            Operation::CreateTokens => 13,
+            Operation::DescribeTokens => 14,
+        }
+    }
+
+    pub fn from_code(code: i8) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|o| o.code() == code)
+    }
 }
 
 /// The name of the one Cluster resource (Apache's `CLUSTER_NAME`).

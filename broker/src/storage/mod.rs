@@ -1,5 +1,6 @@
 //! Everything the broker keeps on the shared volume.
 
+pub mod acls;
 pub mod batch;
 pub mod fs;
 pub mod group_commit;

@@ -1,0 +1,342 @@
+//! The ACL APIs on the wire: SECURITY_DISABLED with no authorizer; with
+//! the StandardAuthorizer, creation with Apache's validation, description
+//! and deletion by filter, Cluster ALTER / DESCRIBE asked first, and the
+//! ACLs shared through the volume with a second broker.
+
+use std::sync::Arc;
+
+use kaas_shared::{Assignment, BrokerInfo};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as E;
+
+use super::*;
+use crate::auth::standard::{parse_super_users, AuthorizerSettings};
+use crate::auth::{Action, Operation, Principal, ResourceType};
+use crate::broker::{Broker, BrokerConfig};
+
+fn broker(dir: &std::path::Path, standard: bool) -> Arc<Broker> {
+    let mut config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
+    if standard {
+        config.standard_authorizer = Some(AuthorizerSettings {
+            super_users: parse_super_users("User:admin").unwrap(),
+            allow_if_no_acl: false,
+        });
+    }
+    let broker = Broker::open(config).unwrap();
+    broker.apply_assignment(Assignment {
+        version: 1,
+        brokers: vec![BrokerInfo::alive(0, "127.0.0.1", 9092)],
+        ..Default::default()
+    });
+    broker
+}
+
+async fn call(broker: &Arc<Broker>, user: &str, req: RequestKind) -> ResponseKind {
+    let ctx = RequestContext {
+        broker: broker.clone(),
+        api_version: 3,
+        client_id: "test".into(),
+        client_addr: "127.0.0.1:1".parse().unwrap(),
+        local_addr: "127.0.0.1:9092".parse().unwrap(),
+        principal: Principal::user(user),
+    };
+    handle(ctx, req).await.expect("a response")
+}
+
+fn s(v: &'static str) -> StrBytes {
+    StrBytes::from_static_str(v)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn creation(
+    resource_type: i8,
+    name: &'static str,
+    pattern: i8,
+    principal: &'static str,
+    operation: i8,
+    permission: i8,
+) -> create_acls_request::AclCreation {
+    create_acls_request::AclCreation::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(s(name))
+        .with_resource_pattern_type(pattern)
+        .with_principal(s(principal))
+        .with_host(s("*"))
+        .with_operation(operation)
+        .with_permission_type(permission)
+}
+
+const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
+const CLUSTER: i8 = 4;
+const ANY: i8 = 1;
+const MATCH: i8 = 2;
+const LITERAL: i8 = 3;
+const PREFIXED: i8 = 4;
+const READ: i8 = 3;
+const WRITE: i8 = 4;
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
+
+async fn create(
+    broker: &Arc<Broker>,
+    user: &str,
+    c: Vec<create_acls_request::AclCreation>,
+) -> Vec<i16> {
+    let ResponseKind::CreateAcls(r) = call(
+        broker,
+        user,
+        RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(c)),
+    )
+    .await
+    else {
+        panic!("not a CreateAcls response")
+    };
+    r.results.iter().map(|r| r.error_code).collect()
+}
+
+/// (resource type, name, pattern, principal, operation, permission) of
+/// every ACL a DescribeAcls answers, or its error.
+async fn describe(
+    broker: &Arc<Broker>,
+    user: &str,
+    resource_type: i8,
+    name: Option<&'static str>,
+    pattern: i8,
+) -> Result<Vec<(i8, String, i8, String, i8, i8)>, i16> {
+    let ResponseKind::DescribeAcls(r) = call(
+        broker,
+        user,
+        RequestKind::DescribeAcls(
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(resource_type)
+                .with_resource_name_filter(name.map(s))
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_pattern_type_filter(pattern)
+                .with_operation(ANY)
+                .with_permission_type(ANY),
+        ),
+    )
+    .await
+    else {
+        panic!("not a DescribeAcls response")
+    };
+    if r.error_code != 0 {
+        return Err(r.error_code);
+    }
+    Ok(r.resources
+        .iter()
+        .flat_map(|res| {
+            res.acls.iter().map(move |a| {
+                (
+                    res.resource_type,
+                    res.resource_name.to_string(),
+                    res.pattern_type,
+                    a.principal.to_string(),
+                    a.operation,
+                    a.permission_type,
+                )
+            })
+        })
+        .collect())
+}
+
+fn may(broker: &Arc<Broker>, user: &str, op: Operation, t: ResourceType, name: &str) -> bool {
+    broker.authorizer.authorize(
+        &Principal::user(user),
+        "127.0.0.1".parse().unwrap(),
+        Action {
+            operation: op,
+            resource_type: t,
+            name,
+        },
+    )
+}
+
+#[tokio::test]
+async fn without_an_authorizer_the_acl_apis_answer_security_disabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), false);
+    assert_eq!(
+        describe(&b, "anyone", ANY, None, ANY).await,
+        Err(E::SecurityDisabled.code())
+    );
+    let codes = create(
+        &b,
+        "anyone",
+        vec![creation(TOPIC, "t", LITERAL, "User:a", READ, ALLOW)],
+    )
+    .await;
+    assert_eq!(codes, [E::SecurityDisabled.code()]);
+}
+
+#[tokio::test]
+async fn acls_are_created_described_enforced_shared_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), true);
+    // Only a principal with Cluster ALTER / DESCRIBE manages ACLs.
+    let codes = create(
+        &b,
+        "bob",
+        vec![creation(TOPIC, "t", LITERAL, "User:bob", READ, ALLOW)],
+    )
+    .await;
+    assert_eq!(codes, [E::ClusterAuthorizationFailed.code()]);
+    assert_eq!(
+        describe(&b, "bob", ANY, None, ANY).await,
+        Err(E::ClusterAuthorizationFailed.code())
+    );
+
+    let codes = create(
+        &b,
+        "admin",
+        vec![
+            creation(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW),
+            creation(
+                CLUSTER,
+                "not-the-cluster",
+                LITERAL,
+                "User:alice",
+                READ,
+                ALLOW,
+            ),
+            creation(TOPIC, "ord", PREFIXED, "User:*", WRITE, DENY),
+            creation(GROUP, "g", LITERAL, "User:alice", READ, ALLOW),
+            creation(TOPIC, "x", MATCH, "User:alice", READ, ALLOW),
+            creation(TOPIC, "x", LITERAL, "alice", READ, ALLOW),
+        ],
+    )
+    .await;
+    let invalid = E::InvalidRequest.code();
+    assert_eq!(codes, [0, invalid, 0, 0, invalid, invalid]);
+
+    // Enforced at once on this broker.
+    assert!(may(
+        &b,
+        "alice",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+    assert!(may(
+        &b,
+        "alice",
+        Operation::Describe,
+        ResourceType::Topic,
+        "orders"
+    ));
+    assert!(!may(
+        &b,
+        "alice",
+        Operation::Write,
+        ResourceType::Topic,
+        "orders"
+    ));
+    assert!(!may(
+        &b,
+        "bob",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+    assert!(may(
+        &b,
+        "admin",
+        Operation::Write,
+        ResourceType::Topic,
+        "orders"
+    ));
+
+    // MATCH: the literal and the prefixed ACL that cover "orders".
+    let topic_acls = describe(&b, "admin", TOPIC, Some("orders"), MATCH)
+        .await
+        .unwrap();
+    assert_eq!(
+        topic_acls,
+        [
+            (TOPIC, "ord".into(), PREFIXED, "User:*".into(), WRITE, DENY),
+            (
+                TOPIC,
+                "orders".into(),
+                LITERAL,
+                "User:alice".into(),
+                READ,
+                ALLOW
+            ),
+        ]
+    );
+    assert_eq!(
+        describe(&b, "admin", ANY, None, ANY).await.unwrap().len(),
+        3
+    );
+
+    // A second broker on the volume has them from the file.
+    let other = broker(dir.path(), true);
+    assert!(may(
+        &other,
+        "alice",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+
+    // Delete by filter: every topic ACL; the answer lists what matched.
+    let ResponseKind::DeleteAcls(r) = call(
+        &b,
+        "admin",
+        RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(vec![
+            delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_name_filter(None)
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_resource_type_filter(TOPIC)
+                .with_pattern_type_filter(ANY)
+                .with_operation(ANY)
+                .with_permission_type(ANY),
+            delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(0)
+                .with_pattern_type_filter(ANY)
+                .with_operation(ANY)
+                .with_permission_type(ANY),
+        ])),
+    )
+    .await
+    else {
+        panic!("not a DeleteAcls response")
+    };
+    assert_eq!(r.filter_results[0].error_code, 0);
+    assert_eq!(r.filter_results[0].matching_acls.len(), 2);
+    assert_eq!(
+        r.filter_results[1].error_code, invalid,
+        "UNKNOWN is refused"
+    );
+    assert!(!may(
+        &b,
+        "alice",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+    assert_eq!(
+        describe(&b, "admin", ANY, None, ANY).await.unwrap(),
+        [(GROUP, "g".into(), LITERAL, "User:alice".into(), READ, ALLOW)]
+    );
+    // The other broker follows at its next look.
+    assert!(may(
+        &other,
+        "alice",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+    other.acls.as_ref().unwrap().refresh().unwrap();
+    assert!(!may(
+        &other,
+        "alice",
+        Operation::Read,
+        ResourceType::Topic,
+        "orders"
+    ));
+}
