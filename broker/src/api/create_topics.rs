@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::TopicError;
 
 pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -19,6 +20,8 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
     for t in &req.topics {
         *seen.entry(t.name.0.to_string()).or_default() += 1;
     }
+    // Cluster CREATE, else the topic's CREATE (after the duplicate check).
+    let may_create_any = ctx.authorized(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut resp = CreateTopicsResponse::default();
     for t in req.topics {
         let name = t.name.0.to_string();
@@ -35,6 +38,14 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
                 result,
                 Err::InvalidRequest.code(),
                 format!("topic '{name}' appears more than once in the request"),
+            ));
+            continue;
+        }
+        if !may_create_any && !ctx.authorized(Operation::Create, ResourceType::Topic, &name) {
+            resp.topics.push(fail(
+                result,
+                Err::TopicAuthorizationFailed.code(),
+                "Authorization failed.".into(),
             ));
             continue;
         }

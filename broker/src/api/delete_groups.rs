@@ -3,7 +3,8 @@
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
 
-use super::{group_error, str_bytes, RequestContext};
+use super::{group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::group::core::{code, Response};
 
 pub async fn handle(ctx: &RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
@@ -12,7 +13,16 @@ pub async fn handle(ctx: &RequestContext, req: DeleteGroupsRequest) -> DeleteGro
     let mut owned = Vec::new();
     for g in &req.groups_names {
         let id = g.0.to_string();
-        match manager.prepare(&id).await {
+        let ready = async {
+            ctx.require(
+                Operation::Delete,
+                ResourceType::Group,
+                &id,
+                GroupAuthorizationFailed,
+            )?;
+            manager.prepare(&id).await
+        };
+        match ready.await {
             Ok(()) => owned.push(id),
             Err(e) => errors.push((id, group_error(e))),
         }

@@ -6,6 +6,7 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::TopicError;
 
 pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
@@ -22,6 +23,10 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
             .map(|n| (Some(n.0.to_string()), uuid::Uuid::nil()))
             .collect()
     };
+    // Cluster DELETE, else the topic's DESCRIBE and DELETE: either missing
+    // answers TOPIC_AUTHORIZATION_FAILED before the topic is looked for.
+    let may_delete_any = ctx.authorized(Operation::Delete, ResourceType::Cluster, CLUSTER_NAME);
+    let may = |op, topic: &str| may_delete_any || ctx.authorized(op, ResourceType::Topic, topic);
     let mut resp = DeleteTopicsResponse::default();
     for (name, id) in targets {
         let mut result = DeletableTopicResult::default().with_topic_id(id);
@@ -37,6 +42,16 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
             resp.responses.push(result);
             continue;
         };
+        if !may(Operation::Describe, &topic) || !may(Operation::Delete, &topic) {
+            // A topic named by id keeps its name from a principal that may
+            // not describe it.
+            if name.is_none() && !may(Operation::Describe, &topic) {
+                result.name = None;
+            }
+            result.error_code = Err::TopicAuthorizationFailed.code();
+            resp.responses.push(result);
+            continue;
+        }
         match topics.delete(&topic).await {
             Ok(meta) => {
                 ctx.broker.storage.close_topic(&topic);

@@ -3,11 +3,12 @@
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 
-use super::{group_error, str_bytes, RequestContext};
+use super::{group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation, ResourceType};
 
-/// Operations a group supports, as Apache's `AclOperation` bits: READ (3),
-/// DESCRIBE (8), DELETE (6). Without an authorizer every one is allowed.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+/// The operations a group supports (Apache's `authorizedOperations` of a
+/// GROUP resource).
+const GROUP_OPERATIONS: [Operation; 3] = [Operation::Read, Operation::Describe, Operation::Delete];
 
 pub async fn handle(ctx: &RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let v = ctx.api_version;
@@ -15,7 +16,16 @@ pub async fn handle(ctx: &RequestContext, req: DescribeGroupsRequest) -> Describ
     let mut out = DescribeGroupsResponse::default();
     for group in req.groups {
         let id = group.0.to_string();
-        if let Err(e) = manager.prepare(&id).await {
+        let ready = async {
+            ctx.require(
+                Operation::Describe,
+                ResourceType::Group,
+                &id,
+                GroupAuthorizationFailed,
+            )?;
+            manager.prepare(&id).await
+        };
+        if let Err(e) = ready.await {
             out.groups.push(
                 DescribedGroup::default()
                     .with_group_id(group)
@@ -51,7 +61,8 @@ pub async fn handle(ctx: &RequestContext, req: DescribeGroupsRequest) -> Describ
                         .collect(),
                 );
             if v >= 3 && req.include_authorized_operations {
-                g.authorized_operations = GROUP_OPERATIONS;
+                g.authorized_operations =
+                    ctx.authorized_operations(ResourceType::Group, &id, &GROUP_OPERATIONS);
             }
             out.groups.push(g);
         }

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{broker_endpoint, open_error_code, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 
 pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
     if req.session_id != 0 {
@@ -77,6 +78,16 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
         let mut out = FetchableTopicResponse::default()
             .with_topic(topic.topic.clone())
             .with_topic_id(topic.topic_id);
+        // Topic READ before the topic's existence (a topic id is resolved
+        // to its name first).
+        let name = match (&meta, by_id) {
+            (Some(m), true) => Some(m.name.to_string()),
+            (None, true) => None,
+            (_, false) => Some(topic.topic.0.to_string()),
+        };
+        let denied = name
+            .as_deref()
+            .is_some_and(|n| !ctx.authorized(Operation::Read, ResourceType::Topic, n));
         for p in &topic.partitions {
             let mut data = PartitionData::default()
                 .with_partition_index(p.partition)
@@ -86,6 +97,12 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
                 .with_aborted_transactions(None)
                 .with_records(Some(bytes::Bytes::new()));
             let error = |data: &mut PartitionData, code: i16| data.error_code = code;
+            if denied {
+                error(&mut data, Err::TopicAuthorizationFailed.code());
+                round.has_error = true;
+                out.partitions.push(data);
+                continue;
+            }
             let Some(meta) = meta.as_ref() else {
                 let code = if by_id {
                     Err::UnknownTopicId.code()

@@ -7,6 +7,7 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 
 const GROUP: i8 = 0;
 const TRANSACTION: i8 = 1;
@@ -50,6 +51,24 @@ fn resolve(ctx: &RequestContext, key_type: i8, key: StrBytes) -> Coordinator {
             Err::InvalidRequest.code(),
             "unknown coordinator key type",
         );
+    }
+    // Before routing: a principal that may not describe the key learns
+    // nothing of where it lives or whether it exists.
+    let (resource_type, denied, message) = if key_type == GROUP {
+        (
+            ResourceType::Group,
+            Err::GroupAuthorizationFailed,
+            "Group authorization failed.",
+        )
+    } else {
+        (
+            ResourceType::TransactionalId,
+            Err::TransactionalIdAuthorizationFailed,
+            "Transactional Id authorization failed.",
+        )
+    };
+    if !ctx.authorized(Operation::Describe, resource_type, key.as_str()) {
+        return failed(key, denied.code(), message);
     }
     let Some(routing) = ctx.broker.routing() else {
         return failed(

@@ -2,7 +2,8 @@
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use super::{group_error, RequestContext};
+use super::{group_error, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation::Read, ResourceType::Group};
 use crate::group::core;
 
 pub async fn handle(ctx: &RequestContext, req: HeartbeatRequest) -> HeartbeatResponse {
@@ -12,7 +13,11 @@ pub async fn handle(ctx: &RequestContext, req: HeartbeatRequest) -> HeartbeatRes
         member_id: req.member_id.to_string(),
         group_instance_id: req.group_instance_id.map(|s| s.to_string()),
     };
-    let error_code = match ctx.broker.groups.request(request).await {
+    let answer = async {
+        ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
+        ctx.broker.groups.request(request).await
+    };
+    let error_code = match answer.await {
         Ok(r) => r.error_code,
         Err(e) => group_error(e),
     };

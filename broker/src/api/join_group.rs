@@ -4,7 +4,8 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use tracing::info;
 
-use super::{client_host, group_error, str_bytes, RequestContext};
+use super::{client_host, group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation::Read, ResourceType::Group};
 use crate::group::core::{self, Protocol};
 
 pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupResponse {
@@ -35,7 +36,11 @@ pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupRes
         client_id: ctx.client_id.clone(),
         client_host: client_host(ctx),
     };
-    match ctx.broker.groups.request(request).await {
+    let answer = async {
+        ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
+        ctx.broker.groups.request(request).await
+    };
+    match answer.await {
         Ok(r) => encode(v, r),
         Err(e) => encode(v, core::JoinGroupResponse::error(member_id, group_error(e))),
     }

@@ -4,7 +4,8 @@
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-use super::{group_error, str_bytes, RequestContext};
+use super::{group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation::Read, ResourceType::Group};
 use crate::group::core::{self, LeaveMember};
 
 pub async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse {
@@ -35,7 +36,11 @@ pub async fn handle(ctx: &RequestContext, req: LeaveGroupRequest) -> LeaveGroupR
         members,
         api_version: v,
     };
-    let r = match ctx.broker.groups.request(request).await {
+    let answer = async {
+        ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
+        ctx.broker.groups.request(request).await
+    };
+    let r = match answer.await {
         Ok(r) => r,
         Err(e) => core::LeaveGroupResponse {
             error_code: group_error(e),

@@ -6,6 +6,7 @@ use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
 use super::{str_bytes, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 
 pub async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> ListGroupsResponse {
     let v = ctx.api_version;
@@ -31,10 +32,16 @@ pub async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> ListGroupsR
         }
     }
     let listed = manager.read(|core| core.list_groups(&states, &types));
+    // Every group with Cluster DESCRIBE, else those the principal may
+    // describe.
+    let all = ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     ListGroupsResponse::default().with_groups(
         listed
             .into_iter()
             .filter(|g| manager.check_owner(&g.group_id).is_ok())
+            .filter(|g| {
+                all || ctx.authorized(Operation::Describe, ResourceType::Group, &g.group_id)
+            })
             .map(|g| {
                 let mut l = ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(g.group_id)))

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::records::RecordBatchDecoder;
 
 use super::{open_error_code, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::storage::batch;
 
 const LATEST: i64 = -1;
@@ -23,12 +24,22 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
     for topic in req.topics {
         let meta = broker.storage.topics.get(topic.name.0.as_str());
         let mut out = ListOffsetsTopicResponse::default().with_name(topic.name.clone());
+        let denied = !ctx.authorized(
+            Operation::Describe,
+            ResourceType::Topic,
+            topic.name.0.as_str(),
+        );
         for p in topic.partitions {
             let mut r = ListOffsetsPartitionResponse::default()
                 .with_partition_index(p.partition_index)
                 .with_timestamp(-1)
                 .with_offset(-1)
                 .with_leader_epoch(-1);
+            if denied {
+                r.error_code = Err::TopicAuthorizationFailed.code();
+                out.partitions.push(r);
+                continue;
+            }
             let Some(meta) = meta
                 .as_ref()
                 .filter(|m| (0..m.partitions).contains(&p.partition_index))

@@ -8,8 +8,10 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tracing::info;
+use uuid::Uuid;
 
 use super::{Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::{TopicError, TopicMeta};
 
 pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataResponse {
@@ -46,33 +48,101 @@ pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataRespo
         }
     }
 
+    // Topics the principal may not describe: left out of a listing of all,
+    // TOPIC_AUTHORIZATION_FAILED when named (before anyone looks whether
+    // they exist), as KafkaApis.
+    let describable = |name: &str| ctx.authorized(Operation::Describe, ResourceType::Topic, name);
+    let unauthorized = |name: Option<TopicName>, id| {
+        MetadataResponseTopic::default()
+            .with_name(name)
+            .with_topic_id(id)
+            .with_error_code(Err::TopicAuthorizationFailed.code())
+    };
     let mut topics: Vec<Result<std::sync::Arc<TopicMeta>, MetadataResponseTopic>> = Vec::new();
     match req.topics {
-        None => topics.extend(broker.storage.topics.all().into_iter().map(Ok)),
+        None => topics.extend(
+            broker
+                .storage
+                .topics
+                .all()
+                .into_iter()
+                .filter(|m| describable(&m.name))
+                .map(Ok),
+        ),
         Some(requested) => {
             for t in requested {
                 topics.push(match t.name {
+                    Some(name) if !describable(name.0.as_str()) => {
+                        Err(unauthorized(Some(name), Uuid::nil()))
+                    }
                     Some(name) => {
                         lookup_or_create(ctx, name.0.as_str(), req.allow_auto_topic_creation).await
                     }
-                    None => broker.storage.topics.get_by_id(t.topic_id).ok_or_else(|| {
-                        MetadataResponseTopic::default()
+                    None => match broker.storage.topics.get_by_id(t.topic_id) {
+                        // Topic ids are not secret: the id is echoed.
+                        Some(meta) if !describable(&meta.name) => {
+                            Err(unauthorized(None, t.topic_id))
+                        }
+                        Some(meta) => Ok(meta),
+                        None => Err(MetadataResponseTopic::default()
                             .with_name(None)
                             .with_topic_id(t.topic_id)
-                            .with_error_code(Err::UnknownTopicId.code())
-                    }),
+                            .with_error_code(Err::UnknownTopicId.code())),
+                    },
                 });
             }
         }
     }
+    let v = ctx.api_version;
     for t in topics {
         resp.topics.push(match t {
-            Ok(meta) => describe_topic(&meta, routing.as_deref()),
+            Ok(meta) => {
+                let mut topic = describe_topic(&meta, routing.as_deref());
+                if v >= 8 && req.include_topic_authorized_operations {
+                    topic.topic_authorized_operations = ctx.authorized_operations(
+                        ResourceType::Topic,
+                        &meta.name,
+                        &TOPIC_OPERATIONS,
+                    );
+                }
+                topic
+            }
             Err(error_topic) => error_topic,
         });
     }
+    if (8..=10).contains(&v) && req.include_cluster_authorized_operations {
+        resp.cluster_authorized_operations =
+            if ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
+                ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME, &CLUSTER_OPERATIONS)
+            } else {
+                0
+            };
+    }
     resp
 }
+
+/// The operations a topic supports (Apache's `AclEntry.supportedOperations`).
+const TOPIC_OPERATIONS: [Operation; 8] = [
+    Operation::Read,
+    Operation::Write,
+    Operation::Create,
+    Operation::Describe,
+    Operation::Delete,
+    Operation::Alter,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+];
+
+/// The operations the cluster supports.
+const CLUSTER_OPERATIONS: [Operation; 7] = [
+    Operation::Create,
+    Operation::ClusterAction,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+    Operation::IdempotentWrite,
+    Operation::Alter,
+    Operation::Describe,
+];
 
 async fn lookup_or_create(
     ctx: &RequestContext,
@@ -90,6 +160,12 @@ async fn lookup_or_create(
     }
     if !(allow_auto_create && broker.config.auto_create_topics) {
         return Err(error(Err::UnknownTopicOrPartition.code()));
+    }
+    // Auto-creation needs Cluster CREATE or the topic's CREATE.
+    if !ctx.authorized(Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
+        && !ctx.authorized(Operation::Create, ResourceType::Topic, name)
+    {
+        return Err(error(Err::TopicAuthorizationFailed.code()));
     }
     let partitions = broker.config.default_partitions;
     match broker

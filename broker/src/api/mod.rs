@@ -123,6 +123,36 @@ impl RequestContext {
         )
     }
 
+    /// `Err(NotServed(denied))` unless the principal may: for handlers
+    /// whose refusal travels the way a coordinator's does.
+    pub fn require(
+        &self,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: &str,
+        denied: Err,
+    ) -> Result<(), crate::group::manager::NotServed> {
+        if self.authorized(operation, resource_type, name) {
+            Ok(())
+        } else {
+            Err(crate::group::manager::NotServed(denied.code()))
+        }
+    }
+
+    /// Apache's `authorizedOperations`: the bit `1 << code` of each of the
+    /// resource's `operations` the principal may do.
+    pub fn authorized_operations(
+        &self,
+        resource_type: ResourceType,
+        name: &str,
+        operations: &[Operation],
+    ) -> i32 {
+        operations
+            .iter()
+            .filter(|op| self.authorized(**op, resource_type, name))
+            .fold(0, |bits, op| bits | (1 << op.code()))
+    }
+
     /// Whether the principal may do `operation` on some resource of the type.
     pub fn authorized_any(&self, operation: Operation, resource_type: ResourceType) -> bool {
         self.broker.authorizer.authorize_any(
@@ -333,6 +363,8 @@ pub(crate) fn broker_endpoint(ctx: &RequestContext, id: i32) -> Option<(String, 
 
 #[cfg(test)]
 mod acl_tests;
+#[cfg(test)]
+mod authz_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -5,25 +5,58 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 
+use super::Err::{GroupAuthorizationFailed, TopicAuthorizationFailed};
 use super::{group_error, str_bytes, RequestContext};
+use crate::auth::{Operation, ResourceType};
 use crate::group::core;
 
 pub async fn handle(ctx: &RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let group_id = req.group_id.0.to_string();
+    // Group DELETE, then READ of each topic (KafkaApis' order): partitions
+    // of a topic the principal may not read answer TOPIC_AUTHORIZATION_FAILED.
+    let (readable, unreadable): (Vec<_>, Vec<_>) = req
+        .topics
+        .iter()
+        .map(|t| {
+            (
+                t.name.0.to_string(),
+                t.partitions
+                    .iter()
+                    .map(|p| p.partition_index)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .partition(|(name, _)| ctx.authorized(Operation::Read, ResourceType::Topic, name));
     let request = core::OffsetDeleteRequest {
-        group_id: req.group_id.0.to_string(),
-        topics: req
-            .topics
-            .iter()
-            .map(|t| {
-                (
-                    t.name.0.to_string(),
-                    t.partitions.iter().map(|p| p.partition_index).collect(),
-                )
-            })
-            .collect(),
+        group_id: group_id.clone(),
+        topics: readable,
     };
-    let r = match ctx.broker.groups.request(request).await {
-        Ok(r) => r,
+    let answer = async {
+        ctx.require(
+            Operation::Delete,
+            ResourceType::Group,
+            &group_id,
+            GroupAuthorizationFailed,
+        )?;
+        ctx.broker.groups.request(request).await
+    };
+    let r = match answer.await {
+        Ok(mut r) => {
+            r.topics
+                .extend(unreadable.into_iter().map(|(name, partitions)| {
+                    core::TopicResult {
+                        name,
+                        partitions: partitions
+                            .into_iter()
+                            .map(|partition| core::PartitionResult {
+                                partition,
+                                error_code: TopicAuthorizationFailed.code(),
+                            })
+                            .collect(),
+                    }
+                }));
+            r
+        }
         Err(e) => core::OffsetDeleteResponse {
             error_code: group_error(e),
             topics: Vec::new(),

@@ -7,7 +7,9 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 
+use super::Err::{GroupAuthorizationFailed, TopicAuthorizationFailed};
 use super::{group_error, str_bytes, RequestContext};
+use crate::auth::{Operation::Describe, ResourceType::Group, ResourceType::Topic};
 use crate::group::core::{self, OffsetFetchTopic};
 
 pub async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse {
@@ -88,18 +90,53 @@ async fn fetch(
     require_stable: bool,
 ) -> core::OffsetFetchResponse {
     let manager = &ctx.broker.groups;
-    if let Err(e) = manager.prepare_read(&group_id).await {
+    let ready = async {
+        ctx.require(Describe, Group, &group_id, GroupAuthorizationFailed)?;
+        manager.prepare_read(&group_id).await
+    };
+    if let Err(e) = ready.await {
         return core::OffsetFetchResponse {
             error_code: group_error(e),
             topics: Vec::new(),
         };
     }
+    // Offsets of topics the principal may not describe are not shown:
+    // asked for, TOPIC_AUTHORIZATION_FAILED; in a fetch of all, left out.
+    let describable = |topic: &str| ctx.authorized(Describe, Topic, topic);
+    let (topics, hidden) = match topics {
+        Some(topics) => {
+            let (shown, hidden) = topics.into_iter().partition(|(t, _)| describable(t));
+            (Some(shown), hidden)
+        }
+        None => (None, Vec::new()),
+    };
     let request = core::OffsetFetchRequest {
         group_id,
         topics,
         require_stable,
     };
-    manager.read(|core| core.offset_fetch(&request))
+    let mut answer = manager.read(|core| core.offset_fetch(&request));
+    if answer.error_code == 0 {
+        answer.topics.retain(|t| describable(&t.name));
+        answer
+            .topics
+            .extend(hidden.into_iter().map(|(name, partitions)| {
+                OffsetFetchTopic {
+                    name,
+                    partitions: partitions
+                        .into_iter()
+                        .map(|partition| core::OffsetFetchPartition {
+                            partition,
+                            offset: -1,
+                            leader_epoch: -1,
+                            metadata: String::new(),
+                            error_code: TopicAuthorizationFailed.code(),
+                        })
+                        .collect(),
+                }
+            }));
+    }
+    answer
 }
 
 fn topics_v8(t: OffsetFetchTopic) -> OffsetFetchResponseTopics {

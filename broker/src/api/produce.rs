@@ -43,12 +43,29 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
             } else {
                 Err::UnknownTopicOrPartition.code()
             };
+            // Topic WRITE before the topic's existence (KafkaApis' order;
+            // a topic id is resolved to its name first).
+            let name = match (&meta, by_id) {
+                (Some(m), true) => Some(m.name.to_string()),
+                (None, true) => None,
+                (_, false) => Some(topic.name.0.to_string()),
+            };
+            let denied = name
+                .as_deref()
+                .is_some_and(|n| !ctx.authorized(Operation::Write, ResourceType::Topic, n));
             let parts = join_all(topic.partition_data.into_iter().map(|p| {
                 let meta = meta.clone();
                 let ctx = ctx.clone();
                 let transactional_id = transactional_id.clone();
                 async move {
                     let mut response = PartitionProduceResponse::default().with_index(p.index);
+                    if denied {
+                        response.error_code = Err::TopicAuthorizationFailed.code();
+                        return PartitionOutcome {
+                            response,
+                            leader_hint: None,
+                        };
+                    }
                     let Some(meta) = meta else {
                         response.error_code = unknown;
                         return PartitionOutcome {

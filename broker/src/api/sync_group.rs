@@ -3,7 +3,8 @@
 
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
-use super::{group_error, str_bytes, RequestContext};
+use super::{group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
+use crate::auth::{Operation::Read, ResourceType::Group};
 use crate::group::core;
 
 pub async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupResponse {
@@ -30,7 +31,11 @@ pub async fn handle(ctx: &RequestContext, req: SyncGroupRequest) -> SyncGroupRes
             .collect(),
         api_version: v,
     };
-    match ctx.broker.groups.request(request).await {
+    let answer = async {
+        ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
+        ctx.broker.groups.request(request).await
+    };
+    match answer.await {
         Ok(r) => encode(v, r),
         Err(e) => encode(v, core::SyncGroupResponse::error(group_error(e))),
     }

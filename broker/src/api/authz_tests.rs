@@ -1,0 +1,650 @@
+//! Every served API that names a resource, under Apache's StandardAuthorizer
+//! and each kind of ACL: none, an ALLOW of what the API needs (literal),
+//! the same under a DENY that wins, a PREFIXED ALLOW, a wildcard ALLOW for
+//! `User:*`, and a super user with no ACL. Each API must answer Apache's
+//! authorization error exactly when KafkaApis would, before it looks at
+//! anything else (AuthorizerIntegrationTest's shape: one request per API,
+//! with and without its ACLs).
+
+use std::sync::Arc;
+
+use kaas_shared::{Assignment, BrokerInfo};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as E;
+
+use super::*;
+use crate::auth::acl::{AclBinding, AclFilter, PatternType, Permission};
+use crate::auth::standard::{parse_super_users, AuthorizerSettings};
+use crate::auth::{Operation, Operation::*, Principal, ResourceType, CLUSTER_NAME};
+use crate::broker::{Broker, BrokerConfig};
+
+/// The resources one scenario's requests name.
+struct Names {
+    topic: String,
+    group: String,
+    txn: String,
+}
+
+impl Names {
+    fn of(scenario: &str) -> Names {
+        Names {
+            topic: format!("tx-{scenario}"),
+            group: format!("gx-{scenario}"),
+            txn: format!("ix-{scenario}"),
+        }
+    }
+
+    fn name(&self, t: ResourceType) -> &str {
+        match t {
+            ResourceType::Topic => &self.topic,
+            ResourceType::Group => &self.group,
+            ResourceType::TransactionalId => &self.txn,
+            _ => CLUSTER_NAME,
+        }
+    }
+
+    /// What a PREFIXED ACL of the scenario names.
+    fn prefix(t: ResourceType) -> &'static str {
+        match t {
+            ResourceType::Topic => "tx-",
+            ResourceType::Group => "gx-",
+            ResourceType::TransactionalId => "ix-",
+            _ => CLUSTER_NAME,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    FindGroupCoordinator,
+    FindTxnCoordinator,
+    JoinGroup,
+    SyncGroup,
+    Heartbeat,
+    LeaveGroup,
+    OffsetCommit,
+    OffsetFetch,
+    DescribeGroups,
+    ListGroups,
+    OffsetDelete,
+    Produce,
+    Fetch,
+    ListOffsets,
+    Metadata,
+    InitProducerId,
+    DescribeTransactions,
+    DescribeAcls,
+    CreateTopics,
+    DeleteGroups,
+    DeleteTopics,
+}
+
+use ResourceType::{Cluster, Group, Topic, TransactionalId};
+
+impl Api {
+    /// What the API asks, in KafkaApis' order, and the error of the first.
+    fn needs(self) -> (Vec<(Operation, ResourceType)>, E) {
+        use Api::*;
+        match self {
+            FindGroupCoordinator => (vec![(Describe, Group)], E::GroupAuthorizationFailed),
+            FindTxnCoordinator => (
+                vec![(Describe, TransactionalId)],
+                E::TransactionalIdAuthorizationFailed,
+            ),
+            JoinGroup | SyncGroup | Heartbeat | LeaveGroup => {
+                (vec![(Read, Group)], E::GroupAuthorizationFailed)
+            }
+            OffsetCommit => (
+                vec![(Read, Group), (Read, Topic)],
+                E::GroupAuthorizationFailed,
+            ),
+            OffsetFetch | DescribeGroups | ListGroups => {
+                (vec![(Describe, Group)], E::GroupAuthorizationFailed)
+            }
+            OffsetDelete => (
+                vec![(Delete, Group), (Read, Topic)],
+                E::GroupAuthorizationFailed,
+            ),
+            DeleteGroups => (vec![(Delete, Group)], E::GroupAuthorizationFailed),
+            Produce => (vec![(Write, Topic)], E::TopicAuthorizationFailed),
+            Fetch => (vec![(Read, Topic)], E::TopicAuthorizationFailed),
+            ListOffsets | Metadata => (vec![(Describe, Topic)], E::TopicAuthorizationFailed),
+            CreateTopics => (vec![(Create, Topic)], E::TopicAuthorizationFailed),
+            DeleteTopics => (
+                vec![(Describe, Topic), (Delete, Topic)],
+                E::TopicAuthorizationFailed,
+            ),
+            InitProducerId => (
+                vec![(Write, TransactionalId)],
+                E::TransactionalIdAuthorizationFailed,
+            ),
+            DescribeTransactions => (
+                vec![(Describe, TransactionalId)],
+                E::TransactionalIdAuthorizationFailed,
+            ),
+            DescribeAcls => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
+        }
+    }
+}
+
+const APIS: [Api; 21] = [
+    Api::FindGroupCoordinator,
+    Api::FindTxnCoordinator,
+    Api::JoinGroup,
+    Api::SyncGroup,
+    Api::Heartbeat,
+    Api::LeaveGroup,
+    Api::OffsetCommit,
+    Api::OffsetFetch,
+    Api::DescribeGroups,
+    Api::ListGroups,
+    Api::OffsetDelete,
+    Api::Produce,
+    Api::Fetch,
+    Api::ListOffsets,
+    Api::Metadata,
+    Api::InitProducerId,
+    Api::DescribeTransactions,
+    Api::DescribeAcls,
+    Api::CreateTopics,
+    // Last: when allowed they remove what the others use.
+    Api::DeleteGroups,
+    Api::DeleteTopics,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    NoAcl,
+    Allow,
+    DenyWins,
+    Prefixed,
+    Wildcard,
+    SuperUser,
+}
+
+impl Scenario {
+    fn allowed(self) -> bool {
+        !matches!(self, Scenario::NoAcl | Scenario::DenyWins)
+    }
+
+    fn user(self) -> &'static str {
+        if self == Scenario::SuperUser {
+            "admin"
+        } else {
+            "alice"
+        }
+    }
+
+    fn acls(self, api: Api, names: &Names) -> Vec<AclBinding> {
+        let acl =
+            |t: ResourceType, name: &str, pattern, principal: &str, op, permission| AclBinding {
+                resource_type: t,
+                name: name.to_string(),
+                pattern,
+                principal: principal.to_string(),
+                host: "*".into(),
+                operation: op,
+                permission,
+            };
+        let (needs, _) = api.needs();
+        let mut out = Vec::new();
+        for (op, t) in needs {
+            match self {
+                Scenario::NoAcl | Scenario::SuperUser => {}
+                Scenario::Allow => out.push(acl(
+                    t,
+                    names.name(t),
+                    PatternType::Literal,
+                    "User:alice",
+                    op,
+                    Permission::Allow,
+                )),
+                Scenario::DenyWins => {
+                    out.push(acl(
+                        t,
+                        "*",
+                        PatternType::Literal,
+                        "User:*",
+                        All,
+                        Permission::Allow,
+                    ));
+                    out.push(acl(
+                        t,
+                        names.name(t),
+                        PatternType::Literal,
+                        "User:alice",
+                        op,
+                        Permission::Deny,
+                    ));
+                }
+                Scenario::Prefixed => out.push(acl(
+                    t,
+                    Names::prefix(t),
+                    PatternType::Prefixed,
+                    "User:alice",
+                    op,
+                    Permission::Allow,
+                )),
+                Scenario::Wildcard => out.push(acl(
+                    t,
+                    "*",
+                    PatternType::Literal,
+                    "User:*",
+                    op,
+                    Permission::Allow,
+                )),
+            }
+        }
+        out
+    }
+}
+
+fn broker(dir: &std::path::Path) -> Arc<Broker> {
+    let mut config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
+    config.groups.core.initial_rebalance_delay_ms = 0;
+    config.standard_authorizer = Some(AuthorizerSettings {
+        super_users: parse_super_users("User:admin").unwrap(),
+        allow_if_no_acl: false,
+    });
+    let broker = Broker::open(config).unwrap();
+    broker.apply_assignment(Assignment {
+        version: 1,
+        brokers: vec![BrokerInfo::alive(0, "127.0.0.1", 9092)],
+        ..Default::default()
+    });
+    broker
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+async fn call(broker: &Arc<Broker>, user: &str, version: i16, req: RequestKind) -> ResponseKind {
+    let ctx = RequestContext {
+        broker: broker.clone(),
+        api_version: version,
+        client_id: "test".into(),
+        client_addr: "127.0.0.1:1".parse().unwrap(),
+        local_addr: "127.0.0.1:9092".parse().unwrap(),
+        principal: Principal::user(user),
+    };
+    handle(ctx, req).await.expect("a response")
+}
+
+/// The request's error code where an authorization error would show.
+async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
+    let group = || GroupId(s(&n.group));
+    let topic = || TopicName(s(&n.topic));
+    match api {
+        Api::FindGroupCoordinator | Api::FindTxnCoordinator => {
+            let (key, key_type) = if api == Api::FindGroupCoordinator {
+                (&n.group, 0)
+            } else {
+                (&n.txn, 1)
+            };
+            let req = FindCoordinatorRequest::default()
+                .with_key(s(key))
+                .with_key_type(key_type);
+            let ResponseKind::FindCoordinator(r) =
+                call(broker, user, 3, RequestKind::FindCoordinator(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::JoinGroup => {
+            let req = JoinGroupRequest::default()
+                .with_group_id(group())
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(10_000)
+                .with_protocol_type(s("consumer"))
+                .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+                )
+                .with_name(s("range"))]);
+            let ResponseKind::JoinGroup(r) =
+                call(broker, user, 5, RequestKind::JoinGroup(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::SyncGroup => {
+            let req = SyncGroupRequest::default()
+                .with_group_id(group())
+                .with_member_id(s("m"));
+            let ResponseKind::SyncGroup(r) =
+                call(broker, user, 3, RequestKind::SyncGroup(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::Heartbeat => {
+            let req = HeartbeatRequest::default()
+                .with_group_id(group())
+                .with_member_id(s("m"));
+            let ResponseKind::Heartbeat(r) =
+                call(broker, user, 3, RequestKind::Heartbeat(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::LeaveGroup => {
+            let req = LeaveGroupRequest::default()
+                .with_group_id(group())
+                .with_member_id(s("m"));
+            let ResponseKind::LeaveGroup(r) =
+                call(broker, user, 2, RequestKind::LeaveGroup(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::OffsetCommit => {
+            use offset_commit_request::*;
+            let req = OffsetCommitRequest::default()
+                .with_group_id(group())
+                .with_generation_id_or_member_epoch(-1)
+                .with_topics(vec![OffsetCommitRequestTopic::default()
+                    .with_name(topic())
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1)])]);
+            let ResponseKind::OffsetCommit(r) =
+                call(broker, user, 8, RequestKind::OffsetCommit(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].partitions[0].error_code
+        }
+        Api::OffsetFetch => {
+            let req = OffsetFetchRequest::default().with_groups(vec![
+                offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(group())
+                    .with_topics(None),
+            ]);
+            let ResponseKind::OffsetFetch(r) =
+                call(broker, user, 8, RequestKind::OffsetFetch(req)).await
+            else {
+                panic!()
+            };
+            r.groups[0].error_code
+        }
+        Api::DescribeGroups => {
+            let req = DescribeGroupsRequest::default().with_groups(vec![group()]);
+            let ResponseKind::DescribeGroups(r) =
+                call(broker, user, 5, RequestKind::DescribeGroups(req)).await
+            else {
+                panic!()
+            };
+            r.groups[0].error_code
+        }
+        Api::ListGroups => {
+            let ResponseKind::ListGroups(r) = call(
+                broker,
+                user,
+                4,
+                RequestKind::ListGroups(ListGroupsRequest::default()),
+            )
+            .await
+            else {
+                panic!()
+            };
+            if r.groups.iter().any(|g| g.group_id.0.as_str() == n.group) {
+                0
+            } else {
+                E::GroupAuthorizationFailed.code()
+            }
+        }
+        Api::OffsetDelete => {
+            use offset_delete_request::*;
+            let req = OffsetDeleteRequest::default()
+                .with_group_id(group())
+                .with_topics(vec![OffsetDeleteRequestTopic::default()
+                    .with_name(topic())
+                    .with_partitions(vec![
+                        OffsetDeleteRequestPartition::default().with_partition_index(0)
+                    ])]);
+            let ResponseKind::OffsetDelete(r) =
+                call(broker, user, 0, RequestKind::OffsetDelete(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::DeleteGroups => {
+            let req = DeleteGroupsRequest::default().with_groups_names(vec![group()]);
+            let ResponseKind::DeleteGroups(r) =
+                call(broker, user, 2, RequestKind::DeleteGroups(req)).await
+            else {
+                panic!()
+            };
+            r.results[0].error_code
+        }
+        Api::Produce => {
+            let req = ProduceRequest::default()
+                .with_acks(-1)
+                .with_timeout_ms(5_000)
+                .with_topic_data(vec![produce_request::TopicProduceData::default()
+                    .with_name(topic())
+                    .with_partition_data(vec![
+                        produce_request::PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(
+                                crate::storage::batch::tests::encode_batch(1, 0).into(),
+                            )),
+                    ])]);
+            let ResponseKind::Produce(r) = call(broker, user, 9, RequestKind::Produce(req)).await
+            else {
+                panic!()
+            };
+            r.responses[0].partition_responses[0].error_code
+        }
+        Api::Fetch => {
+            use fetch_request::*;
+            let req = FetchRequest::default()
+                .with_max_wait_ms(0)
+                .with_topics(vec![FetchTopic::default()
+                    .with_topic(topic())
+                    .with_partitions(vec![FetchPartition::default()
+                        .with_partition(0)
+                        .with_partition_max_bytes(1 << 16)])]);
+            let ResponseKind::Fetch(r) = call(broker, user, 11, RequestKind::Fetch(req)).await
+            else {
+                panic!()
+            };
+            r.responses[0].partitions[0].error_code
+        }
+        Api::ListOffsets => {
+            use list_offsets_request::*;
+            let req = ListOffsetsRequest::default().with_topics(vec![ListOffsetsTopic::default()
+                .with_name(topic())
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(-1)])]);
+            let ResponseKind::ListOffsets(r) =
+                call(broker, user, 5, RequestKind::ListOffsets(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].partitions[0].error_code
+        }
+        Api::Metadata => {
+            let req = MetadataRequest::default()
+                .with_allow_auto_topic_creation(false)
+                .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+                )
+                .with_name(Some(topic()))]));
+            let ResponseKind::Metadata(r) = call(broker, user, 9, RequestKind::Metadata(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].error_code
+        }
+        Api::CreateTopics => {
+            let req = CreateTopicsRequest::default().with_topics(vec![
+                create_topics_request::CreatableTopic::default()
+                    .with_name(topic())
+                    .with_num_partitions(1)
+                    .with_replication_factor(1),
+            ]);
+            let ResponseKind::CreateTopics(r) =
+                call(broker, user, 5, RequestKind::CreateTopics(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].error_code
+        }
+        Api::DeleteTopics => {
+            let req = DeleteTopicsRequest::default().with_topic_names(vec![topic()]);
+            let ResponseKind::DeleteTopics(r) =
+                call(broker, user, 5, RequestKind::DeleteTopics(req)).await
+            else {
+                panic!()
+            };
+            r.responses[0].error_code
+        }
+        Api::InitProducerId => {
+            let req = InitProducerIdRequest::default()
+                .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(s(&n.txn))))
+                .with_transaction_timeout_ms(60_000);
+            let ResponseKind::InitProducerId(r) =
+                call(broker, user, 4, RequestKind::InitProducerId(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::DescribeTransactions => {
+            let req = DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![kafka_protocol::messages::TransactionalId(s(&n.txn))]);
+            let ResponseKind::DescribeTransactions(r) =
+                call(broker, user, 0, RequestKind::DescribeTransactions(req)).await
+            else {
+                panic!()
+            };
+            r.transaction_states[0].error_code
+        }
+        Api::DescribeAcls => {
+            let req = DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
+                .with_pattern_type_filter(1)
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_operation(1)
+                .with_permission_type(1);
+            let ResponseKind::DescribeAcls(r) =
+                call(broker, user, 2, RequestKind::DescribeAcls(req)).await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_api_answers_apaches_authorization_errors_under_each_kind_of_acl() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let acls = broker.acls.clone().unwrap();
+    let mut failures = Vec::new();
+    let scenarios = [
+        Scenario::NoAcl,
+        Scenario::Allow,
+        Scenario::DenyWins,
+        Scenario::Prefixed,
+        Scenario::Wildcard,
+        Scenario::SuperUser,
+    ];
+    for scenario in scenarios {
+        let n = Names::of(&format!("{scenario:?}").to_lowercase());
+        for api in APIS {
+            // Every case starts from the topic and the group existing (the
+            // group with a committed offset), made by the super user.
+            if broker.storage.topics.get(&n.topic).is_none() {
+                broker
+                    .storage
+                    .topics
+                    .create_blocking(&n.topic, 1, Default::default(), false)
+                    .unwrap();
+            }
+            if api != Api::CreateTopics {
+                run(Api::OffsetCommit, &broker, "admin", &n).await;
+            }
+            if api == Api::CreateTopics {
+                let topics = broker.storage.topics.clone();
+                let name = n.topic.clone();
+                let _ = tokio::task::spawn_blocking(move || topics.delete_blocking(&name)).await;
+            }
+            acls.delete(&[AclFilter::any()]).unwrap();
+            acls.create(&scenario.acls(api, &n)).unwrap();
+            let code = run(api, &broker, scenario.user(), &n).await;
+            let (_, denied) = api.needs();
+            let ok = if scenario.allowed() {
+                code != denied.code()
+            } else {
+                code == denied.code()
+            };
+            if !ok {
+                failures.push(format!("{api:?} under {scenario:?}: {code}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The seed's rule, AuthorizerIntegrationTest's
+/// testFindCoordinatorWithoutDescribeGroupAcl: without Group DESCRIBE the
+/// answer for a group that exists and one that does not is the same, byte
+/// for byte.
+#[tokio::test]
+async fn find_coordinator_without_describe_says_nothing_of_whether_a_group_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let n = Names::of("exists");
+    broker
+        .storage
+        .topics
+        .create_blocking(&n.topic, 1, Default::default(), false)
+        .unwrap();
+    run(Api::OffsetCommit, &broker, "admin", &n).await;
+    let find = |group: &'static str| {
+        let broker = broker.clone();
+        async move {
+            let resp = call(
+                &broker,
+                "alice",
+                3,
+                RequestKind::FindCoordinator(
+                    FindCoordinatorRequest::default()
+                        .with_key(s(group))
+                        .with_key_type(0),
+                ),
+            )
+            .await;
+            encode_response(ApiKey::FindCoordinator, 3, 7, &resp).unwrap()
+        }
+    };
+    let existing = find("gx-exists").await;
+    let missing = find("gx-never-was").await;
+    assert_eq!(existing, missing);
+    let ResponseKind::FindCoordinator(r) = call(
+        &broker,
+        "alice",
+        3,
+        RequestKind::FindCoordinator(
+            FindCoordinatorRequest::default()
+                .with_key(s("gx-exists"))
+                .with_key_type(0),
+        ),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code, E::GroupAuthorizationFailed.code());
+}
