@@ -6,6 +6,7 @@
 //! StandardAuthorizer over the ACLs of [`acl`]. Pure: no I/O.
 
 pub mod acl;
+pub mod scram;
 pub mod standard;
 #[cfg(test)]
 mod standard_tests;
