@@ -8,9 +8,11 @@ use kaas_shared::{BrokerState, Routing};
 use tracing::info;
 
 use crate::acls::Acls;
+use crate::auth::scram_users::ScramUsers;
 use crate::auth::standard::AuthorizerSettings;
 use crate::auth::{AllowAll, Authorizer};
 use crate::cluster::ClusterView;
+use crate::followed::Followed;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
@@ -102,6 +104,8 @@ pub struct Broker {
     /// The ACLs, when the StandardAuthorizer is configured (else the ACL
     /// APIs answer SECURITY_DISABLED, as Apache with no authorizer).
     pub acls: Option<Arc<Acls>>,
+    /// The SCRAM users (`__cluster/scram_users`).
+    pub scram_users: Arc<Followed<ScramUsers>>,
 }
 
 impl Broker {
@@ -155,6 +159,11 @@ impl Broker {
             )?)),
             None => None,
         };
+        let scram_users = Arc::new(Followed::open(
+            &storage.cluster_dir(),
+            "scram_users",
+            |_: &ScramUsers| {},
+        )?);
         let authorizer: Arc<dyn Authorizer> = match &acls {
             Some(acls) => acls.authorizer.clone(),
             None => config.authorizer.clone(),
@@ -162,6 +171,7 @@ impl Broker {
         let broker = Arc::new(Broker {
             authorizer,
             acls,
+            scram_users,
             config,
             storage,
             cluster,

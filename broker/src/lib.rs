@@ -7,6 +7,7 @@ pub mod auth;
 pub mod broker;
 pub mod cli;
 pub mod cluster;
+pub mod followed;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod group;

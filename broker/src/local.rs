@@ -52,8 +52,9 @@ pub fn spawn_serving(
     tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
     if let Some(acls) = &broker.acls {
-        tasks.spawn(acls.clone().follow(shutdown.clone()));
+        tasks.spawn(acls.doc.clone().follow(shutdown.clone()));
     }
+    tasks.spawn(broker.scram_users.clone().follow(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

@@ -1,5 +1,6 @@
 //! kafka-python and kafkajs drive the same group flows as librdkafka, and
-//! confluent-kafka and the Java client run transactions: the scripts in e2e/clients check each
+//! confluent-kafka and the Java client run transactions, confluent-kafka manages SCRAM users
+//! and meets the ACL APIs: the scripts in e2e/clients check each
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
 
@@ -63,4 +64,9 @@ async fn confluent_kafka_transactions() {
 async fn java_client_transactions() {
     let (_classes, classpath) = common::compile_java("Transactions");
     run("java", vec!["-cp".into(), classpath, "Transactions".into()]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_scram_users_and_acl_apis() {
+    run_script("python3", "python/scram_users.py").await;
 }

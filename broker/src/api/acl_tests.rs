@@ -340,3 +340,52 @@ async fn acls_are_created_described_enforced_shared_and_deleted() {
         "orders"
     ));
 }
+
+/// SCRAM users altered through one broker: described there, followed by a
+/// second broker on the volume, and the file on the volume holds keys, not
+/// the password.
+#[tokio::test]
+async fn scram_users_are_shared_through_the_volume_and_hold_no_password() {
+    use crate::auth::scram::{salted_password, Mechanism};
+    use crate::auth::scram_users::credential;
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), false);
+    let other = broker(dir.path(), false);
+    let password = "correct horse battery staple";
+    let salted = salted_password(Mechanism::ScramSha512, password.as_bytes(), b"salt-1", 4096);
+    let req = AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+        alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+            .with_name(s("carol"))
+            .with_mechanism(Mechanism::ScramSha512.code())
+            .with_iterations(4096)
+            .with_salt(bytes::Bytes::from_static(b"salt-1"))
+            .with_salted_password(salted.into()),
+    ]);
+    let ResponseKind::AlterUserScramCredentials(r) =
+        call(&b, "anyone", RequestKind::AlterUserScramCredentials(req)).await
+    else {
+        panic!("not an AlterUserScramCredentials response")
+    };
+    assert_eq!(r.results[0].error_code, 0);
+    let c = credential(&b.scram_users.current(), "carol", Mechanism::ScramSha512).unwrap();
+    assert!(c.matches(password));
+    assert!(credential(
+        &other.scram_users.current(),
+        "carol",
+        Mechanism::ScramSha512
+    )
+    .is_none());
+    other.scram_users.refresh().unwrap();
+    let c = credential(
+        &other.scram_users.current(),
+        "carol",
+        Mechanism::ScramSha512,
+    )
+    .unwrap();
+    assert!(c.matches(password) && !c.matches("wrong"));
+    let on_disk = std::fs::read_to_string(dir.path().join("__cluster/scram_users")).unwrap();
+    assert!(
+        on_disk.contains("carol") && !on_disk.contains(password),
+        "{on_disk}"
+    );
+}

@@ -6,6 +6,7 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod create_acls;
 pub mod create_topics;
@@ -16,6 +17,7 @@ pub mod describe_acls;
 pub mod describe_groups;
 pub mod describe_producers;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -81,6 +83,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -316,6 +320,12 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(describe_acls::handle(&ctx, r)),
         RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(create_acls::handle(&ctx, r).await),
         RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(delete_acls::handle(&ctx, r).await),
+        RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
+            describe_user_scram_credentials::handle(&ctx, r),
+        ),
+        RequestKind::AlterUserScramCredentials(r) => ResponseKind::AlterUserScramCredentials(
+            alter_user_scram_credentials::handle(&ctx, r).await,
+        ),
         other => {
             // decode() only lets SUPPORTED keys through; reaching this is a
             // bug in the table, which the dispatch test guards.

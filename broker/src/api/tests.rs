@@ -354,6 +354,16 @@ fn request(
                 .with_operation(1)
                 .with_permission_type(1)],
         )),
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => RequestKind::AlterUserScramCredentials(
+            AlterUserScramCredentialsRequest::default().with_deletions(vec![
+                alter_user_scram_credentials_request::ScramCredentialDeletion::default()
+                    .with_name(StrBytes::from_static_str("nobody"))
+                    .with_mechanism(1),
+            ]),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

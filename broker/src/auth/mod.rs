@@ -7,6 +7,7 @@
 
 pub mod acl;
 pub mod scram;
+pub mod scram_users;
 pub mod standard;
 #[cfg(test)]
 mod standard_tests;

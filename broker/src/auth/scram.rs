@@ -73,7 +73,8 @@ impl Mechanism {
         }
     }
 
-    fn key_len(self) -> usize {
+    /// The length of its keys and of a salted password.
+    pub fn key_len(self) -> usize {
         self.digest().output_len()
     }
 }
@@ -107,7 +108,8 @@ fn hmac_of(m: Mechanism, key: &[u8], data: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
-fn salted_password(m: Mechanism, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+/// PBKDF2 of the password: what a client sends in AlterUserScramCredentials.
+pub fn salted_password(m: Mechanism, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
     let mut out = vec![0; m.key_len()];
     let iterations = std::num::NonZeroU32::new(iterations.max(1)).expect("at least 1");
     pbkdf2::derive(m.pbkdf2(), iterations, salt, password, &mut out);

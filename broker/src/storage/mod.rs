@@ -1,6 +1,5 @@
 //! Everything the broker keeps on the shared volume.
 
-pub mod acls;
 pub mod batch;
 pub mod fs;
 pub mod group_commit;
@@ -12,6 +11,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod producer_snapshot;
 pub mod producer_state;
+pub mod shared_doc;
 pub mod topics;
 pub mod txn_index;
 pub mod txn_log;

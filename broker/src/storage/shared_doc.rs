@@ -1,33 +1,35 @@
-//! The cluster's ACLs on the shared volume: one file,
-//! `__cluster/acls`, its first line `kaas-acls <version>` and then every
-//! binding as JSON. A change (CreateAcls, DeleteAcls on any broker) runs
-//! under an exclusive lock on `__cluster/acls.lock`: read, change, write the
-//! whole file with the next version (tmp file, fsync, rename, folder
+//! A small document on the shared volume that every broker follows (the
+//! ACLs, the SCRAM credentials): one file, `__cluster/<name>`, its first
+//! line `kaas-<name> <version>` and then the value as JSON. A change runs
+//! under an exclusive lock on `__cluster/<name>.lock`: read, change, write
+//! the whole file with the next version (tmp file, fsync, rename, folder
 //! fsync). Brokers read the first line to see whether they must load the
 //! rest; nothing is cached across reads, so a change another broker wrote
 //! is seen at the next look.
 
-use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use super::fs::{write_atomic, FileLock};
-use crate::auth::acl::AclBinding;
 
-const MAGIC: &str = "kaas-acls";
-
-/// The ACLs at a version (0: none were ever written).
+/// A value at a version (0: never written; the value is the default).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AclSnapshot {
+pub struct Versioned<T> {
     pub version: u64,
-    pub acls: BTreeSet<AclBinding>,
+    pub value: T,
 }
 
-#[derive(Clone, Debug)]
-pub struct AclFile {
+#[derive(Debug)]
+pub struct SharedDoc<T> {
     path: PathBuf,
     lock: PathBuf,
+    magic: String,
+    _value: PhantomData<fn() -> T>,
 }
 
 fn invalid(path: &Path, what: impl std::fmt::Display) -> io::Error {
@@ -37,11 +39,13 @@ fn invalid(path: &Path, what: impl std::fmt::Display) -> io::Error {
     )
 }
 
-impl AclFile {
-    pub fn new(cluster_dir: &Path) -> AclFile {
-        AclFile {
-            path: cluster_dir.join("acls"),
-            lock: cluster_dir.join("acls.lock"),
+impl<T: Serialize + DeserializeOwned + Default + PartialEq + Clone> SharedDoc<T> {
+    pub fn new(cluster_dir: &Path, name: &str) -> SharedDoc<T> {
+        SharedDoc {
+            path: cluster_dir.join(name),
+            lock: cluster_dir.join(format!("{name}.lock")),
+            magic: format!("kaas-{name}"),
+            _value: PhantomData,
         }
     }
 
@@ -60,18 +64,18 @@ impl AclFile {
 
     fn parse_header(&self, line: &str) -> io::Result<u64> {
         match line.trim_end().split_once(' ') {
-            Some((MAGIC, v)) => v
+            Some((magic, v)) if magic == self.magic => v
                 .parse()
                 .map_err(|_| invalid(&self.path, format!("bad version {v:?}"))),
-            _ => Err(invalid(&self.path, "not an ACL file")),
+            _ => Err(invalid(&self.path, format!("not a {} file", self.magic))),
         }
     }
 
-    /// Every ACL and the version they are at.
-    pub fn load(&self) -> io::Result<AclSnapshot> {
+    /// The value and its version.
+    pub fn load(&self) -> io::Result<Versioned<T>> {
         let f = match File::open(&self.path) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(AclSnapshot::default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Versioned::default()),
             Err(e) => return Err(e),
         };
         let mut reader = BufReader::new(f);
@@ -80,34 +84,27 @@ impl AclFile {
         let version = self.parse_header(&first)?;
         let mut body = Vec::new();
         reader.read_to_end(&mut body)?;
-        let acls: Vec<AclBinding> =
-            serde_json::from_slice(&body).map_err(|e| invalid(&self.path, e))?;
-        Ok(AclSnapshot {
-            version,
-            acls: acls.into_iter().collect(),
-        })
+        let value = serde_json::from_slice(&body).map_err(|e| invalid(&self.path, e))?;
+        Ok(Versioned { version, value })
     }
 
-    /// Changes the ACLs under the cluster-wide lock: `change` edits the
-    /// current set, and what it left is written as the next version when
+    /// Changes the value under the cluster-wide lock: `change` edits the
+    /// current value, and what it left is written as the next version when
     /// it differs. Blocking I/O.
-    pub fn update<R>(
-        &self,
-        change: impl FnOnce(&mut BTreeSet<AclBinding>) -> R,
-    ) -> io::Result<(R, AclSnapshot)> {
+    pub fn update<R>(&self, change: impl FnOnce(&mut T) -> R) -> io::Result<(R, Versioned<T>)> {
         let _lock = FileLock::acquire_path(&self.lock)?;
         let current = self.load()?;
-        let mut acls = current.acls.clone();
-        let out = change(&mut acls);
-        if acls == current.acls {
+        let mut value = current.value.clone();
+        let out = change(&mut value);
+        if value == current.value {
             return Ok((out, current));
         }
-        let next = AclSnapshot {
+        let next = Versioned {
             version: current.version + 1,
-            acls,
+            value,
         };
-        let mut bytes = format!("{MAGIC} {}\n", next.version).into_bytes();
-        serde_json::to_writer(&mut bytes, &next.acls).map_err(|e| invalid(&self.path, e))?;
+        let mut bytes = format!("{} {}\n", self.magic, next.version).into_bytes();
+        serde_json::to_writer(&mut bytes, &next.value).map_err(|e| invalid(&self.path, e))?;
         write_atomic(&self.path, &bytes)?;
         Ok((out, next))
     }
@@ -115,9 +112,13 @@ impl AclFile {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
-    use crate::auth::acl::{PatternType, Permission};
+    use crate::auth::acl::{AclBinding, PatternType, Permission};
     use crate::auth::{Operation, ResourceType};
+
+    type AclFile = SharedDoc<BTreeSet<AclBinding>>;
 
     fn acl(name: &str) -> AclBinding {
         AclBinding {
@@ -134,10 +135,10 @@ mod tests {
     #[test]
     fn changes_are_versioned_and_seen_by_a_second_reader() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = AclFile::new(dir.path());
-        let reader = AclFile::new(dir.path());
+        let writer = AclFile::new(dir.path(), "acls");
+        let reader = AclFile::new(dir.path(), "acls");
         assert_eq!(reader.version().unwrap(), 0);
-        assert_eq!(reader.load().unwrap(), AclSnapshot::default());
+        assert_eq!(reader.load().unwrap(), Versioned::default());
         let ((), s) = writer
             .update(|a| {
                 a.insert(acl("t1"));
@@ -157,14 +158,14 @@ mod tests {
         let (removed, s) = writer.update(|a| a.remove(&acl("t1"))).unwrap();
         assert!(removed);
         assert_eq!(s.version, 2);
-        assert_eq!(reader.load().unwrap().acls, [acl("t2")].into());
+        assert_eq!(reader.load().unwrap().value, [acl("t2")].into());
     }
 
     #[test]
     fn a_damaged_file_is_an_error_that_names_it() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("acls"), "kaas-acls 3\n[{\"oops\"").unwrap();
-        let f = AclFile::new(dir.path());
+        let f = AclFile::new(dir.path(), "acls");
         assert_eq!(f.version().unwrap(), 3);
         let e = f.load().unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);

@@ -1,0 +1,103 @@
+//! A shared document ([`SharedDoc`]) as one broker holds it: changes made
+//! through this broker are installed at once, those made through others
+//! within [`REFRESH_INTERVAL`], when the next look at the file's version
+//! sees them. The ACLs and the SCRAM credentials are followed this way.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::storage::shared_doc::{SharedDoc, Versioned};
+
+/// How often a broker looks for changes made through other brokers: the
+/// longest a change takes to apply everywhere.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
+type OnInstall<T> = Box<dyn Fn(&T) + Send + Sync>;
+
+pub struct Followed<T> {
+    name: &'static str,
+    doc: SharedDoc<T>,
+    current: RwLock<Arc<T>>,
+    /// The version installed.
+    version: AtomicU64,
+    on_install: OnInstall<T>,
+}
+
+impl<T> Followed<T>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone + Send + Sync + 'static,
+{
+    /// The document `__cluster/<name>` as the volume holds it now; each
+    /// value installed is also handed to `on_install`. Blocking I/O.
+    pub fn open(
+        cluster_dir: &Path,
+        name: &'static str,
+        on_install: impl Fn(&T) + Send + Sync + 'static,
+    ) -> io::Result<Followed<T>> {
+        let followed = Followed {
+            name,
+            doc: SharedDoc::new(cluster_dir, name),
+            current: RwLock::default(),
+            version: AtomicU64::new(0),
+            on_install: Box::new(on_install),
+        };
+        followed.install(followed.doc.load()?);
+        Ok(followed)
+    }
+
+    /// The value installed.
+    pub fn current(&self) -> Arc<T> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn install(&self, v: Versioned<T>) {
+        // Never back to a version older than one installed.
+        if self.version.fetch_max(v.version, Ordering::SeqCst) > v.version {
+            return;
+        }
+        (self.on_install)(&v.value);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(v.value);
+        info!(document = self.name, version = v.version, "installed");
+    }
+
+    /// Loads the document when its version moved. Blocking I/O.
+    pub fn refresh(&self) -> io::Result<()> {
+        if self.doc.version()? != self.version.load(Ordering::SeqCst) {
+            self.install(self.doc.load()?);
+        }
+        Ok(())
+    }
+
+    /// Changes the document (durably, under the cluster-wide lock) and
+    /// installs the result. Blocking I/O.
+    pub fn update<R>(&self, change: impl FnOnce(&mut T) -> R) -> io::Result<R> {
+        let (out, v) = self.doc.update(change)?;
+        self.install(v);
+        Ok(out)
+    }
+
+    /// Follows changes made through other brokers until shutdown.
+    pub async fn follow(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(REFRESH_INTERVAL) => {}
+            }
+            let this = self.clone();
+            if let Err(e) = crate::storage::blocking(move || this.refresh()).await {
+                warn!(document = self.name, error = %e, "cannot read; keeping what is installed");
+            }
+        }
+    }
+}
