@@ -63,6 +63,8 @@ pub struct BrokerConfig {
     /// `allow.everyone.if.no.acl.found`). Not yet a user setting: it waits
     /// for every API to ask the authorizer (issue #15).
     pub standard_authorizer: Option<AuthorizerSettings>,
+    /// SASL on the listener: every connection authenticates first.
+    pub sasl: Option<crate::net::sasl::SaslSettings>,
 }
 
 impl BrokerConfig {
@@ -86,6 +88,7 @@ impl BrokerConfig {
             producer_id_expiration_check_interval_ms: 600_000,
             authorizer: Arc::new(AllowAll),
             standard_authorizer: None,
+            sasl: None,
         }
     }
 }

@@ -20,6 +20,8 @@ pub struct Metrics {
     pub produce_bytes: Counter,
     pub fetch_bytes: Counter,
     pub connections: Gauge,
+    /// SASL authentications that failed.
+    pub failed_authentications: Counter,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
 }
@@ -51,6 +53,7 @@ impl Default for Metrics {
         let produce_bytes = Counter::default();
         let fetch_bytes = Counter::default();
         let connections = Gauge::default();
+        let failed_authentications = Counter::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
         registry.register("requests", "Requests handled, by API", requests.clone());
@@ -70,6 +73,11 @@ impl Default for Metrics {
             connections.clone(),
         );
         registry.register(
+            "failed_authentications",
+            "SASL authentications that failed",
+            failed_authentications.clone(),
+        );
+        registry.register(
             "assignment_version",
             "Version of the assignment this broker follows",
             assignment_version.clone(),
@@ -86,6 +94,7 @@ impl Default for Metrics {
             produce_bytes,
             fetch_bytes,
             connections,
+            failed_authentications,
             assignment_version,
             groups_resident,
         }

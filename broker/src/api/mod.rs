@@ -41,7 +41,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind, SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use thiserror::Error;
 use tracing::error;
@@ -85,6 +88,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    // v0 (raw SASL tokens after the handshake, before KIP-152) is not
+    // served; the exchange itself runs before requests reach `handle`
+    // (`net::sasl`).
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -320,6 +328,18 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(describe_acls::handle(&ctx, r)),
         RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(create_acls::handle(&ctx, r).await),
         RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(delete_acls::handle(&ctx, r).await),
+        // Here only on a listener without SASL, or once authenticated
+        // (Apache's KafkaApis answers the same).
+        RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(
+            SaslHandshakeResponse::default().with_error_code(Err::IllegalSaslState.code()),
+        ),
+        RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(
+            SaslAuthenticateResponse::default()
+                .with_error_code(Err::IllegalSaslState.code())
+                .with_error_message(Some(str_bytes(
+                    "SaslAuthenticate on a connection that is not authenticating".into(),
+                ))),
+        ),
         RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
             describe_user_scram_credentials::handle(&ctx, r),
         ),

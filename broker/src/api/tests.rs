@@ -354,6 +354,12 @@ fn request(
                 .with_operation(1)
                 .with_permission_type(1)],
         )),
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+        ),
+        ApiKey::SaslAuthenticate => {
+            RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())
+        }
         ApiKey::DescribeUserScramCredentials => {
             RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
         }

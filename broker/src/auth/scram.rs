@@ -231,6 +231,10 @@ impl ScramServer {
         }
     }
 
+    pub fn mechanism(&self) -> Mechanism {
+        self.mechanism
+    }
+
     /// The client's first message; `lookup` finds the user's credential for
     /// this mechanism. An unknown user gets a server-first like any other
     /// (a salt derived from the name and the nonce), so the exchange does

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, debug_span, error, warn, Instrument};
 
 use crate::api::{self, Incoming, RequestContext};
+use crate::auth::Principal;
 use crate::broker::Broker;
+use crate::net::sasl::{Authenticator, Step};
 use kaas_client::frame::FrameReader;
 
 /// Decrements the connection gauge when the connection ends, however it ends.
@@ -51,6 +53,10 @@ pub async fn serve_connection(
     let mut reader = FrameReader::new(reader, broker.config.max_frame_bytes);
     let mut reading = true;
     let mut out: Vec<u8> = Vec::new();
+    // Who the requests come from: anonymous on a plaintext listener; on a
+    // SASL listener nobody until the exchange names a user.
+    let mut principal = Principal::anonymous();
+    let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
     loop {
         tokio::select! {
             // Finish responses first: they free room for more requests.
@@ -70,14 +76,38 @@ pub async fn serve_connection(
             // Cancellation safe: a frame read halfway stays in the reader.
             frame = reader.next(), if reading && pending.len() < MAX_IN_FLIGHT => {
                 match frame {
-                    Ok(Some(frame)) => match prepare(frame.freeze(), &broker, peer, local) {
-                        Ok(Some(fut)) => pending.push_back(fut),
-                        Ok(None) => {}
-                        Err(e) => {
-                            warn!(%peer, error = %e, "closing the connection after a bad request");
-                            reading = false;
+                    Ok(Some(frame)) => {
+                        let prepared = match authenticating.as_mut() {
+                            Some(authenticator) => authenticate(
+                                frame.freeze(),
+                                authenticator,
+                                &broker,
+                                peer,
+                                local,
+                            ),
+                            None => prepare(frame.freeze(), &broker, peer, local, &principal)
+                                .map(|f| Gate::Pass(f, None)),
+                        };
+                        match prepared {
+                            Ok(Gate::Pass(fut, authenticated)) => {
+                                pending.extend(fut);
+                                if let Some(user) = authenticated {
+                                    principal = Principal::user(&user);
+                                    authenticating = None;
+                                }
+                            }
+                            Ok(Gate::Close(fut)) => {
+                                // Answer what came before (and this, when
+                                // there is an answer), then close.
+                                pending.extend(fut);
+                                reading = false;
+                            }
+                            Err(e) => {
+                                warn!(%peer, error = %e, "closing the connection after a bad request");
+                                reading = false;
+                            }
                         }
-                    },
+                    }
                     Ok(None) => reading = false,
                     Err(e) => {
                         warn!(%peer, error = %e, "closing the connection after a bad frame");
@@ -120,12 +150,89 @@ async fn write_batch(
     }
 }
 
+/// What a frame of a connection that is still authenticating leads to.
+enum Gate {
+    /// Answer (if any) and go on; `Some(user)` once authenticated.
+    Pass(Option<Pending>, Option<String>),
+    /// Answer (if any), then close the connection.
+    Close(Option<Pending>),
+}
+
+/// A request before authentication: ApiVersions is served, the SASL
+/// exchange goes through `authenticator`, anything else closes.
+fn authenticate(
+    frame: Bytes,
+    authenticator: &mut Authenticator,
+    broker: &Arc<Broker>,
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Result<Gate, api::RequestError> {
+    let incoming = api::decode(frame.clone())?;
+    let Incoming::Request {
+        header,
+        api_key,
+        request,
+    } = &incoming
+    else {
+        return prepare(frame, broker, peer, local, &Principal::anonymous())
+            .map(|f| Gate::Pass(f, None));
+    };
+    let (version, correlation_id) = (header.request_api_version, header.correlation_id);
+    let users = broker.scram_users.current();
+    let answer = |response: &ResponseKind| -> Option<Pending> {
+        let frame = api::encode_response(*api_key, version, correlation_id, response).ok();
+        Some(Box::pin(async move { frame }))
+    };
+    Ok(match authenticator.step(*api_key, request, &users, nonce) {
+        Step::Serve => Gate::Pass(
+            prepare(frame, broker, peer, local, &Principal::anonymous())?,
+            None,
+        ),
+        Step::Answer(response) => Gate::Pass(answer(&response), None),
+        Step::Authenticated(response, user) => {
+            debug!(%peer, user = %user, "authenticated");
+            Gate::Pass(answer(&response), Some(user))
+        }
+        Step::Refused(response, why) => {
+            warn!(%peer, reason = %why, "SASL authentication failed");
+            broker.metrics.failed_authentications.inc();
+            let delay = broker
+                .config
+                .sasl
+                .as_ref()
+                .map_or(0, |s| s.failed_authentication_delay_ms);
+            let frame = api::encode_response(*api_key, version, correlation_id, &response).ok();
+            // Slow a guesser down; the connection serves nothing meanwhile.
+            Gate::Close(Some(Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                frame
+            })))
+        }
+        Step::Close(why) => {
+            warn!(%peer, reason = %why, "closing the connection");
+            Gate::Close(None)
+        }
+    })
+}
+
+/// A SCRAM server nonce: 18 random bytes in base64 (no ',').
+fn nonce() -> String {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 18];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system's random source");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// Decodes a request and returns the future that answers it.
 fn prepare(
     frame: Bytes,
     broker: &Arc<Broker>,
     peer: SocketAddr,
     local: SocketAddr,
+    principal: &Principal,
 ) -> Result<Option<Pending>, api::RequestError> {
     match api::decode(frame)? {
         Incoming::UnsupportedApiVersions { correlation_id } => {
@@ -150,7 +257,7 @@ fn prepare(
                     .unwrap_or_default(),
                 client_addr: peer,
                 local_addr: local,
-                principal: crate::auth::Principal::anonymous(),
+                principal: principal.clone(),
             };
             let correlation_id = header.correlation_id;
             // At debug level (a span per request costs at the default one).
