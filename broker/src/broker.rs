@@ -65,6 +65,9 @@ pub struct BrokerConfig {
     pub standard_authorizer: Option<AuthorizerSettings>,
     /// SASL on the listener: every connection authenticates first.
     pub sasl: Option<crate::net::sasl::SaslSettings>,
+    /// What this broker authenticates with when it calls another
+    /// (WriteTxnMarkers, transaction verification).
+    pub inter_broker_credentials: Option<kaas_client::SaslCredentials>,
 }
 
 impl BrokerConfig {
@@ -89,6 +92,7 @@ impl BrokerConfig {
             authorizer: Arc::new(AllowAll),
             standard_authorizer: None,
             sasl: None,
+            inter_broker_credentials: None,
         }
     }
 }

@@ -57,6 +57,14 @@ pub enum Command {
         /// of `listeners` in --config].
         #[arg(long)]
         base_port: Option<u16>,
+        /// SASL_PLAINTEXT on every broker (PLAIN, SCRAM-SHA-256,
+        /// SCRAM-SHA-512), the ACL authorizer on, `User:admin` the super
+        /// user with --admin-password.
+        #[arg(long, requires = "admin_password")]
+        sasl: bool,
+        /// The password of `User:admin` (for --sasl).
+        #[arg(long, env = "KAAS_ADMIN_PASSWORD", hide_env_values = true)]
+        admin_password: Option<String>,
         #[command(flatten)]
         tuning: Tuning,
     },
@@ -297,6 +305,8 @@ pub struct Local {
     /// The tuning every broker gets (id, folder and addresses aside).
     pub settings: Settings,
     pub warnings: Vec<String>,
+    /// `--sasl`: the admin's password.
+    pub sasl_admin_password: Option<String>,
 }
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -318,9 +328,12 @@ impl Command {
                 host,
                 advertised_host,
                 base_port,
+                sasl,
+                admin_password,
                 tuning,
             } => resolve_local(*brokers, data, host, *base_port, tuning).map(|mut l| {
                 l.advertised_host = advertised_host.clone();
+                l.sasl_admin_password = admin_password.clone().filter(|_| *sasl);
                 Resolved::Local(l)
             }),
             Command::Serve {
@@ -354,6 +367,7 @@ impl Command {
                 probe_interval_ms,
                 failures_before_dead,
             } => Ok(Resolved::Controller(ControllerConfig {
+                credentials: None,
                 assignment_path: assignment_file::assignment_path(data),
                 brokers: brokers.clone(),
                 probe_interval: Duration::from_millis(*probe_interval_ms),
@@ -433,6 +447,7 @@ fn resolve_local(
         base_port: base_port.or(s.listen.map(|l| l.port())).unwrap_or(9092),
         settings: s,
         warnings,
+        sasl_admin_password: None,
     })
 }
 

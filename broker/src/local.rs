@@ -11,10 +11,15 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::scram_users::{ensure_user, ScramUsers};
+use crate::auth::standard::AuthorizerSettings;
 use crate::broker::{Broker, BrokerConfig};
 use crate::cluster::controller::{self, BrokerAddress, ControllerConfig};
 use crate::cluster::{assignment_file, file_source};
+use crate::net::sasl::SaslSettings;
 use crate::net::server;
+use crate::storage::shared_doc::SharedDoc;
+use kaas_client::SaslCredentials;
 
 /// How often brokers re-read the assignment file.
 pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
@@ -58,6 +63,30 @@ pub fn spawn_serving(
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 
+/// The super user of a `local --sasl` cluster.
+pub const ADMIN: &str = "admin";
+
+/// Gives `User:admin` SCRAM credentials for `password` on the volume (kept
+/// when they already match) and returns what brokers and the controller
+/// authenticate with.
+fn seed_admin(data_dir: &std::path::Path, password: &str) -> anyhow::Result<SaslCredentials> {
+    let cluster_dir = data_dir.join("__cluster");
+    std::fs::create_dir_all(&cluster_dir)
+        .with_context(|| format!("cannot create {}", cluster_dir.display()))?;
+    let doc: SharedDoc<ScramUsers> = SharedDoc::new(&cluster_dir, "scram_users");
+    doc.update(|users| {
+        ensure_user(users, ADMIN, password, || {
+            kaas_client::scram::nonce().into_bytes()
+        })
+    })
+    .context("cannot write the admin's SCRAM credentials")?;
+    Ok(SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: ADMIN.into(),
+        password: password.into(),
+    })
+}
+
 #[derive(Debug, Clone)]
 pub struct LocalClusterConfig {
     pub brokers: usize,
@@ -75,6 +104,10 @@ pub struct LocalClusterConfig {
     pub tune: fn(&mut BrokerConfig),
     /// HTTP endpoints: broker N serves them on this address's port + N.
     pub http: Option<SocketAddr>,
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) on every broker, with the
+    /// StandardAuthorizer and `User:admin`, this password, as super user
+    /// (also what brokers and the controller authenticate with).
+    pub sasl_admin_password: Option<String>,
 }
 
 impl LocalClusterConfig {
@@ -89,6 +122,7 @@ impl LocalClusterConfig {
             failures_before_dead: 3,
             tune: |_| {},
             http: None,
+            sasl_admin_password: None,
         }
     }
 }
@@ -108,6 +142,10 @@ impl LocalCluster {
     pub async fn start(config: LocalClusterConfig) -> anyhow::Result<LocalCluster> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create {}", config.data_dir.display()))?;
+        let admin = match &config.sasl_admin_password {
+            Some(password) => Some(seed_admin(&config.data_dir, password)?),
+            None => None,
+        };
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let mut addrs = Vec::new();
@@ -127,6 +165,14 @@ impl LocalCluster {
             let mut broker_config =
                 BrokerConfig::new(id as i32, config.data_dir.clone(), advertised, addr.port());
             (config.tune)(&mut broker_config);
+            if admin.is_some() {
+                broker_config.sasl = Some(SaslSettings::default());
+                broker_config.standard_authorizer = Some(AuthorizerSettings {
+                    super_users: [format!("User:{ADMIN}")].into(),
+                    allow_if_no_acl: false,
+                });
+                broker_config.inter_broker_credentials = admin.clone();
+            }
             let broker = Broker::open(broker_config)?;
             spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
             if let Some(http) = config.http {
@@ -145,6 +191,7 @@ impl LocalCluster {
             brokers.push(broker);
         }
         let controller_config = ControllerConfig {
+            credentials: admin,
             assignment_path: assignment_file::assignment_path(&config.data_dir),
             brokers: addrs
                 .iter()

@@ -70,6 +70,7 @@ async fn main() -> anyhow::Result<()> {
             config.advertised_host = local.advertised_host;
             config.base_port = local.base_port;
             config.http = http;
+            config.sasl_admin_password = local.sasl_admin_password;
             config.tune = |c| TUNING.get().expect("set above").tune(c);
             let cluster = LocalCluster::start(config).await?;
             info!(bootstrap = %cluster.bootstrap(), data = %local.data.display(), "local cluster ready");

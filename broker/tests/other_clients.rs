@@ -19,9 +19,16 @@ async fn run_script(program: &str, script: &str) {
 /// Runs `program <args...> <bootstrap>` against a 3-broker local cluster;
 /// the program prints "all checks passed".
 async fn run(program: &str, args: Vec<String>) {
+    run_on(program, args, None).await
+}
+
+/// `run` on a cluster started as `local --sasl --admin-password PASSWORD`
+/// when a password is given.
+async fn run_on(program: &str, args: Vec<String>, sasl_admin_password: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
     config.base_port = 0;
+    config.sasl_admin_password = sasl_admin_password.map(str::to_string);
     config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
     let cluster = LocalCluster::start(config).await.unwrap();
     let bootstrap = cluster.bootstrap();
@@ -69,4 +76,13 @@ async fn java_client_transactions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_scram_users_and_acl_apis() {
     run_script("python3", "python/scram_users.py").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_over_sasl_scram_with_acls() {
+    let script = clients_dir()
+        .join("python/sasl.py")
+        .to_string_lossy()
+        .into_owned();
+    run_on("python3", vec![script], Some("admin-secret")).await;
 }

@@ -12,6 +12,25 @@ use tokio::net::TcpStream;
 
 use crate::frame::{read_frame, request_frame};
 
+/// What a client authenticates with over SASL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslCredentials {
+    /// `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    pub mechanism: String,
+    pub user: String,
+    pub password: String,
+}
+
+/// Never print the password.
+impl std::fmt::Debug for SaslCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslCredentials")
+            .field("mechanism", &self.mechanism)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
 pub struct KafkaClient {
     stream: TcpStream,
     correlation_id: i32,
@@ -27,6 +46,71 @@ impl KafkaClient {
             correlation_id: 0,
             client_id: "kaas".to_string(),
         })
+    }
+
+    /// Connects and, with credentials, authenticates.
+    pub async fn connect_as(
+        addr: &str,
+        timeout: Duration,
+        credentials: Option<&SaslCredentials>,
+    ) -> anyhow::Result<KafkaClient> {
+        let mut client = KafkaClient::connect(addr, timeout).await?;
+        if let Some(c) = credentials {
+            tokio::time::timeout(timeout, client.authenticate(c)).await??;
+        }
+        Ok(client)
+    }
+
+    /// SaslHandshake v1, then SaslAuthenticate: PLAIN in one step, SCRAM in
+    /// two with the server's signature checked.
+    pub async fn authenticate(&mut self, c: &SaslCredentials) -> anyhow::Result<()> {
+        use kafka_protocol::messages::SaslHandshakeRequest;
+        use kafka_protocol::protocol::StrBytes;
+        let handshake = self
+            .send(
+                &SaslHandshakeRequest::default()
+                    .with_mechanism(StrBytes::from_string(c.mechanism.clone())),
+                1,
+            )
+            .await?;
+        anyhow::ensure!(
+            handshake.error_code == 0,
+            "SASL mechanism {} refused (error {}; the broker offers {:?})",
+            c.mechanism,
+            handshake.error_code,
+            handshake.mechanisms
+        );
+        if c.mechanism == "PLAIN" {
+            self.sasl_step(format!("\0{}\0{}", c.user, c.password).into_bytes())
+                .await?;
+            return Ok(());
+        }
+        let mechanism = crate::scram::Mechanism::from_name(&c.mechanism)
+            .ok_or_else(|| anyhow::anyhow!("unknown SASL mechanism {}", c.mechanism))?;
+        let (mut scram, first) =
+            crate::scram::ScramClient::first(mechanism, &c.user, &crate::scram::nonce());
+        let server_first = self.sasl_step(first.into_bytes()).await?;
+        let last = scram.finish(std::str::from_utf8(&server_first)?, &c.password)?;
+        let server_final = self.sasl_step(last.into_bytes()).await?;
+        anyhow::ensure!(
+            scram.verify(std::str::from_utf8(&server_final)?),
+            "the broker's SCRAM signature does not match"
+        );
+        Ok(())
+    }
+
+    /// One SaslAuthenticate: the broker's bytes, or its refusal.
+    async fn sasl_step(&mut self, bytes: Vec<u8>) -> anyhow::Result<Bytes> {
+        let req = kafka_protocol::messages::SaslAuthenticateRequest::default()
+            .with_auth_bytes(bytes.into());
+        let resp = self.send(&req, 1).await?;
+        anyhow::ensure!(
+            resp.error_code == 0,
+            "SASL authentication failed (error {}): {}",
+            resp.error_code,
+            resp.error_message.as_deref().unwrap_or("")
+        );
+        Ok(resp.auth_bytes)
     }
 
     pub fn with_client_id(mut self, id: &str) -> Self {

@@ -6,5 +6,6 @@
 pub mod client;
 pub mod frame;
 pub mod probe;
+pub mod scram;
 
-pub use client::KafkaClient;
+pub use client::{KafkaClient, SaslCredentials};

@@ -72,7 +72,11 @@ pub type Prober =
 /// The real prober: ApiVersions + ListGroups (active states) on the broker.
 pub fn kafka_prober(timeout: Duration) -> Prober {
     Arc::new(move |addr: String| {
-        Box::pin(async move { Ok(kaas_client::probe::probe(&addr, timeout).await?.groups) })
+        Box::pin(async move {
+            Ok(kaas_client::probe::probe(&addr, timeout, None)
+                .await?
+                .groups)
+        })
     })
 }
 

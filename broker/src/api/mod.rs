@@ -88,10 +88,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
-    // v0 (raw SASL tokens after the handshake, before KIP-152) is not
-    // served; the exchange itself runs before requests reach `handle`
-    // (`net::sasl`).
-    (ApiKey::SaslHandshake, 1, 1),
+    // The exchange runs before requests reach `handle` (`net::sasl`).
+    // v0 is advertised as Apache does (librdkafka requires it before it
+    // uses SaslAuthenticate); a client that then sends raw SASL tokens
+    // instead of SaslAuthenticate (Kafka clients before 1.0) is closed.
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
 ];
 

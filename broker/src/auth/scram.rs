@@ -8,76 +8,15 @@ use std::fmt;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use ring::{digest, hmac, pbkdf2};
+use kaas_client::scram::{hmac_of, same};
+pub use kaas_client::scram::{salted_password, Mechanism};
+use ring::digest;
 use serde::{Deserialize, Serialize};
 
 /// Apache's bounds on SCRAM iterations (`ScramMechanism.minIterations`,
 /// `maxIterations`).
 pub const MIN_ITERATIONS: u32 = 4096;
 pub const MAX_ITERATIONS: u32 = 16384;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Mechanism {
-    #[serde(rename = "SCRAM-SHA-256")]
-    ScramSha256,
-    #[serde(rename = "SCRAM-SHA-512")]
-    ScramSha512,
-}
-
-impl Mechanism {
-    pub const ALL: [Mechanism; 2] = [Mechanism::ScramSha256, Mechanism::ScramSha512];
-
-    /// The SASL mechanism name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mechanism::ScramSha256 => "SCRAM-SHA-256",
-            Mechanism::ScramSha512 => "SCRAM-SHA-512",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Mechanism> {
-        Mechanism::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// The code DescribeUserScramCredentials and AlterUserScramCredentials
-    /// name it by (Apache's `ScramMechanism.type`).
-    pub fn code(self) -> i8 {
-        match self {
-            Mechanism::ScramSha256 => 1,
-            Mechanism::ScramSha512 => 2,
-        }
-    }
-
-    pub fn from_code(code: i8) -> Option<Mechanism> {
-        Mechanism::ALL.into_iter().find(|m| m.code() == code)
-    }
-
-    fn hmac(self) -> hmac::Algorithm {
-        match self {
-            Mechanism::ScramSha256 => hmac::HMAC_SHA256,
-            Mechanism::ScramSha512 => hmac::HMAC_SHA512,
-        }
-    }
-
-    fn pbkdf2(self) -> pbkdf2::Algorithm {
-        match self {
-            Mechanism::ScramSha256 => pbkdf2::PBKDF2_HMAC_SHA256,
-            Mechanism::ScramSha512 => pbkdf2::PBKDF2_HMAC_SHA512,
-        }
-    }
-
-    fn digest(self) -> &'static digest::Algorithm {
-        match self {
-            Mechanism::ScramSha256 => &digest::SHA256,
-            Mechanism::ScramSha512 => &digest::SHA512,
-        }
-    }
-
-    /// The length of its keys and of a salted password.
-    pub fn key_len(self) -> usize {
-        self.digest().output_len()
-    }
-}
 
 /// What a broker keeps of a SCRAM password.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,25 +39,6 @@ impl fmt::Debug for ScramCredential {
             .field("iterations", &self.iterations)
             .finish_non_exhaustive()
     }
-}
-
-fn hmac_of(m: Mechanism, key: &[u8], data: &[u8]) -> Vec<u8> {
-    hmac::sign(&hmac::Key::new(m.hmac(), key), data)
-        .as_ref()
-        .to_vec()
-}
-
-/// PBKDF2 of the password: what a client sends in AlterUserScramCredentials.
-pub fn salted_password(m: Mechanism, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
-    let mut out = vec![0; m.key_len()];
-    let iterations = std::num::NonZeroU32::new(iterations.max(1)).expect("at least 1");
-    pbkdf2::derive(m.pbkdf2(), iterations, salt, password, &mut out);
-    out
-}
-
-/// Equal in time that does not depend on where the inputs differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl ScramCredential {
@@ -327,8 +247,10 @@ impl ScramServer {
             Some(("c", binding)) if B64.decode(binding).ok() == Some(gs2_header.into_bytes()) => {}
             _ => return Err(SaslError::Malformed("channel binding")),
         }
+        // Ends with, not equals, as Apache since 3.8.1: librdkafka before
+        // 2.6.1 repeats its own nonce in front (librdkafka #4895).
         match attrs.get(1) {
-            Some(("r", r)) if *r == nonce => {}
+            Some(("r", r)) if r.ends_with(nonce.as_str()) => {}
             _ => return Err(SaslError::Malformed("nonce")),
         }
         let proof = B64
@@ -459,6 +381,36 @@ mod tests {
             done.server_final,
             "v=ZQnYEgWQMFmmsM8aQMF0nDDCy/AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw=="
         );
+    }
+
+    /// librdkafka before 2.6.1 sends its nonce again in front of the
+    /// server's; Apache accepts that since 3.8.1, and so does kaas. The
+    /// proof is over the message as sent.
+    #[test]
+    fn a_client_nonce_repeated_in_the_final_message_is_accepted() {
+        use ring::digest;
+        let m = Mechanism::ScramSha256;
+        let c = credential(m);
+        let mut server = ScramServer::new(m, "srv".into());
+        server
+            .client_first(b"n,,n=user,r=cli", |_| Some(c.clone()))
+            .unwrap();
+        let salted = salted_password(m, b"pencil", &c.salt, c.iterations);
+        let client_key = kaas_client::scram::hmac_of(m, &salted, b"Client Key");
+        let stored = digest::digest(m.digest(), &client_key);
+        let without_proof = "c=biws,r=cliclisrv";
+        let server_first = format!("r=clisrv,s={},i=4096", B64.encode(&c.salt));
+        let auth_message = format!("n=user,r=cli,{server_first},{without_proof}");
+        let signature = kaas_client::scram::hmac_of(m, stored.as_ref(), auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let done = server
+            .client_final(format!("{without_proof},p={}", B64.encode(proof)).as_bytes())
+            .unwrap();
+        assert_eq!(done.user, "user");
     }
 
     #[test]

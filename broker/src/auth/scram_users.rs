@@ -16,6 +16,27 @@ pub fn credential(users: &ScramUsers, user: &str, m: Mechanism) -> Option<ScramC
     users.get(user).and_then(|c| c.get(&m)).cloned()
 }
 
+/// Gives `user` credentials for `password` under every mechanism, keeping
+/// those that already match it (a restart with the same password changes
+/// nothing); `salt` draws a new salt. Whether anything changed.
+pub fn ensure_user(
+    users: &mut ScramUsers,
+    user: &str,
+    password: &str,
+    mut salt: impl FnMut() -> Vec<u8>,
+) -> bool {
+    let mut changed = false;
+    for m in Mechanism::ALL {
+        if credential(users, user, m).is_some_and(|c| c.matches(password)) {
+            continue;
+        }
+        let c = ScramCredential::derive(m, password, &salt(), MIN_ITERATIONS);
+        users.entry(user.to_string()).or_default().insert(m, c);
+        changed = true;
+    }
+    changed
+}
+
 pub struct Deletion {
     pub name: String,
     pub mechanism: i8,

@@ -183,47 +183,38 @@ fn authenticate(
         let frame = api::encode_response(*api_key, version, correlation_id, response).ok();
         Some(Box::pin(async move { frame }))
     };
-    Ok(match authenticator.step(*api_key, request, &users, nonce) {
-        Step::Serve => Gate::Pass(
-            prepare(frame, broker, peer, local, &Principal::anonymous())?,
-            None,
-        ),
-        Step::Answer(response) => Gate::Pass(answer(&response), None),
-        Step::Authenticated(response, user) => {
-            debug!(%peer, user = %user, "authenticated");
-            Gate::Pass(answer(&response), Some(user))
-        }
-        Step::Refused(response, why) => {
-            warn!(%peer, reason = %why, "SASL authentication failed");
-            broker.metrics.failed_authentications.inc();
-            let delay = broker
-                .config
-                .sasl
-                .as_ref()
-                .map_or(0, |s| s.failed_authentication_delay_ms);
-            let frame = api::encode_response(*api_key, version, correlation_id, &response).ok();
-            // Slow a guesser down; the connection serves nothing meanwhile.
-            Gate::Close(Some(Box::pin(async move {
-                tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-                frame
-            })))
-        }
-        Step::Close(why) => {
-            warn!(%peer, reason = %why, "closing the connection");
-            Gate::Close(None)
-        }
-    })
-}
-
-/// A SCRAM server nonce: 18 random bytes in base64 (no ',').
-fn nonce() -> String {
-    use base64::Engine;
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 18];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .expect("the system's random source");
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+    Ok(
+        match authenticator.step(*api_key, request, &users, kaas_client::scram::nonce) {
+            Step::Serve => Gate::Pass(
+                prepare(frame, broker, peer, local, &Principal::anonymous())?,
+                None,
+            ),
+            Step::Answer(response) => Gate::Pass(answer(&response), None),
+            Step::Authenticated(response, user) => {
+                debug!(%peer, user = %user, "authenticated");
+                Gate::Pass(answer(&response), Some(user))
+            }
+            Step::Refused(response, why) => {
+                warn!(%peer, reason = %why, "SASL authentication failed");
+                broker.metrics.failed_authentications.inc();
+                let delay = broker
+                    .config
+                    .sasl
+                    .as_ref()
+                    .map_or(0, |s| s.failed_authentication_delay_ms);
+                let frame = api::encode_response(*api_key, version, correlation_id, &response).ok();
+                // Slow a guesser down; the connection serves nothing meanwhile.
+                Gate::Close(Some(Box::pin(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                    frame
+                })))
+            }
+            Step::Close(why) => {
+                warn!(%peer, reason = %why, "closing the connection");
+                Gate::Close(None)
+            }
+        },
+    )
 }
 
 /// Decodes a request and returns the future that answers it.

@@ -201,9 +201,12 @@ async fn send(
         .routing()
         .and_then(|r| r.broker(leader).map(|b| (b.host.clone(), b.port)))
         .ok_or_else(|| anyhow::anyhow!("broker {leader} is not in the assignment"))?;
-    let mut client =
-        kaas_client::KafkaClient::connect(&format!("{host}:{port}"), Duration::from_secs(5))
-            .await?;
+    let mut client = kaas_client::KafkaClient::connect_as(
+        &format!("{host}:{port}"),
+        Duration::from_secs(5),
+        broker.config.inter_broker_credentials.as_ref(),
+    )
+    .await?;
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for tp in partitions {
         by_topic.entry(&tp.topic).or_default().push(tp.partition);

@@ -239,9 +239,10 @@ async fn ask(
                 .with_partitions(vec![partition.partition])]),
     ]);
     let asked = async {
-        let mut client = kaas_client::KafkaClient::connect(
+        let mut client = kaas_client::KafkaClient::connect_as(
             &format!("{}:{}", b.host, b.port),
             Duration::from_secs(5),
+            broker.config.inter_broker_credentials.as_ref(),
         )
         .await?;
         client.send(&req, 5).await

@@ -1,0 +1,354 @@
+//! SASL and ACLs end to end on a 3-broker local cluster started as
+//! `kaas-broker local --sasl --admin-password ...` starts it: librdkafka
+//! produces, consumes in a group and commits over SASL_PLAINTEXT with PLAIN
+//! (the rdkafka crate is built without OpenSSL, which its SCRAM needs;
+//! confluent-kafka runs SCRAM, `e2e/clients/python/sasl.py`); a wrong
+//! password is an authentication error at once; a SCRAM user created
+//! through the Kafka API is held to its ACLs (SCRAM-SHA-256 and -512 by
+//! kaas-client); a request before authentication closes the connection.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::client_config;
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use kaas_client::scram::{salted_password, Mechanism};
+use kaas_client::{KafkaClient, SaslCredentials};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as E;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::ClientContext;
+
+const ADMIN_PASSWORD: &str = "admin-secret";
+const T: Duration = Duration::from_secs(20);
+
+async fn cluster(dir: &std::path::Path) -> LocalCluster {
+    let mut c = LocalClusterConfig::new(3, dir.to_path_buf());
+    c.base_port = 0;
+    c.sasl_admin_password = Some(ADMIN_PASSWORD.into());
+    LocalCluster::start(c).await.unwrap()
+}
+
+fn sasl(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> ClientConfig {
+    let mut c = client_config(bootstrap);
+    c.set("security.protocol", "SASL_PLAINTEXT")
+        .set("sasl.mechanism", mechanism)
+        .set("sasl.username", user)
+        .set("sasl.password", password);
+    c
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn creds(mechanism: &str, user: &str, password: &str) -> SaslCredentials {
+    SaslCredentials {
+        mechanism: mechanism.into(),
+        user: user.into(),
+        password: password.into(),
+    }
+}
+
+async fn create_topic_as_admin(addr: &str, name: &str) {
+    let admin = creds("SCRAM-SHA-512", "admin", ADMIN_PASSWORD);
+    let mut c = KafkaClient::connect_as(addr, T, Some(&admin))
+        .await
+        .unwrap();
+    let r = c
+        .send(
+            &CreateTopicsRequest::default().with_topics(vec![
+                create_topics_request::CreatableTopic::default()
+                    .with_name(TopicName(s(name)))
+                    .with_num_partitions(3)
+                    .with_replication_factor(1),
+            ]),
+            5,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.topics[0].error_code, 0, "{name} created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_produces_consumes_and_commits_over_sasl_plain() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic_as_admin(&cluster.addrs[0].to_string(), "sasl-orders").await;
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let producer: ThreadedProducer<DefaultProducerContext> =
+            sasl(&b, "PLAIN", "admin", ADMIN_PASSWORD).create().unwrap();
+        for i in 0..30 {
+            let v = format!("v{i}");
+            producer
+                .send(BaseRecord::<(), _>::to("sasl-orders").payload(&v))
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+        producer.flush(T).unwrap();
+        let consumer: BaseConsumer = sasl(&b, "PLAIN", "admin", ADMIN_PASSWORD)
+            .set("group.id", "sasl-group")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        consumer.subscribe(&["sasl-orders"]).unwrap();
+        let mut got = 0;
+        let deadline = Instant::now() + T;
+        while got < 30 {
+            assert!(Instant::now() < deadline, "consumed {got} of 30");
+            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+                let m = m.expect("no consumer error");
+                assert!(m.payload().is_some());
+                got += 1;
+            }
+        }
+        consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+        let committed = consumer.committed(T).unwrap();
+        let total: i64 = committed
+            .elements()
+            .iter()
+            .filter_map(|e| e.offset().to_raw())
+            .sum();
+        assert_eq!(total, 30, "the group's offsets cover every record");
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+}
+
+/// Collects librdkafka's errors.
+#[derive(Clone, Default)]
+struct Errors(Arc<Mutex<Vec<KafkaError>>>);
+
+impl ClientContext for Errors {
+    fn error(&self, error: KafkaError, _reason: &str) {
+        self.0.lock().unwrap().push(error);
+    }
+}
+
+impl rdkafka::producer::ProducerContext for Errors {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &rdkafka::message::DeliveryResult<'_>, _: ()) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_an_authentication_error_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    tokio::task::spawn_blocking(move || {
+        let mechanism = "PLAIN";
+        let errors = Errors::default();
+        let _producer: ThreadedProducer<Errors> = sasl(&bootstrap, mechanism, "admin", "wrong")
+            .create_with_context(errors.clone())
+            .unwrap();
+        let started = Instant::now();
+        let authentication_error = || {
+            errors.0.lock().unwrap().iter().any(|e| {
+                e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Authentication)
+            })
+        };
+        while !authentication_error() {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{mechanism}: no authentication error within 5 s: {:?}",
+                errors.0.lock().unwrap()
+            );
+            // The producer's own thread serves the callbacks.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let addr = cluster.addrs[0].to_string();
+    create_topic_as_admin(&addr, "granted").await;
+    create_topic_as_admin(&addr, "denied").await;
+    let admin = creds("SCRAM-SHA-512", "admin", ADMIN_PASSWORD);
+    let mut a = KafkaClient::connect_as(&addr, T, Some(&admin))
+        .await
+        .unwrap();
+    // alice: a SCRAM-SHA-256 credential, the salted password computed here
+    // as an admin client does.
+    let salted = salted_password(Mechanism::ScramSha256, b"alice-pw", b"alice-salt", 4096);
+    let r = a
+        .send(
+            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(s("alice"))
+                    .with_mechanism(Mechanism::ScramSha256.code())
+                    .with_iterations(4096)
+                    .with_salt(bytes::Bytes::from_static(b"alice-salt"))
+                    .with_salted_password(salted.into()),
+            ]),
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.results[0].error_code, 0);
+    let r = a
+        .send(
+            &CreateAclsRequest::default().with_creations(vec![
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("granted"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(s("User:alice"))
+                    .with_host(s("*"))
+                    .with_operation(4)
+                    .with_permission_type(3),
+            ]),
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.results[0].error_code, 0);
+
+    // The user authenticates on another broker within the refresh delay.
+    let alice = creds("SCRAM-SHA-256", "alice", "alice-pw");
+    let other = cluster.addrs[1].to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut c = loop {
+        match KafkaClient::connect_as(&other, T, Some(&alice)).await {
+            Ok(c) => break c,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "alice never authenticated: {e:#}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Metadata shows alice only what she may describe (Write implies it).
+    let m = c
+        .send(&MetadataRequest::default().with_topics(None), 9)
+        .await
+        .unwrap();
+    let visible: Vec<String> = m
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .collect();
+    assert_eq!(visible, ["granted"]);
+    let produce_to = |topic: &'static str| {
+        ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(TopicName(s(topic)))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(one_record())),
+                ])])
+    };
+    // Asked of the leader of partition 0 of each topic.
+    let routing = cluster.brokers[0].routing().unwrap();
+    for (topic, want) in [
+        ("granted", 0),
+        ("denied", E::TopicAuthorizationFailed.code()),
+    ] {
+        let leader = routing.owner_of_partition(topic, 0).unwrap();
+        let mut c =
+            KafkaClient::connect_as(&cluster.addrs[leader as usize].to_string(), T, Some(&alice))
+                .await
+                .unwrap();
+        let r = c.send(&produce_to(topic), 9).await.unwrap();
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code, want,
+            "{topic}"
+        );
+    }
+    // No group rights: FindCoordinator says nothing of the group.
+    let r = c
+        .send(
+            &FindCoordinatorRequest::default()
+                .with_key(s("any-group"))
+                .with_key_type(0),
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.error_code, E::GroupAuthorizationFailed.code());
+    cluster.shutdown().await;
+}
+
+/// A one-record batch, as any producer would send it.
+fn one_record() -> bytes::Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: 1_000,
+        key: None,
+        value: Some(bytes::Bytes::from_static(b"hello")),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &[record],
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_before_authentication_closes_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let addr = cluster.addrs[0].to_string();
+    // ApiVersions is served before authentication.
+    let mut c = KafkaClient::connect(&addr, T).await.unwrap();
+    let v = c.send(&ApiVersionsRequest::default(), 0).await.unwrap();
+    assert_eq!(v.error_code, 0);
+    // Metadata is not: the connection closes without an answer.
+    assert!(c.send(&MetadataRequest::default(), 9).await.is_err());
+    // A failed login answers SASL_AUTHENTICATION_FAILED, then closes.
+    let mut c = KafkaClient::connect(&addr, T).await.unwrap();
+    let e = c
+        .authenticate(&creds("SCRAM-SHA-512", "admin", "wrong"))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{e:#}").contains(&E::SaslAuthenticationFailed.code().to_string()),
+        "{e:#}"
+    );
+    assert!(c.is_closed(Duration::from_secs(2)).await);
+    // The other brokers serve authenticated clients meanwhile.
+    let admin = creds("SCRAM-SHA-256", "admin", ADMIN_PASSWORD);
+    let mut ok = KafkaClient::connect_as(&cluster.addrs[1].to_string(), T, Some(&admin))
+        .await
+        .unwrap();
+    let m = ok.send(&MetadataRequest::default(), 9).await.unwrap();
+    assert_eq!(m.brokers.len(), 3);
+    cluster.shutdown().await;
+}
