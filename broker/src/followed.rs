@@ -62,12 +62,15 @@ where
     }
 
     fn install(&self, v: Versioned<T>) {
-        // Never back to a version older than one installed.
-        if self.version.fetch_max(v.version, Ordering::SeqCst) > v.version {
+        // Under the lock: a refresh and a change racing must not leave the
+        // older value installed under the newer version.
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        if self.version.load(Ordering::SeqCst) > v.version {
             return;
         }
         (self.on_install)(&v.value);
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(v.value);
+        *current = Arc::new(v.value);
+        self.version.store(v.version, Ordering::SeqCst);
         info!(document = self.name, version = v.version, "installed");
     }
 

@@ -15,7 +15,9 @@ use crate::auth::standard::{parse_super_users, AuthorizerSettings};
 use crate::auth::{Action, Operation, Principal, ResourceType};
 use crate::broker::{Broker, BrokerConfig};
 
-fn broker(dir: &std::path::Path, standard: bool) -> Arc<Broker> {
+/// A one-broker cluster, with the StandardAuthorizer (super user
+/// `User:admin`) when `standard`.
+pub(super) fn broker(dir: &std::path::Path, standard: bool) -> Arc<Broker> {
     let mut config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
     if standard {
         config.standard_authorizer = Some(AuthorizerSettings {
@@ -32,10 +34,16 @@ fn broker(dir: &std::path::Path, standard: bool) -> Arc<Broker> {
     broker
 }
 
-async fn call(broker: &Arc<Broker>, user: &str, req: RequestKind) -> ResponseKind {
+/// One request from `user` at `version`: its answer.
+pub(super) async fn call_as(
+    broker: &Arc<Broker>,
+    user: &str,
+    version: i16,
+    req: RequestKind,
+) -> ResponseKind {
     let ctx = RequestContext {
         broker: broker.clone(),
-        api_version: 3,
+        api_version: version,
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
         local_addr: "127.0.0.1:9092".parse().unwrap(),
@@ -84,9 +92,10 @@ async fn create(
     user: &str,
     c: Vec<create_acls_request::AclCreation>,
 ) -> Vec<i16> {
-    let ResponseKind::CreateAcls(r) = call(
+    let ResponseKind::CreateAcls(r) = call_as(
         broker,
         user,
+        3,
         RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(c)),
     )
     .await
@@ -105,9 +114,10 @@ async fn describe(
     name: Option<&'static str>,
     pattern: i8,
 ) -> Result<Vec<(i8, String, i8, String, i8, i8)>, i16> {
-    let ResponseKind::DescribeAcls(r) = call(
+    let ResponseKind::DescribeAcls(r) = call_as(
         broker,
         user,
+        3,
         RequestKind::DescribeAcls(
             DescribeAclsRequest::default()
                 .with_resource_type_filter(resource_type)
@@ -283,9 +293,10 @@ async fn acls_are_created_described_enforced_shared_and_deleted() {
     ));
 
     // Delete by filter: every topic ACL; the answer lists what matched.
-    let ResponseKind::DeleteAcls(r) = call(
+    let ResponseKind::DeleteAcls(r) = call_as(
         &b,
         "admin",
+        3,
         RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(vec![
             delete_acls_request::DeleteAclsFilter::default()
                 .with_resource_name_filter(None)
@@ -362,7 +373,7 @@ async fn scram_users_are_shared_through_the_volume_and_hold_no_password() {
             .with_salted_password(salted.into()),
     ]);
     let ResponseKind::AlterUserScramCredentials(r) =
-        call(&b, "anyone", RequestKind::AlterUserScramCredentials(req)).await
+        call_as(&b, "anyone", 0, RequestKind::AlterUserScramCredentials(req)).await
     else {
         panic!("not an AlterUserScramCredentials response")
     };

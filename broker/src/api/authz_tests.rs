@@ -8,16 +8,15 @@
 
 use std::sync::Arc;
 
-use kaas_shared::{Assignment, BrokerInfo};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
 
+use super::acl_tests::{broker, call_as};
 use super::*;
 use crate::auth::acl::{AclBinding, AclFilter, PatternType, Permission};
-use crate::auth::standard::{parse_super_users, AuthorizerSettings};
-use crate::auth::{Operation, Operation::*, Principal, ResourceType, CLUSTER_NAME};
-use crate::broker::{Broker, BrokerConfig};
+use crate::auth::{Operation, Operation::*, ResourceType, CLUSTER_NAME};
+use crate::broker::Broker;
 
 /// The resources one scenario's requests name.
 struct Names {
@@ -240,36 +239,8 @@ impl Scenario {
     }
 }
 
-fn broker(dir: &std::path::Path) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(0, dir.into(), "127.0.0.1", 9092);
-    config.groups.core.initial_rebalance_delay_ms = 0;
-    config.standard_authorizer = Some(AuthorizerSettings {
-        super_users: parse_super_users("User:admin").unwrap(),
-        allow_if_no_acl: false,
-    });
-    let broker = Broker::open(config).unwrap();
-    broker.apply_assignment(Assignment {
-        version: 1,
-        brokers: vec![BrokerInfo::alive(0, "127.0.0.1", 9092)],
-        ..Default::default()
-    });
-    broker
-}
-
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-async fn call(broker: &Arc<Broker>, user: &str, version: i16, req: RequestKind) -> ResponseKind {
-    let ctx = RequestContext {
-        broker: broker.clone(),
-        api_version: version,
-        client_id: "test".into(),
-        client_addr: "127.0.0.1:1".parse().unwrap(),
-        local_addr: "127.0.0.1:9092".parse().unwrap(),
-        principal: Principal::user(user),
-    };
-    handle(ctx, req).await.expect("a response")
 }
 
 /// The request's error code where an authorization error would show.
@@ -287,7 +258,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_key(s(key))
                 .with_key_type(key_type);
             let ResponseKind::FindCoordinator(r) =
-                call(broker, user, 3, RequestKind::FindCoordinator(req)).await
+                call_as(broker, user, 3, RequestKind::FindCoordinator(req)).await
             else {
                 panic!()
             };
@@ -303,7 +274,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 )
                 .with_name(s("range"))]);
             let ResponseKind::JoinGroup(r) =
-                call(broker, user, 5, RequestKind::JoinGroup(req)).await
+                call_as(broker, user, 5, RequestKind::JoinGroup(req)).await
             else {
                 panic!()
             };
@@ -314,7 +285,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_group_id(group())
                 .with_member_id(s("m"));
             let ResponseKind::SyncGroup(r) =
-                call(broker, user, 3, RequestKind::SyncGroup(req)).await
+                call_as(broker, user, 3, RequestKind::SyncGroup(req)).await
             else {
                 panic!()
             };
@@ -325,7 +296,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_group_id(group())
                 .with_member_id(s("m"));
             let ResponseKind::Heartbeat(r) =
-                call(broker, user, 3, RequestKind::Heartbeat(req)).await
+                call_as(broker, user, 3, RequestKind::Heartbeat(req)).await
             else {
                 panic!()
             };
@@ -336,7 +307,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_group_id(group())
                 .with_member_id(s("m"));
             let ResponseKind::LeaveGroup(r) =
-                call(broker, user, 2, RequestKind::LeaveGroup(req)).await
+                call_as(broker, user, 2, RequestKind::LeaveGroup(req)).await
             else {
                 panic!()
             };
@@ -353,7 +324,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                         .with_partition_index(0)
                         .with_committed_offset(1)])]);
             let ResponseKind::OffsetCommit(r) =
-                call(broker, user, 8, RequestKind::OffsetCommit(req)).await
+                call_as(broker, user, 8, RequestKind::OffsetCommit(req)).await
             else {
                 panic!()
             };
@@ -366,7 +337,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                     .with_topics(None),
             ]);
             let ResponseKind::OffsetFetch(r) =
-                call(broker, user, 8, RequestKind::OffsetFetch(req)).await
+                call_as(broker, user, 8, RequestKind::OffsetFetch(req)).await
             else {
                 panic!()
             };
@@ -375,14 +346,14 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
         Api::DescribeGroups => {
             let req = DescribeGroupsRequest::default().with_groups(vec![group()]);
             let ResponseKind::DescribeGroups(r) =
-                call(broker, user, 5, RequestKind::DescribeGroups(req)).await
+                call_as(broker, user, 5, RequestKind::DescribeGroups(req)).await
             else {
                 panic!()
             };
             r.groups[0].error_code
         }
         Api::ListGroups => {
-            let ResponseKind::ListGroups(r) = call(
+            let ResponseKind::ListGroups(r) = call_as(
                 broker,
                 user,
                 4,
@@ -408,7 +379,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                         OffsetDeleteRequestPartition::default().with_partition_index(0)
                     ])]);
             let ResponseKind::OffsetDelete(r) =
-                call(broker, user, 0, RequestKind::OffsetDelete(req)).await
+                call_as(broker, user, 0, RequestKind::OffsetDelete(req)).await
             else {
                 panic!()
             };
@@ -417,7 +388,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
         Api::DeleteGroups => {
             let req = DeleteGroupsRequest::default().with_groups_names(vec![group()]);
             let ResponseKind::DeleteGroups(r) =
-                call(broker, user, 2, RequestKind::DeleteGroups(req)).await
+                call_as(broker, user, 2, RequestKind::DeleteGroups(req)).await
             else {
                 panic!()
             };
@@ -436,7 +407,8 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                                 crate::storage::batch::tests::encode_batch(1, 0).into(),
                             )),
                     ])]);
-            let ResponseKind::Produce(r) = call(broker, user, 9, RequestKind::Produce(req)).await
+            let ResponseKind::Produce(r) =
+                call_as(broker, user, 9, RequestKind::Produce(req)).await
             else {
                 panic!()
             };
@@ -451,7 +423,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                     .with_partitions(vec![FetchPartition::default()
                         .with_partition(0)
                         .with_partition_max_bytes(1 << 16)])]);
-            let ResponseKind::Fetch(r) = call(broker, user, 11, RequestKind::Fetch(req)).await
+            let ResponseKind::Fetch(r) = call_as(broker, user, 11, RequestKind::Fetch(req)).await
             else {
                 panic!()
             };
@@ -465,7 +437,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                     .with_partition_index(0)
                     .with_timestamp(-1)])]);
             let ResponseKind::ListOffsets(r) =
-                call(broker, user, 5, RequestKind::ListOffsets(req)).await
+                call_as(broker, user, 5, RequestKind::ListOffsets(req)).await
             else {
                 panic!()
             };
@@ -477,7 +449,8 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
                 )
                 .with_name(Some(topic()))]));
-            let ResponseKind::Metadata(r) = call(broker, user, 9, RequestKind::Metadata(req)).await
+            let ResponseKind::Metadata(r) =
+                call_as(broker, user, 9, RequestKind::Metadata(req)).await
             else {
                 panic!()
             };
@@ -491,7 +464,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                     .with_replication_factor(1),
             ]);
             let ResponseKind::CreateTopics(r) =
-                call(broker, user, 5, RequestKind::CreateTopics(req)).await
+                call_as(broker, user, 5, RequestKind::CreateTopics(req)).await
             else {
                 panic!()
             };
@@ -500,7 +473,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
         Api::DeleteTopics => {
             let req = DeleteTopicsRequest::default().with_topic_names(vec![topic()]);
             let ResponseKind::DeleteTopics(r) =
-                call(broker, user, 5, RequestKind::DeleteTopics(req)).await
+                call_as(broker, user, 5, RequestKind::DeleteTopics(req)).await
             else {
                 panic!()
             };
@@ -511,7 +484,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(s(&n.txn))))
                 .with_transaction_timeout_ms(60_000);
             let ResponseKind::InitProducerId(r) =
-                call(broker, user, 4, RequestKind::InitProducerId(req)).await
+                call_as(broker, user, 4, RequestKind::InitProducerId(req)).await
             else {
                 panic!()
             };
@@ -521,7 +494,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
             let req = DescribeTransactionsRequest::default()
                 .with_transactional_ids(vec![kafka_protocol::messages::TransactionalId(s(&n.txn))]);
             let ResponseKind::DescribeTransactions(r) =
-                call(broker, user, 0, RequestKind::DescribeTransactions(req)).await
+                call_as(broker, user, 0, RequestKind::DescribeTransactions(req)).await
             else {
                 panic!()
             };
@@ -537,7 +510,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 .with_operation(1)
                 .with_permission_type(1);
             let ResponseKind::DescribeAcls(r) =
-                call(broker, user, 2, RequestKind::DescribeAcls(req)).await
+                call_as(broker, user, 2, RequestKind::DescribeAcls(req)).await
             else {
                 panic!()
             };
@@ -549,7 +522,7 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
 #[tokio::test]
 async fn every_api_answers_apaches_authorization_errors_under_each_kind_of_acl() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = broker(dir.path());
+    let broker = broker(dir.path(), true);
     let acls = broker.acls.clone().unwrap();
     let mut failures = Vec::new();
     let scenarios = [
@@ -604,7 +577,7 @@ async fn every_api_answers_apaches_authorization_errors_under_each_kind_of_acl()
 #[tokio::test]
 async fn find_coordinator_without_describe_says_nothing_of_whether_a_group_exists() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = broker(dir.path());
+    let broker = broker(dir.path(), true);
     let n = Names::of("exists");
     broker
         .storage
@@ -615,7 +588,7 @@ async fn find_coordinator_without_describe_says_nothing_of_whether_a_group_exist
     let find = |group: &'static str| {
         let broker = broker.clone();
         async move {
-            let resp = call(
+            let resp = call_as(
                 &broker,
                 "alice",
                 3,
@@ -632,7 +605,7 @@ async fn find_coordinator_without_describe_says_nothing_of_whether_a_group_exist
     let existing = find("gx-exists").await;
     let missing = find("gx-never-was").await;
     assert_eq!(existing, missing);
-    let ResponseKind::FindCoordinator(r) = call(
+    let ResponseKind::FindCoordinator(r) = call_as(
         &broker,
         "alice",
         3,

@@ -8,32 +8,27 @@ use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::{CreateAclsRequest, CreateAclsResponse};
 use tracing::{info, warn};
 
-use super::describe_acls::NO_AUTHORIZER;
+use super::describe_acls::managed_acls;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::acl::{binding_from_wire, WireAcl};
-use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::auth::Operation;
 
 pub async fn handle(ctx: &RequestContext, req: CreateAclsRequest) -> CreateAclsResponse {
-    let every = |e: Err, message: &str| {
+    let every = |e: Err, message: String| {
         CreateAclsResponse::default().with_results(
             req.creations
                 .iter()
                 .map(|_| {
                     AclCreationResult::default()
                         .with_error_code(e.code())
-                        .with_error_message(Some(str_bytes(message.to_string())))
+                        .with_error_message(Some(str_bytes(message.clone())))
                 })
                 .collect(),
         )
     };
-    if !ctx.authorized(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME) {
-        return every(
-            Err::ClusterAuthorizationFailed,
-            &format!("{} may not alter the cluster", ctx.principal),
-        );
-    }
-    let Some(acls) = ctx.broker.acls.clone() else {
-        return every(Err::SecurityDisabled, NO_AUTHORIZER);
+    let acls = match managed_acls(ctx, Operation::Alter) {
+        Ok(acls) => acls,
+        Err((e, message)) => return every(e, message),
     };
     let checked: Vec<Result<_, String>> = req
         .creations

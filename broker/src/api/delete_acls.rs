@@ -8,10 +8,10 @@ use kafka_protocol::messages::delete_acls_response::{
 use kafka_protocol::messages::{DeleteAclsRequest, DeleteAclsResponse};
 use tracing::{info, warn};
 
-use super::describe_acls::NO_AUTHORIZER;
+use super::describe_acls::managed_acls;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::acl::{filter_from_wire, WireAcl};
-use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::auth::Operation;
 
 pub async fn handle(ctx: &RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse {
     let every = |e: Err, message: &str| {
@@ -22,14 +22,9 @@ pub async fn handle(ctx: &RequestContext, req: DeleteAclsRequest) -> DeleteAclsR
                 .collect(),
         )
     };
-    if !ctx.authorized(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME) {
-        return every(
-            Err::ClusterAuthorizationFailed,
-            &format!("{} may not alter the cluster", ctx.principal),
-        );
-    }
-    let Some(acls) = ctx.broker.acls.clone() else {
-        return every(Err::SecurityDisabled, NO_AUTHORIZER);
+    let acls = match managed_acls(ctx, Operation::Alter) {
+        Ok(acls) => acls,
+        Err((e, message)) => return every(e, &message),
     };
     let checked: Vec<Result<_, String>> = req
         .filters

@@ -2,15 +2,35 @@
 //! pattern. Needs Cluster DESCRIBE; SECURITY_DISABLED with no authorizer.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{DescribeAclsRequest, DescribeAclsResponse};
 
 use super::{str_bytes, Err, RequestContext};
+use crate::acls::Acls;
 use crate::auth::acl::{filter_from_wire, WireAcl};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 
-pub const NO_AUTHORIZER: &str = "No Authorizer is configured on the broker";
+/// The ACLs, for a principal that may do `operation` on the cluster
+/// (DESCRIBE to read them, ALTER to change them; asked first, as
+/// KafkaApis); else the refusal: CLUSTER_AUTHORIZATION_FAILED, or
+/// SECURITY_DISABLED with no authorizer.
+pub(super) fn managed_acls(
+    ctx: &RequestContext,
+    operation: Operation,
+) -> Result<Arc<Acls>, (Err, String)> {
+    if !ctx.authorized(operation, ResourceType::Cluster, CLUSTER_NAME) {
+        return Err((
+            Err::ClusterAuthorizationFailed,
+            format!("{} may not {operation:?} the cluster", ctx.principal),
+        ));
+    }
+    ctx.broker.acls.clone().ok_or((
+        Err::SecurityDisabled,
+        "No Authorizer is configured on the broker".into(),
+    ))
+}
 
 pub fn handle(ctx: &RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse {
     let resp = DescribeAclsResponse::default();
@@ -19,14 +39,9 @@ pub fn handle(ctx: &RequestContext, req: DescribeAclsRequest) -> DescribeAclsRes
             .with_error_code(e.code())
             .with_error_message(Some(str_bytes(message)))
     };
-    if !ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
-        return refuse(
-            Err::ClusterAuthorizationFailed,
-            format!("{} may not describe the cluster", ctx.principal),
-        );
-    }
-    let Some(acls) = &ctx.broker.acls else {
-        return refuse(Err::SecurityDisabled, NO_AUTHORIZER.into());
+    let acls = match managed_acls(ctx, Operation::Describe) {
+        Ok(acls) => acls,
+        Err((e, message)) => return refuse(e, message),
     };
     let filter = match filter_from_wire(WireAcl {
         resource_type: req.resource_type_filter,

@@ -16,8 +16,8 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{broker_endpoint, open_error_code, Err, RequestContext};
-use crate::auth::{Operation, ResourceType};
+use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext};
+use crate::auth::Operation;
 
 pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
     if req.session_id != 0 {
@@ -78,16 +78,13 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
         let mut out = FetchableTopicResponse::default()
             .with_topic(topic.topic.clone())
             .with_topic_id(topic.topic_id);
-        // Topic READ before the topic's existence (a topic id is resolved
-        // to its name first).
-        let name = match (&meta, by_id) {
-            (Some(m), true) => Some(m.name.to_string()),
-            (None, true) => None,
-            (_, false) => Some(topic.topic.0.to_string()),
-        };
-        let denied = name
-            .as_deref()
-            .is_some_and(|n| !ctx.authorized(Operation::Read, ResourceType::Topic, n));
+        let denied = topic_denied(
+            ctx,
+            Operation::Read,
+            by_id,
+            topic.topic.0.as_str(),
+            meta.as_deref(),
+        );
         for p in &topic.partitions {
             let mut data = PartitionData::default()
                 .with_partition_index(p.partition)

@@ -374,6 +374,25 @@ pub(crate) fn group_error(e: crate::group::manager::NotServed) -> i16 {
     e.0
 }
 
+/// Whether the principal may not do `operation` on a topic a request
+/// names, by name or by id (`meta` is what the id resolved to). Asked
+/// before anyone looks whether the topic exists, as KafkaApis; an id that
+/// resolves to nothing is not denied here (it answers UNKNOWN_TOPIC_ID).
+pub(crate) fn topic_denied(
+    ctx: &RequestContext,
+    operation: Operation,
+    by_id: bool,
+    name: &str,
+    meta: Option<&crate::storage::TopicMeta>,
+) -> bool {
+    let name = match (by_id, meta) {
+        (true, Some(m)) => m.name.as_str(),
+        (true, None) => return false,
+        (false, _) => name,
+    };
+    !ctx.authorized(operation, ResourceType::Topic, name)
+}
+
 pub(crate) fn str_bytes(s: String) -> kafka_protocol::protocol::StrBytes {
     kafka_protocol::protocol::StrBytes::from_string(s)
 }

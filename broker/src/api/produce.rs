@@ -12,7 +12,7 @@ use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tracing::{debug, warn};
 
-use super::{broker_endpoint, open_error_code, Err, RequestContext};
+use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
 use crate::storage::log::AppendError;
@@ -43,16 +43,13 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
             } else {
                 Err::UnknownTopicOrPartition.code()
             };
-            // Topic WRITE before the topic's existence (KafkaApis' order;
-            // a topic id is resolved to its name first).
-            let name = match (&meta, by_id) {
-                (Some(m), true) => Some(m.name.to_string()),
-                (None, true) => None,
-                (_, false) => Some(topic.name.0.to_string()),
-            };
-            let denied = name
-                .as_deref()
-                .is_some_and(|n| !ctx.authorized(Operation::Write, ResourceType::Topic, n));
+            let denied = topic_denied(
+                &ctx,
+                Operation::Write,
+                by_id,
+                topic.name.0.as_str(),
+                meta.as_deref(),
+            );
             let parts = join_all(topic.partition_data.into_iter().map(|p| {
                 let meta = meta.clone();
                 let ctx = ctx.clone();
