@@ -24,18 +24,39 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
     c
 }
 
+/// Creates a topic, asking again while librdkafka fails the call itself:
+/// right after a cluster starts, a Metadata response taken before every
+/// broker was published alive makes librdkafka drop the broker it was
+/// asking (DestroyBroker). A retry that finds the topic made takes it.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
     let admin: AdminClient<DefaultClientContext> =
         client_config(bootstrap).create().expect("admin");
-    let results = admin
-        .create_topics(
-            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
-        .await
-        .expect("create_topics");
-    for r in results {
-        r.expect("topic created");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let results = admin
+            .create_topics(
+                &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+            )
+            .await;
+        match results {
+            Ok(results) => {
+                for r in results {
+                    match r {
+                        Ok(_) => {}
+                        Err((_, RDKafkaErrorCode::TopicAlreadyExists)) if attempt > 1 => {}
+                        Err(e) => panic!("topic {name} not created: {e:?}"),
+                    }
+                }
+                return;
+            }
+            Err(e) if attempt < 5 => {
+                eprintln!("create_topics {name}: {e}; asking again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("create_topics {name}: {e}"),
+        }
     }
 }
 
