@@ -400,3 +400,34 @@ async fn scram_users_are_shared_through_the_volume_and_hold_no_password() {
         "{on_disk}"
     );
 }
+
+/// SaslHandshake and SaslAuthenticate that reach KafkaApis (a listener
+/// without SASL, or a connection already authenticated) answer
+/// ILLEGAL_SASL_STATE, as Apache's do.
+#[tokio::test]
+async fn sasl_requests_outside_an_exchange_answer_illegal_sasl_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path(), false);
+    let ResponseKind::SaslHandshake(h) = call_as(
+        &b,
+        "anyone",
+        1,
+        RequestKind::SaslHandshake(SaslHandshakeRequest::default().with_mechanism(s("PLAIN"))),
+    )
+    .await
+    else {
+        panic!("not a SaslHandshake response")
+    };
+    assert_eq!(h.error_code, E::IllegalSaslState.code());
+    let ResponseKind::SaslAuthenticate(a) = call_as(
+        &b,
+        "anyone",
+        2,
+        RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default()),
+    )
+    .await
+    else {
+        panic!("not a SaslAuthenticate response")
+    };
+    assert_eq!(a.error_code, E::IllegalSaslState.code());
+}
