@@ -15,6 +15,7 @@ use crate::cluster::ClusterView;
 use crate::followed::Followed;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
+use crate::net::tls::TlsListener;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::txn_log::TxnLogStore;
@@ -65,9 +66,11 @@ pub struct BrokerConfig {
     pub standard_authorizer: Option<AuthorizerSettings>,
     /// SASL on the listener: every connection authenticates first.
     pub sasl: Option<crate::net::sasl::SaslSettings>,
-    /// What this broker authenticates with when it calls another
-    /// (WriteTxnMarkers, transaction verification).
-    pub inter_broker_credentials: Option<kaas_client::SaslCredentials>,
+    /// TLS on the listener (SSL, or SASL_SSL with `sasl`).
+    pub tls: Option<crate::net::tls::TlsSettings>,
+    /// How this broker connects to another (WriteTxnMarkers, transaction
+    /// verification): TLS and SASL as the listener needs.
+    pub inter_broker: kaas_client::Security,
 }
 
 impl BrokerConfig {
@@ -92,7 +95,8 @@ impl BrokerConfig {
             authorizer: Arc::new(AllowAll),
             standard_authorizer: None,
             sasl: None,
-            inter_broker_credentials: None,
+            tls: None,
+            inter_broker: kaas_client::Security::default(),
         }
     }
 }
@@ -113,10 +117,19 @@ pub struct Broker {
     pub acls: Option<Arc<Acls>>,
     /// The SCRAM users (`__cluster/scram_users`).
     pub scram_users: Arc<Followed<ScramUsers>>,
+    /// The listener's TLS, when it has one.
+    pub tls: Option<Arc<TlsListener>>,
 }
 
 impl Broker {
     pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
+        // Bad TLS files stop the start, before the volume is touched.
+        let tls = match &config.tls {
+            Some(settings) => Some(Arc::new(TlsListener::new(settings.clone()).map_err(
+                |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("TLS: {e}")),
+            )?)),
+            None => None,
+        };
         let storage = Storage::new(&config.data_dir, config.log)?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
@@ -179,6 +192,7 @@ impl Broker {
             authorizer,
             acls,
             scram_users,
+            tls,
             config,
             storage,
             cluster,

@@ -367,7 +367,7 @@ impl Command {
                 probe_interval_ms,
                 failures_before_dead,
             } => Ok(Resolved::Controller(ControllerConfig {
-                credentials: None,
+                security: kaas_client::Security::default(),
                 assignment_path: assignment_file::assignment_path(data),
                 brokers: brokers.clone(),
                 probe_interval: Duration::from_millis(*probe_interval_ms),

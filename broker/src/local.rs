@@ -18,6 +18,7 @@ use crate::cluster::controller::{self, BrokerAddress, ControllerConfig};
 use crate::cluster::{assignment_file, file_source};
 use crate::net::sasl::SaslSettings;
 use crate::net::server;
+use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::storage::shared_doc::SharedDoc;
 use kaas_client::SaslCredentials;
 
@@ -87,6 +88,14 @@ fn seed_admin(data_dir: &std::path::Path, password: &str) -> anyhow::Result<Sasl
     })
 }
 
+/// How brokers and the controller speak TLS to the brokers.
+fn inter_broker_tls(tls: &TlsSettings) -> anyhow::Result<kaas_client::ClientTls> {
+    let trust = tls.client_ca.as_ref().unwrap_or(&tls.cert);
+    let identity =
+        (tls.client_auth != ClientAuth::None).then_some((tls.cert.as_path(), tls.key.as_path()));
+    kaas_client::ClientTls::new(trust, identity).context("the brokers' own TLS client")
+}
+
 #[derive(Debug, Clone)]
 pub struct LocalClusterConfig {
     pub brokers: usize,
@@ -108,6 +117,10 @@ pub struct LocalClusterConfig {
     /// StandardAuthorizer and `User:admin`, this password, as super user
     /// (also what brokers and the controller authenticate with).
     pub sasl_admin_password: Option<String>,
+    /// TLS on every broker (SSL, or SASL_SSL with SASL). Brokers and the
+    /// controller trust `client_ca`, else the certificate file itself, and
+    /// present the brokers' certificate when client certificates are asked.
+    pub tls: Option<TlsSettings>,
 }
 
 impl LocalClusterConfig {
@@ -123,6 +136,7 @@ impl LocalClusterConfig {
             tune: |_| {},
             http: None,
             sasl_admin_password: None,
+            tls: None,
         }
     }
 }
@@ -146,6 +160,7 @@ impl LocalCluster {
             Some(password) => Some(seed_admin(&config.data_dir, password)?),
             None => None,
         };
+        let client_tls = config.tls.as_ref().map(inter_broker_tls).transpose()?;
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let mut addrs = Vec::new();
@@ -165,13 +180,15 @@ impl LocalCluster {
             let mut broker_config =
                 BrokerConfig::new(id as i32, config.data_dir.clone(), advertised, addr.port());
             (config.tune)(&mut broker_config);
+            broker_config.tls = config.tls.clone();
+            broker_config.inter_broker.tls = client_tls.clone();
             if admin.is_some() {
                 broker_config.sasl = Some(SaslSettings::default());
                 broker_config.standard_authorizer = Some(AuthorizerSettings {
                     super_users: [format!("User:{ADMIN}")].into(),
                     allow_if_no_acl: false,
                 });
-                broker_config.inter_broker_credentials = admin.clone();
+                broker_config.inter_broker.sasl = admin.clone();
             }
             let broker = Broker::open(broker_config)?;
             spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
@@ -191,7 +208,10 @@ impl LocalCluster {
             brokers.push(broker);
         }
         let controller_config = ControllerConfig {
-            credentials: admin,
+            security: kaas_client::Security {
+                tls: client_tls,
+                sasl: admin,
+            },
             assignment_path: assignment_file::assignment_path(&config.data_dir),
             brokers: addrs
                 .iter()

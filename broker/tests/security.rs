@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::client_config;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use kaas_client::scram::{salted_password, Mechanism};
-use kaas_client::{KafkaClient, SaslCredentials};
+use kaas_client::{KafkaClient, SaslCredentials, Security};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
@@ -59,7 +59,7 @@ fn creds(mechanism: &str, user: &str, password: &str) -> SaslCredentials {
 
 async fn create_topic_as_admin(addr: &str, name: &str) {
     let admin = creds("SCRAM-SHA-512", "admin", ADMIN_PASSWORD);
-    let mut c = KafkaClient::connect_as(addr, T, Some(&admin))
+    let mut c = KafkaClient::connect_as(addr, T, &Security::sasl(&admin))
         .await
         .unwrap();
     let r = c
@@ -181,7 +181,7 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
     create_topic_as_admin(&addr, "granted").await;
     create_topic_as_admin(&addr, "denied").await;
     let admin = creds("SCRAM-SHA-512", "admin", ADMIN_PASSWORD);
-    let mut a = KafkaClient::connect_as(&addr, T, Some(&admin))
+    let mut a = KafkaClient::connect_as(&addr, T, &Security::sasl(&admin))
         .await
         .unwrap();
     // alice: a SCRAM-SHA-256 credential, the salted password computed here
@@ -225,7 +225,7 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
     let other = cluster.addrs[1].to_string();
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut c = loop {
-        match KafkaClient::connect_as(&other, T, Some(&alice)).await {
+        match KafkaClient::connect_as(&other, T, &Security::sasl(&alice)).await {
             Ok(c) => break c,
             Err(e) => assert!(
                 Instant::now() < deadline,
@@ -264,10 +264,13 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
         ("denied", E::TopicAuthorizationFailed.code()),
     ] {
         let leader = routing.owner_of_partition(topic, 0).unwrap();
-        let mut c =
-            KafkaClient::connect_as(&cluster.addrs[leader as usize].to_string(), T, Some(&alice))
-                .await
-                .unwrap();
+        let mut c = KafkaClient::connect_as(
+            &cluster.addrs[leader as usize].to_string(),
+            T,
+            &Security::sasl(&alice),
+        )
+        .await
+        .unwrap();
         let r = c.send(&produce_to(topic), 9).await.unwrap();
         assert_eq!(
             r.responses[0].partition_responses[0].error_code, want,
@@ -345,7 +348,7 @@ async fn a_request_before_authentication_closes_the_connection() {
     assert!(c.is_closed(Duration::from_secs(2)).await);
     // The other brokers serve authenticated clients meanwhile.
     let admin = creds("SCRAM-SHA-256", "admin", ADMIN_PASSWORD);
-    let mut ok = KafkaClient::connect_as(&cluster.addrs[1].to_string(), T, Some(&admin))
+    let mut ok = KafkaClient::connect_as(&cluster.addrs[1].to_string(), T, &Security::sasl(&admin))
         .await
         .unwrap();
     let m = ok.send(&MetadataRequest::default(), 9).await.unwrap();

@@ -7,10 +7,11 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::ResponseHeader;
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Request};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::frame::{read_frame, request_frame};
+use crate::tls::ClientTls;
 
 /// What a client authenticates with over SASL.
 #[derive(Clone, PartialEq, Eq)]
@@ -31,34 +32,69 @@ impl std::fmt::Debug for SaslCredentials {
     }
 }
 
+/// How a client connects: TLS, SASL, both or neither (the listener's
+/// security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+#[derive(Clone, Debug, Default)]
+pub struct Security {
+    pub tls: Option<ClientTls>,
+    pub sasl: Option<SaslCredentials>,
+}
+
+impl Security {
+    /// SASL over plaintext (SASL_PLAINTEXT).
+    pub fn sasl(credentials: &SaslCredentials) -> Security {
+        Security {
+            tls: None,
+            sasl: Some(credentials.clone()),
+        }
+    }
+}
+
+/// A plain or a TLS connection.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
+
 pub struct KafkaClient {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     correlation_id: i32,
     client_id: String,
 }
 
 impl KafkaClient {
+    /// A plaintext connection.
     pub async fn connect(addr: &str, timeout: Duration) -> anyhow::Result<KafkaClient> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr)).await??;
-        stream.set_nodelay(true)?;
-        Ok(KafkaClient {
-            stream,
-            correlation_id: 0,
-            client_id: "kaas".to_string(),
-        })
+        KafkaClient::connect_as(addr, timeout, &Security::default()).await
     }
 
-    /// Connects and, with credentials, authenticates.
+    /// Connects, with TLS when `security` has it, and authenticates when
+    /// it has credentials.
     pub async fn connect_as(
         addr: &str,
         timeout: Duration,
-        credentials: Option<&SaslCredentials>,
+        security: &Security,
     ) -> anyhow::Result<KafkaClient> {
-        let mut client = KafkaClient::connect(addr, timeout).await?;
-        if let Some(c) = credentials {
-            tokio::time::timeout(timeout, client.authenticate(c)).await??;
-        }
-        Ok(client)
+        tokio::time::timeout(timeout, async {
+            let tcp = TcpStream::connect(addr).await?;
+            tcp.set_nodelay(true)?;
+            let stream: Box<dyn Stream> = match &security.tls {
+                Some(tls) => {
+                    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                    let host = host.trim_start_matches('[').trim_end_matches(']');
+                    Box::new(tls.connect(host, tcp).await?)
+                }
+                None => Box::new(tcp),
+            };
+            let mut client = KafkaClient {
+                stream,
+                correlation_id: 0,
+                client_id: "kaas".to_string(),
+            };
+            if let Some(c) = &security.sasl {
+                client.authenticate(c).await?;
+            }
+            Ok(client)
+        })
+        .await?
     }
 
     /// SaslHandshake v1, then SaslAuthenticate: PLAIN in one step, SCRAM in

@@ -7,5 +7,7 @@ pub mod client;
 pub mod frame;
 pub mod probe;
 pub mod scram;
+pub mod tls;
 
-pub use client::{KafkaClient, SaslCredentials};
+pub use client::{KafkaClient, SaslCredentials, Security};
+pub use tls::ClientTls;

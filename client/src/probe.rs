@@ -6,7 +6,7 @@ use std::time::Duration;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ListGroupsRequest};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::{KafkaClient, SaslCredentials};
+use crate::{KafkaClient, Security};
 
 /// Group states that count as active: the group has members.
 const ACTIVE_STATES: [&str; 3] = ["PreparingRebalance", "CompletingRebalance", "Stable"];
@@ -18,15 +18,15 @@ pub struct ProbeResult {
     pub groups: Vec<String>,
 }
 
-/// Connects (authenticating with `credentials` on a SASL listener), asks
-/// ApiVersions and, where served, ListGroups.
+/// Connects as `security` says (TLS, SASL), asks ApiVersions and, where
+/// served, ListGroups.
 pub async fn probe(
     addr: &str,
     timeout: Duration,
-    credentials: Option<&SaslCredentials>,
+    security: &Security,
 ) -> anyhow::Result<ProbeResult> {
     tokio::time::timeout(timeout, async {
-        let mut client = KafkaClient::connect_as(addr, timeout, credentials)
+        let mut client = KafkaClient::connect_as(addr, timeout, security)
             .await?
             .with_client_id("kaas-controller");
         let req = ApiVersionsRequest::default()

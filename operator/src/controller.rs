@@ -73,9 +73,11 @@ pub type Prober =
 pub fn kafka_prober(timeout: Duration) -> Prober {
     Arc::new(move |addr: String| {
         Box::pin(async move {
-            Ok(kaas_client::probe::probe(&addr, timeout, None)
-                .await?
-                .groups)
+            Ok(
+                kaas_client::probe::probe(&addr, timeout, &kaas_client::Security::default())
+                    .await?
+                    .groups,
+            )
         })
     })
 }

@@ -8,6 +8,7 @@
 pub mod acl;
 pub mod scram;
 pub mod scram_users;
+pub mod ssl_principal;
 pub mod standard;
 #[cfg(test)]
 mod standard_tests;

@@ -48,8 +48,8 @@ pub struct ControllerConfig {
     pub probe_interval: Duration,
     /// Consecutive failed probes before a broker is declared dead.
     pub failures_before_dead: u32,
-    /// What the probes authenticate with on SASL listeners.
-    pub credentials: Option<kaas_client::SaslCredentials>,
+    /// How the probes connect (TLS, SASL) to the brokers' listeners.
+    pub security: kaas_client::Security,
 }
 
 /// Runs until `shutdown`. Writes a first assignment after the first round
@@ -79,8 +79,8 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
         let probes = join_all(config.brokers.iter().map(|b| {
             let addr = format!("{}:{}", b.host, b.port);
             let timeout = config.probe_interval.max(Duration::from_millis(500));
-            let credentials = config.credentials.clone();
-            async move { kaas_client::probe::probe(&addr, timeout, credentials.as_ref()).await }
+            let security = &config.security;
+            async move { kaas_client::probe::probe(&addr, timeout, security).await }
         }))
         .await;
         let mut observed = Vec::with_capacity(config.brokers.len());

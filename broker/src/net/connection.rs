@@ -9,8 +9,7 @@ use bytes::Bytes;
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::{Future, FutureExt};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, debug_span, error, warn, Instrument};
 
@@ -36,26 +35,27 @@ const MAX_IN_FLIGHT: usize = 128;
 
 type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
 
-pub async fn serve_connection(
-    stream: TcpStream,
+/// Serves one connection, plain TCP or TLS. `principal` is who the
+/// transport says the client is (anonymous, or a client certificate's
+/// subject); a SASL listener replaces it with the authenticated user.
+pub async fn serve_connection<S>(
+    stream: S,
     peer: SocketAddr,
+    local: SocketAddr,
+    mut principal: Principal,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
-) {
-    let local = match stream.local_addr() {
-        Ok(a) => a,
-        Err(_) => return,
-    };
-    let (reader, mut writer) = stream.into_split();
+) where
+    S: AsyncRead + AsyncWrite + Send + Unpin,
+{
+    let (reader, mut writer) = tokio::io::split(stream);
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
     let mut reader = FrameReader::new(reader, broker.config.max_frame_bytes);
     let mut reading = true;
     let mut out: Vec<u8> = Vec::new();
-    // Who the requests come from: anonymous on a plaintext listener; on a
-    // SASL listener nobody until the exchange names a user.
-    let mut principal = Principal::anonymous();
+    // On a SASL listener nobody until the exchange names a user.
     let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
     loop {
         tokio::select! {

@@ -1,7 +1,9 @@
-//! The network side: the listener, one task per connection, connection quotas.
+//! The network side: the listener, TLS, one task per connection, SASL,
+//! connection quotas.
 //! Framing is `kaas_client::frame`, shared with the clients.
 
 pub mod connection;
 pub mod quotas;
 pub mod sasl;
 pub mod server;
+pub mod tls;

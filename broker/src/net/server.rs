@@ -1,14 +1,17 @@
 //! The accept loop. Takes a bound listener so tests can bind port 0.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::connection::serve_connection;
 use super::quotas::ConnectionQuotas;
+use crate::auth::Principal;
 use crate::broker::Broker;
 
 /// Serves connections until `shutdown` fires, then waits for open
@@ -45,7 +48,7 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
                     let span = info_span!("connection", broker = broker.id(), client = %peer);
                     tracker.spawn(
                         async move {
-                            serve_connection(stream, peer, broker, shutdown).await;
+                            serve(stream, peer, broker, shutdown).await;
                             drop(slot);
                         }
                         .instrument(span),
@@ -54,7 +57,7 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
                 Err(e) => {
                     // Out of file descriptors and the like: back off, go on.
                     warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
         }
@@ -62,4 +65,60 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
     tracker.close();
     tracker.wait().await;
     info!(broker = broker.id(), "listener stopped");
+}
+
+/// A TLS handshake not finished by then closes the connection.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One accepted connection: the TLS handshake on a TLS listener, then the
+/// Kafka protocol.
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    shutdown: CancellationToken,
+) {
+    let Ok(local) = stream.local_addr() else {
+        return;
+    };
+    let Some(tls) = broker.tls.clone() else {
+        serve_connection(
+            stream,
+            peer,
+            local,
+            Principal::anonymous(),
+            broker,
+            shutdown,
+        )
+        .await;
+        return;
+    };
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor().accept(stream));
+    let stream = tokio::select! {
+        _ = shutdown.cancelled() => return,
+        done = handshake => match done {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                warn!(client = %peer, error = %e, "TLS handshake failed");
+                broker.metrics.failed_authentications.inc();
+                return;
+            }
+            Err(_) => {
+                warn!(client = %peer, "TLS handshake not finished in {HANDSHAKE_TIMEOUT:?}: closing");
+                return;
+            }
+        },
+    };
+    // A client certificate names the principal (a SASL exchange may still
+    // replace it).
+    let principal = match tls.principal(stream.get_ref().1) {
+        Ok(p) => p,
+        Err(e) => {
+            warn!(client = %peer, error = %e, "refused a client certificate");
+            broker.metrics.failed_authentications.inc();
+            return;
+        }
+    };
+    debug!(client = %peer, %principal, "TLS established");
+    serve_connection(stream, peer, local, principal, broker, shutdown).await;
 }

@@ -204,7 +204,7 @@ async fn send(
     let mut client = kaas_client::KafkaClient::connect_as(
         &format!("{host}:{port}"),
         Duration::from_secs(5),
-        broker.config.inter_broker_credentials.as_ref(),
+        &broker.config.inter_broker,
     )
     .await?;
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();

@@ -242,7 +242,7 @@ async fn ask(
         let mut client = kaas_client::KafkaClient::connect_as(
             &format!("{}:{}", b.host, b.port),
             Duration::from_secs(5),
-            broker.config.inter_broker_credentials.as_ref(),
+            &broker.config.inter_broker,
         )
         .await?;
         client.send(&req, 5).await

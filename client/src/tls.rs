@@ -1,0 +1,81 @@
+//! TLS to a broker (rustls): the trust store and, for SSL client
+//! authentication, a certificate and key, all from PEM files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rustls::{ClientConfig, RootCertStore};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// How a client speaks TLS to brokers.
+#[derive(Clone)]
+pub struct ClientTls {
+    config: Arc<ClientConfig>,
+}
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field(
+                "client_certificate",
+                &self.config.client_auth_cert_resolver.has_certs(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientTls {
+    /// Trusts the certificates in `trust_store`; presents `identity`
+    /// (certificate chain, key) when the broker asks for one.
+    pub fn new(trust_store: &Path, identity: Option<(&Path, &Path)>) -> anyhow::Result<ClientTls> {
+        let mut roots = RootCertStore::empty();
+        for cert in read_certs(trust_store)? {
+            roots
+                .add(cert)
+                .with_context(|| format!("a certificate in {}", trust_store.display()))?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots);
+        let config = match identity {
+            Some((cert, key)) => {
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .with_context(|| format!("cannot read a private key from {}", key.display()))?;
+                builder.with_client_auth_cert(read_certs(cert)?, key)?
+            }
+            None => builder.with_no_client_auth(),
+        };
+        Ok(ClientTls {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The handshake over `tcp`, checking the broker's certificate names
+    /// `host` (a DNS name or an IP address).
+    pub async fn connect(
+        &self,
+        host: &str,
+        tcp: TcpStream,
+    ) -> anyhow::Result<TlsStream<TcpStream>> {
+        let name = ServerName::try_from(host.to_string())
+            .with_context(|| format!("'{host}' is not a host name for TLS"))?;
+        TlsConnector::from(self.config.clone())
+            .connect(name, tcp)
+            .await
+            .with_context(|| format!("TLS handshake with {host}"))
+    }
+}
+
+fn read_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .with_context(|| format!("cannot read certificates from {}", path.display()))?;
+    anyhow::ensure!(!certs.is_empty(), "no certificate in {}", path.display());
+    Ok(certs)
+}
