@@ -9,8 +9,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::auth::ssl_principal::SslPrincipalMapper;
 use crate::cluster::assignment_file;
 use crate::cluster::controller::{BrokerAddress, ControllerConfig};
+use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::settings::{self, HostPort, Settings};
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
@@ -66,6 +68,8 @@ pub enum Command {
         #[arg(long, env = "KAAS_ADMIN_PASSWORD", hide_env_values = true)]
         admin_password: Option<String>,
         #[command(flatten)]
+        tls: TlsFlags,
+        #[command(flatten)]
         tuning: Tuning,
     },
     /// Run one broker.
@@ -115,6 +119,52 @@ pub enum Command {
         #[arg(long, default_value_t = 3)]
         failures_before_dead: u32,
     },
+}
+
+/// TLS on every broker's listener: SSL, or SASL_SSL with --sasl.
+#[derive(Args, Clone, Default)]
+pub struct TlsFlags {
+    /// The brokers' certificate chain, leaf first (PEM); re-read when it
+    /// changes. With --tls-key, every broker serves TLS.
+    #[arg(long, requires = "tls_key", env = "KAAS_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM, unencrypted).
+    #[arg(long, requires = "tls_cert", env = "KAAS_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Trust store (PEM): the CAs client certificates must chain to, and
+    /// what brokers trust when they call each other (ssl.truststore.location)
+    /// [default: --tls-cert].
+    #[arg(long, requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
+    /// ssl.client.auth: none, requested or required (needs --tls-ca)
+    /// [default: none].
+    #[arg(long, requires = "tls_cert")]
+    pub ssl_client_auth: Option<ClientAuth>,
+    /// ssl.principal.mapping.rules: a client certificate's subject to a
+    /// user name [default: DEFAULT].
+    #[arg(long, requires = "tls_cert")]
+    pub ssl_principal_mapping_rules: Option<String>,
+}
+
+impl TlsFlags {
+    /// The listener's TLS settings, when --tls-cert is given.
+    pub fn settings(&self) -> anyhow::Result<Option<TlsSettings>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let principal_mapper = match &self.ssl_principal_mapping_rules {
+            Some(rules) => SslPrincipalMapper::from_rules(rules)
+                .map_err(|e| anyhow::anyhow!("--ssl-principal-mapping-rules: {e}"))?,
+            None => SslPrincipalMapper::default(),
+        };
+        Ok(Some(TlsSettings {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: self.tls_ca.clone(),
+            client_auth: self.ssl_client_auth.unwrap_or_default(),
+            principal_mapper,
+        }))
+    }
 }
 
 /// The settings `serve` and `local` share. Each is unset unless given:
@@ -307,6 +357,8 @@ pub struct Local {
     pub warnings: Vec<String>,
     /// `--sasl`: the admin's password.
     pub sasl_admin_password: Option<String>,
+    /// `--tls-cert` and the rest: TLS on every broker.
+    pub tls: Option<TlsSettings>,
 }
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -330,12 +382,15 @@ impl Command {
                 base_port,
                 sasl,
                 admin_password,
+                tls,
                 tuning,
-            } => resolve_local(*brokers, data, host, *base_port, tuning).map(|mut l| {
+            } => {
+                let mut l = resolve_local(*brokers, data, host, *base_port, tuning)?;
                 l.advertised_host = advertised_host.clone();
                 l.sasl_admin_password = admin_password.clone().filter(|_| *sasl);
-                Resolved::Local(l)
-            }),
+                l.tls = tls.settings()?;
+                Ok(Resolved::Local(l))
+            }
             Command::Serve {
                 id,
                 id_from_pod_name,
@@ -448,6 +503,7 @@ fn resolve_local(
         settings: s,
         warnings,
         sasl_admin_password: None,
+        tls: None,
     })
 }
 
@@ -761,5 +817,59 @@ mod tests {
             line.starts_with("node.id=0 listeners=PLAINTEXT://127.0.0.1:9092 "),
             "{line}"
         );
+    }
+
+    fn local(args: &[&str]) -> anyhow::Result<Local> {
+        match resolve(args)? {
+            Resolved::Local(l) => Ok(l),
+            _ => unreachable!("a local command"),
+        }
+    }
+
+    #[test]
+    fn local_tls_flags_make_every_broker_serve_tls() {
+        let l = local(&[
+            "local",
+            "--tls-cert",
+            "/c.pem",
+            "--tls-key",
+            "/k.pem",
+            "--tls-ca",
+            "/ca.pem",
+            "--ssl-client-auth",
+            "required",
+            "--ssl-principal-mapping-rules",
+            "RULE:^CN=(.*?),O=kaas$/$1/L,DEFAULT",
+        ])
+        .unwrap();
+        let tls = l.tls.expect("TLS settings");
+        assert_eq!(tls.cert, PathBuf::from("/c.pem"));
+        assert_eq!(tls.key, PathBuf::from("/k.pem"));
+        assert_eq!(tls.client_ca, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(tls.client_auth, ClientAuth::Required);
+        assert_eq!(tls.principal_mapper.name("CN=Ann,O=kaas").unwrap(), "ann");
+
+        assert!(local(&["local"]).unwrap().tls.is_none());
+        let err = local(&[
+            "local",
+            "--tls-cert",
+            "/c.pem",
+            "--tls-key",
+            "/k.pem",
+            "--ssl-principal-mapping-rules",
+            "rule:x/y/",
+        ])
+        .expect_err("a bad rule");
+        assert!(format!("{err}").contains("Invalid rule"), "{err}");
+        let cli = |args: &[&str]| {
+            let mut argv = vec!["kaas-broker"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_from(argv).map(|_| ())
+        };
+        assert!(
+            cli(&["local", "--tls-cert", "/c.pem"]).is_err(),
+            "a certificate needs its key"
+        );
+        assert!(cli(&["local", "--ssl-client-auth", "maybe"]).is_err());
     }
 }

@@ -71,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
             config.base_port = local.base_port;
             config.http = http;
             config.sasl_admin_password = local.sasl_admin_password;
+            config.tls = local.tls;
             config.tune = |c| TUNING.get().expect("set above").tune(c);
             let cluster = LocalCluster::start(config).await?;
             info!(bootstrap = %cluster.bootstrap(), data = %local.data.display(), "local cluster ready");

@@ -149,7 +149,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.buf.reserve(8 * 1024);
             }
             // Cancellation safe: bytes read are kept in `buf`.
-            if self.inner.read_buf(&mut self.buf).await? == 0 {
+            let read = match self.inner.read_buf(&mut self.buf).await {
+                // A TLS peer gone without close_notify, as most clients
+                // leave: between frames that is an ordinary close.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+                other => other?,
+            };
+            if read == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
                 } else {
