@@ -72,7 +72,9 @@ impl ClientTls {
     }
 }
 
-fn read_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+/// The certificates of a PEM file (the brokers' listeners read theirs with
+/// it too).
+pub fn read_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let certs: Vec<_> = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<_, _>>())
         .with_context(|| format!("cannot read certificates from {}", path.display()))?;

@@ -182,14 +182,7 @@ fn load(s: &TlsSettings) -> Result<TlsAcceptor, String> {
 }
 
 fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("cannot read certificates from {}: {e}", path.display()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot read certificates from {}: {e}", path.display()))?;
-    if certs.is_empty() {
-        return Err(format!("no certificate in {}", path.display()));
-    }
-    Ok(certs)
+    kaas_client::tls::read_certs(path).map_err(|e| format!("{e:#}"))
 }
 
 #[cfg(test)]
