@@ -38,6 +38,15 @@ async fn start(
     LocalCluster::start(c).await.unwrap()
 }
 
+/// Whether a client connecting as `security` gets an ApiVersions answer.
+async fn served(addr: &str, security: &Security) -> bool {
+    let asked = async {
+        let mut c = KafkaClient::connect_as(addr, T, security).await?;
+        c.send(&ApiVersionsRequest::default(), 3).await
+    };
+    asked.await.is_ok()
+}
+
 #[tokio::test]
 async fn sasl_ssl_with_scram_sha_512_serves_three_brokers_that_reach_each_other_over_tls() {
     let pki = TestPki::new("127.0.0.1").unwrap();
@@ -147,10 +156,9 @@ async fn ssl_with_required_client_certificates_serves_only_clients_that_present_
         tls: Some(ClientTls::new(&pki.ca_cert, Some((&cert, &key))).unwrap()),
         sasl: None,
     };
-    let refused = async {
-        let mut c = KafkaClient::connect_as(&addr, T, &foreign).await?;
-        c.send(&ApiVersionsRequest::default(), 3).await
-    };
-    assert!(refused.await.is_err(), "a foreign certificate was served");
+    assert!(
+        !served(&addr, &foreign).await,
+        "a foreign certificate was served"
+    );
     cluster.shutdown().await;
 }

@@ -35,20 +35,21 @@ const MAX_IN_FLIGHT: usize = 128;
 
 type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
 
-/// Serves one connection, plain TCP or TLS. `principal` is who the
-/// transport says the client is (anonymous, or a client certificate's
-/// subject); a SASL listener replaces it with the authenticated user.
-pub async fn serve_connection<S>(
-    stream: S,
+/// Serves one connection given its two halves (plain TCP's own split
+/// halves, or a TLS stream's). `principal` is who the transport says the
+/// client is (anonymous, or a client certificate's subject); a SASL
+/// listener replaces it with the authenticated user.
+pub async fn serve_connection<R, W>(
+    (reader, mut writer): (R, W),
     peer: SocketAddr,
     local: SocketAddr,
     mut principal: Principal,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) where
-    S: AsyncRead + AsyncWrite + Send + Unpin,
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin,
 {
-    let (reader, mut writer) = tokio::io::split(stream);
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();

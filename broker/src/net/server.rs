@@ -82,8 +82,9 @@ async fn serve(
         return;
     };
     let Some(tls) = broker.tls.clone() else {
+        // Plain TCP's owned halves: no lock between reading and writing.
         serve_connection(
-            stream,
+            stream.into_split(),
             peer,
             local,
             Principal::anonymous(),
@@ -120,5 +121,6 @@ async fn serve(
         }
     };
     debug!(client = %peer, %principal, "TLS established");
-    serve_connection(stream, peer, local, principal, broker, shutdown).await;
+    let halves = tokio::io::split(stream);
+    serve_connection(halves, peer, local, principal, broker, shutdown).await;
 }
