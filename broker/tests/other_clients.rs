@@ -4,8 +4,6 @@
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
 
-use std::process::Command;
-
 mod common;
 
 use common::clients_dir;
@@ -31,24 +29,12 @@ async fn run_on(program: &str, args: Vec<String>, sasl_admin_password: Option<&s
     config.sasl_admin_password = sasl_admin_password.map(str::to_string);
     config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
     let cluster = LocalCluster::start(config).await.unwrap();
-    let bootstrap = cluster.bootstrap();
+    let mut args = args;
+    args.push(cluster.bootstrap());
     let program = program.to_string();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(&program)
-            .args(&args)
-            .arg(&bootstrap)
-            .env("KAFKAJS_NO_PARTITIONER_WARNING", "1")
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("cannot run {program}: {e} (scripts/install-test-deps installs it)")
-            })
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("all checks passed"), "{stdout}\n{stderr}");
+    tokio::task::spawn_blocking(move || common::run_checks(&program, &args))
+        .await
+        .unwrap();
     cluster.shutdown().await;
 }
 

@@ -55,6 +55,8 @@ pub async fn serve_connection<R, W>(
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
     let mut reader = FrameReader::new(reader, broker.config.max_frame_bytes);
     let mut reading = true;
+    // A refused login's answer must be read before the connection closes.
+    let mut linger = false;
     let mut out: Vec<u8> = Vec::new();
     // On a SASL listener nobody until the exchange names a user.
     let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
@@ -100,6 +102,7 @@ pub async fn serve_connection<R, W>(
                             Ok(Gate::Close(fut)) => {
                                 // Answer what came before (and this, when
                                 // there is an answer), then close.
+                                linger |= fut.is_some();
                                 pending.extend(fut);
                                 reading = false;
                             }
@@ -126,7 +129,31 @@ pub async fn serve_connection<R, W>(
             break;
         }
     }
+    if linger {
+        linger_for_close(&mut reader, &mut writer).await;
+    }
     let _ = writer.shutdown().await;
+}
+
+/// Waits (a second at most) for the client to close after it was sent a
+/// final answer. A close right behind the answer can reach the client in
+/// the same read, and some clients (kafka-python) then drop the answer and
+/// report a lost connection instead of the refusal; Apache's broker closes
+/// a moment later than its answer too.
+async fn linger_for_close<R, W>(reader: &mut FrameReader<R>, writer: &mut W)
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin,
+{
+    const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+    if writer.flush().await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(LINGER, async {
+        // Whatever else the client sends is not served.
+        while let Ok(Some(_)) = reader.next().await {}
+    })
+    .await;
 }
 
 /// Writes response frames in order: small ones gathered into one write.

@@ -138,6 +138,28 @@ pub fn clients_dir() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../e2e/clients")
 }
 
+/// Runs a client program (blocking) and asserts that it succeeded and
+/// printed "all checks passed", as the e2e/clients programs do.
+pub fn run_checks(program: &str, args: &[String]) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .env("KAFKAJS_NO_PARTITIONER_WARNING", "1")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {program}: {e} (scripts/install-test-deps installs it)")
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{program} {args:?}:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("all checks passed"),
+        "{program} {args:?}:\n{stdout}\n{stderr}"
+    );
+}
+
 /// Compiles `e2e/clients/java/{class}.java` against the Java client's jars
 /// (kafka-clients 3.9.1; scripts/install-test-deps fetches them and a JDK)
 /// into a fresh folder; returns the folder and the classpath to run with.
