@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::auth::ssl_principal::SslPrincipalMapper;
 use crate::cluster::assignment_file;
 use crate::cluster::controller::{BrokerAddress, ControllerConfig};
 use crate::net::tls::{ClientAuth, TlsSettings};
+use crate::settings::security::{SecuritySettings, ADMIN};
 use crate::settings::{self, HostPort, Settings};
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
@@ -101,6 +101,18 @@ pub enum Command {
         /// config's, i.e. the pod's own namespace in-cluster).
         #[arg(long, env = "KAAS_ASSIGNMENT_NAMESPACE")]
         assignment_namespace: Option<String>,
+        /// SASL on the listener (SASL_PLAINTEXT, or SASL_SSL with
+        /// --tls-cert): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; with
+        /// --admin-password the ACL authorizer is on and `User:admin` its
+        /// super user, as `local --sasl`.
+        #[arg(long)]
+        sasl: bool,
+        /// The password of `User:admin`: its SCRAM credentials are written
+        /// to the volume at start, and brokers log in to each other as it.
+        #[arg(long, env = "KAAS_ADMIN_PASSWORD", hide_env_values = true)]
+        admin_password: Option<String>,
+        #[command(flatten)]
+        tls: TlsFlags,
         #[command(flatten)]
         tuning: Tuning,
     },
@@ -118,6 +130,19 @@ pub enum Command {
         /// Failed probes in a row before a broker is declared dead.
         #[arg(long, default_value_t = 3)]
         failures_before_dead: u32,
+        /// Probe over TLS, trusting these CAs (PEM).
+        #[arg(long)]
+        tls_ca: Option<PathBuf>,
+        /// A client certificate (PEM), for brokers that require one.
+        #[arg(long, requires_all = ["tls_ca", "tls_key"])]
+        tls_cert: Option<PathBuf>,
+        /// The key of --tls-cert (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Log in to SASL listeners as `User:admin` with this password
+        /// (SCRAM-SHA-512).
+        #[arg(long, env = "KAAS_ADMIN_PASSWORD", hide_env_values = true)]
+        admin_password: Option<String>,
     },
 }
 
@@ -147,23 +172,22 @@ pub struct TlsFlags {
 }
 
 impl TlsFlags {
+    /// The security settings these flags give (TLS on with --tls-cert).
+    pub fn security(&self) -> SecuritySettings {
+        SecuritySettings {
+            ssl: self.tls_cert.is_some().then_some(true),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            truststore: self.tls_ca.clone(),
+            client_auth: self.ssl_client_auth,
+            principal_mapping_rules: self.ssl_principal_mapping_rules.clone(),
+            ..SecuritySettings::default()
+        }
+    }
+
     /// The listener's TLS settings, when --tls-cert is given.
     pub fn settings(&self) -> anyhow::Result<Option<TlsSettings>> {
-        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
-            return Ok(None);
-        };
-        let principal_mapper = match &self.ssl_principal_mapping_rules {
-            Some(rules) => SslPrincipalMapper::from_rules(rules)
-                .map_err(|e| anyhow::anyhow!("--ssl-principal-mapping-rules: {e}"))?,
-            None => SslPrincipalMapper::default(),
-        };
-        Ok(Some(TlsSettings {
-            cert: cert.clone(),
-            key: key.clone(),
-            client_ca: self.tls_ca.clone(),
-            client_auth: self.ssl_client_auth.unwrap_or_default(),
-            principal_mapper,
-        }))
+        self.security().tls()
     }
 }
 
@@ -365,6 +389,8 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
 
 /// A command with its flags, environment and config file merged.
 #[derive(Debug)]
+// Made once per process: the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Resolved {
     Local(Local),
     Serve(Serve),
@@ -399,6 +425,9 @@ impl Command {
                 advertise,
                 assignment_configmap,
                 assignment_namespace,
+                sasl,
+                admin_password,
+                tls,
                 tuning,
             } => {
                 let id = match id_from_pod_name {
@@ -412,6 +441,11 @@ impl Command {
                     advertise: advertise.clone(),
                     assignment_configmap: assignment_configmap.clone(),
                     assignment_namespace: assignment_namespace.clone(),
+                    security: SecuritySettings {
+                        sasl: sasl.then_some(true),
+                        admin_password: admin_password.clone(),
+                        ..tls.security()
+                    },
                     ..Settings::default()
                 };
                 resolve_serve(flags, tuning).map(Resolved::Serve)
@@ -421,8 +455,27 @@ impl Command {
                 brokers,
                 probe_interval_ms,
                 failures_before_dead,
+                tls_ca,
+                tls_cert,
+                tls_key,
+                admin_password,
             } => Ok(Resolved::Controller(ControllerConfig {
-                security: kaas_client::Security::default(),
+                security: kaas_client::Security {
+                    tls: match tls_ca {
+                        Some(ca) => {
+                            let identity = tls_cert.as_deref().zip(tls_key.as_deref());
+                            Some(kaas_client::ClientTls::new(ca, identity)?)
+                        }
+                        None => None,
+                    },
+                    sasl: admin_password
+                        .as_ref()
+                        .map(|p| kaas_client::SaslCredentials {
+                            mechanism: "SCRAM-SHA-512".into(),
+                            user: ADMIN.into(),
+                            password: p.clone(),
+                        }),
+                },
                 assignment_path: assignment_file::assignment_path(data),
                 brokers: brokers.clone(),
                 probe_interval: Duration::from_millis(*probe_interval_ms),
@@ -462,6 +515,7 @@ fn resolve_serve(flags: Settings, tuning: &Tuning) -> anyhow::Result<Serve> {
     });
     let mut config = BrokerConfig::new(id, data, &advertise.host, advertise.port);
     s.tune(&mut config);
+    s.security.apply(&mut config)?;
     Ok(Serve {
         config,
         listen,
@@ -491,6 +545,18 @@ fn resolve_local(
     if s.advertise.is_some() {
         warnings.push("advertised.listeners: ignored by `local`".into());
     }
+    let listener_only = SecuritySettings {
+        sasl: None,
+        ssl: None,
+        ..s.security.clone()
+    } == SecuritySettings::default();
+    if !listener_only || s.security.sasl == Some(true) || s.security.ssl == Some(true) {
+        warnings.push(
+            "security settings: ignored by `local` (its flags --sasl, --admin-password and \
+             --tls-* set them)"
+                .into(),
+        );
+    }
     Ok(Local {
         brokers,
         data: s.data.clone().unwrap_or_else(|| PathBuf::from("./data")),
@@ -510,6 +576,8 @@ fn resolve_local(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::sasl::SaslMechanism;
+    use crate::settings::security;
 
     fn parse(args: &[&str]) -> Command {
         let mut argv = vec!["kaas-broker"];
@@ -712,7 +780,45 @@ mod tests {
                 "'yes' is not true or false",
             ),
             ("log.dirs=/a,/b", "log.dirs", "one shared folder"),
-            ("listeners=SSL://:9093", "listeners", "uses SSL"),
+            (
+                "listeners=SECRET://:9093",
+                "listeners",
+                "'SECRET' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+            ),
+            (
+                "listeners=SSL://:9093\nadvertised.listeners=PLAINTEXT://h:9093",
+                "advertised.listeners",
+                "not the listener's",
+            ),
+            ("ssl.keystore.type=JKS", "ssl.keystore.type", "PEM files only"),
+            ("ssl.key.password=pw", "ssl.key.password", "unencrypted PEM keys"),
+            ("ssl.client.auth=maybe", "ssl.client.auth", "none, requested, required"),
+            (
+                "ssl.principal.mapping.rules=RULE:(",
+                "ssl.principal.mapping.rules",
+                "",
+            ),
+            (
+                "sasl.enabled.mechanisms=SCRAM-SHA-512,GSSAPI",
+                "sasl.enabled.mechanisms",
+                "'GSSAPI' is not served by kaas",
+            ),
+            (
+                "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+                "authorizer.class.name",
+                "StandardAuthorizer",
+            ),
+            ("super.users=admin", "super.users", ""),
+            (
+                "allow.everyone.if.no.acl.found=maybe",
+                "allow.everyone.if.no.acl.found",
+                "not true or false",
+            ),
+            (
+                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                "sasl.jaas.config",
+                "username",
+            ),
             (
                 "listeners=PLAINTEXT://:9092,OTHER://:9094",
                 "listeners",
@@ -871,5 +977,142 @@ mod tests {
             "a certificate needs its key"
         );
         assert!(cli(&["local", "--ssl-client-auth", "maybe"]).is_err());
+    }
+
+    /// A serve command's security: `--sasl --admin-password --tls-*` and
+    /// the same through Apache's keys in server.properties.
+    #[test]
+    fn serve_security_from_flags_and_from_server_properties() {
+        let pki = kaas_testkit::pki::TestPki::new("127.0.0.1").unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let d = data.path().to_str().unwrap();
+        let (cert, key, ca) = (
+            pki.server_cert.to_str().unwrap(),
+            pki.server_key.to_str().unwrap(),
+            pki.ca_cert.to_str().unwrap(),
+        );
+        let flags = serve(&[
+            "serve",
+            "--id",
+            "0",
+            "--data",
+            d,
+            "--sasl",
+            "--admin-password",
+            "pw",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "--tls-ca",
+            ca,
+        ]);
+        let c = &flags.config;
+        assert_eq!(c.tls.as_ref().unwrap().cert, pki.server_cert);
+        assert_eq!(c.sasl.as_ref().unwrap().mechanisms, SaslMechanism::ALL);
+        let login = c.inter_broker.sasl.as_ref().unwrap();
+        assert_eq!(
+            (login.user.as_str(), login.password.as_str()),
+            ("admin", "pw")
+        );
+        assert!(c.inter_broker.tls.is_some());
+        let authorizer = c.standard_authorizer.as_ref().unwrap();
+        assert_eq!(authorizer.super_users, ["User:admin".to_string()].into());
+        assert!(!authorizer.allow_if_no_acl);
+        // The admin's credentials are on the volume: salted, no password.
+        let users = std::fs::read_to_string(data.path().join("__cluster/scram_users")).unwrap();
+        assert!(
+            users.contains("admin") && !users.contains("\"pw\""),
+            "{users}"
+        );
+        let line = settings::effective_line(&flags.effective());
+        assert!(
+            line.contains("listeners=SASL_SSL://127.0.0.1:9092 "),
+            "{line}"
+        );
+        assert!(line.contains("super.users=User:admin "), "{line}");
+        assert!(!line.contains("pw "), "{line}");
+
+        // Apache's keys: a PEM key store holding key and chain, the
+        // listener's protocol, mechanisms, the JAAS login, the authorizer.
+        let keystore = data.path().join("keystore.pem");
+        std::fs::write(
+            &keystore,
+            [std::fs::read(key).unwrap(), std::fs::read(cert).unwrap()].concat(),
+        )
+        .unwrap();
+        let file = config_file(&format!(
+            "node.id=1\nlog.dirs={d}\n\
+             listeners=BROKERS://127.0.0.1:9093\n\
+             listener.security.protocol.map=BROKERS:SASL_SSL\n\
+             ssl.keystore.type=PEM\nssl.keystore.location={}\n\
+             ssl.truststore.type=PEM\nssl.truststore.location={ca}\n\
+             ssl.client.auth=requested\n\
+             sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+             sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+             listener.name.brokers.scram-sha-512.sasl.jaas.config=\
+             org.apache.kafka.common.security.scram.ScramLoginModule required \
+             username=\"broker\" password=\"broker-pw\";\n\
+             authorizer.class.name={}\n\
+             super.users=User:broker;User:ops\n\
+             allow.everyone.if.no.acl.found=true\n",
+            keystore.display(),
+            security::STANDARD_AUTHORIZER,
+        ));
+        let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+        let c = &from_file.config;
+        let tls = c.tls.as_ref().unwrap();
+        assert_eq!((&tls.cert, &tls.key), (&keystore, &keystore));
+        assert_eq!(tls.client_auth, ClientAuth::Requested);
+        assert_eq!(
+            c.sasl.as_ref().unwrap().mechanisms,
+            [SaslMechanism::from_name("SCRAM-SHA-512").unwrap()]
+        );
+        let login = c.inter_broker.sasl.as_ref().unwrap();
+        assert_eq!(
+            (
+                login.mechanism.as_str(),
+                login.user.as_str(),
+                login.password.as_str()
+            ),
+            ("SCRAM-SHA-512", "broker", "broker-pw")
+        );
+        let authorizer = c.standard_authorizer.as_ref().unwrap();
+        assert_eq!(
+            authorizer.super_users,
+            ["User:broker".to_string(), "User:ops".to_string()].into()
+        );
+        assert!(authorizer.allow_if_no_acl);
+        // The listener speaks TLS with the key store's identity.
+        crate::net::tls::TlsListener::new(tls.clone()).expect("key and chain from one file");
+        let line = settings::effective_line(&from_file.effective());
+        assert!(!line.contains("broker-pw"), "{line}");
+    }
+
+    #[test]
+    fn serve_security_that_cannot_work_is_refused_saying_why() {
+        let data = tempfile::tempdir().unwrap();
+        let d = data.path().to_str().unwrap();
+        let refused = |extra: &str| {
+            let file = config_file(&format!("node.id=1\nlog.dirs={d}\n{extra}"));
+            format!(
+                "{:#}",
+                resolve(&["serve", "--config", file.path().to_str().unwrap()]).unwrap_err()
+            )
+        };
+        assert!(
+            refused("listeners=SSL://:9093\n").contains("give ssl.keystore.location"),
+            "an SSL listener without a key store"
+        );
+        assert!(
+            refused("listeners=SASL_PLAINTEXT://:9093\n").contains("brokers' own login"),
+            "a SASL listener without the brokers' login"
+        );
+        let err = resolve(&["serve", "--id", "0", "--data", d, "--admin-password", "pw"]);
+        assert!(format!("{:#}", err.unwrap_err()).contains("give --sasl too"));
+        // Without security settings: PLAINTEXT, no authorizer, as before.
+        let plain = serve(&["serve", "--id", "0", "--data", d]);
+        assert!(plain.config.tls.is_none() && plain.config.sasl.is_none());
+        assert!(plain.config.standard_authorizer.is_none());
     }
 }

@@ -11,16 +11,15 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::scram_users::{ensure_user, ScramUsers};
 use crate::auth::standard::AuthorizerSettings;
 use crate::broker::{Broker, BrokerConfig};
 use crate::cluster::controller::{self, BrokerAddress, ControllerConfig};
 use crate::cluster::{assignment_file, file_source};
 use crate::net::sasl::SaslSettings;
 use crate::net::server;
-use crate::net::tls::{ClientAuth, TlsSettings};
-use crate::storage::shared_doc::SharedDoc;
-use kaas_client::SaslCredentials;
+use crate::net::tls::TlsSettings;
+pub use crate::settings::security::ADMIN;
+use crate::settings::security::{inter_broker_tls, seed_admin};
 
 /// How often brokers re-read the assignment file.
 pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
@@ -62,38 +61,6 @@ pub fn spawn_serving(
     }
     tasks.spawn(broker.scram_users.clone().follow(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
-}
-
-/// The super user of a `local --sasl` cluster.
-pub const ADMIN: &str = "admin";
-
-/// Gives `User:admin` SCRAM credentials for `password` on the volume (kept
-/// when they already match) and returns what brokers and the controller
-/// authenticate with.
-fn seed_admin(data_dir: &std::path::Path, password: &str) -> anyhow::Result<SaslCredentials> {
-    let cluster_dir = data_dir.join("__cluster");
-    std::fs::create_dir_all(&cluster_dir)
-        .with_context(|| format!("cannot create {}", cluster_dir.display()))?;
-    let doc: SharedDoc<ScramUsers> = SharedDoc::new(&cluster_dir, "scram_users");
-    doc.update(|users| {
-        ensure_user(users, ADMIN, password, || {
-            kaas_client::scram::nonce().into_bytes()
-        })
-    })
-    .context("cannot write the admin's SCRAM credentials")?;
-    Ok(SaslCredentials {
-        mechanism: "SCRAM-SHA-512".into(),
-        user: ADMIN.into(),
-        password: password.into(),
-    })
-}
-
-/// How brokers and the controller speak TLS to the brokers.
-fn inter_broker_tls(tls: &TlsSettings) -> anyhow::Result<kaas_client::ClientTls> {
-    let trust = tls.client_ca.as_ref().unwrap_or(&tls.cert);
-    let identity =
-        (tls.client_auth != ClientAuth::None).then_some((tls.cert.as_path(), tls.key.as_path()));
-    kaas_client::ClientTls::new(trust, identity).context("the brokers' own TLS client")
 }
 
 #[derive(Debug, Clone)]

@@ -32,6 +32,8 @@ pub struct ClusterOptions {
     pub brokers: usize,
     /// Flags added to every `serve` command line.
     pub serve_args: Vec<String>,
+    /// Flags added to the `controller` command line.
+    pub controller_args: Vec<String>,
     /// Give each broker an HTTP endpoint (`--http`).
     pub http: bool,
     /// Run a copy of the binary made at start, so that a rebuild during a
@@ -47,6 +49,7 @@ impl ClusterOptions {
             bin: bin.into(),
             brokers,
             serve_args: Vec::new(),
+            controller_args: Vec::new(),
             http: false,
             own_copy: false,
             start_within: Duration::from_secs(30),
@@ -56,6 +59,12 @@ impl ClusterOptions {
     pub fn serve_arg(mut self, flag: &str, value: impl ToString) -> ClusterOptions {
         self.serve_args.push(flag.to_string());
         self.serve_args.push(value.to_string());
+        self
+    }
+
+    pub fn controller_arg(mut self, flag: &str, value: impl ToString) -> ClusterOptions {
+        self.controller_args.push(flag.to_string());
+        self.controller_args.push(value.to_string());
         self
     }
 }
@@ -118,6 +127,7 @@ impl ProcessCluster {
         let controller = Command::new(&c.bin)
             .args(["controller", "--brokers", &brokers_arg])
             .args(["--probe-interval-ms", "200", "--failures-before-dead", "2"])
+            .args(&opts.controller_args)
             .arg("--data")
             .arg(&c.data)
             .stdout(Stdio::null())

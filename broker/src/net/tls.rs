@@ -44,6 +44,16 @@ impl std::str::FromStr for ClientAuth {
     }
 }
 
+impl std::fmt::Display for ClientAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClientAuth::None => "none",
+            ClientAuth::Requested => "requested",
+            ClientAuth::Required => "required",
+        })
+    }
+}
+
 /// A TLS listener's settings.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {

@@ -12,8 +12,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub mod security;
+
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
+use security::SecuritySettings;
 
 /// A setting refused, by its `server.properties` key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +89,7 @@ pub struct Settings {
     pub transaction_remove_expired_transaction_cleanup_interval_ms: Option<u64>,
     pub producer_id_expiration_ms: Option<i64>,
     pub producer_id_expiration_check_interval_ms: Option<u64>,
+    pub security: SecuritySettings,
 }
 
 /// What a `server.properties` file said: the settings, and a warning for
@@ -96,8 +100,7 @@ pub struct FromFile {
     pub warnings: Vec<String>,
 }
 
-/// Keys whose values are secrets: shown masked (SASL and TLS settings
-/// arrive with the security work; the mask is in place before them).
+/// Keys whose values are secrets: shown masked.
 pub fn is_secret(key: &str) -> bool {
     key.ends_with(".password") || key.ends_with("jaas.config") || key.ends_with(".key")
 }
@@ -171,16 +174,16 @@ fn protocol_of(map: &[(String, String)], name: &str) -> String {
         .to_string()
 }
 
-/// The one client listener kaas serves, of a `listeners`-style value:
-/// controller listeners are skipped (kaas has no KRaft quorum), and it
-/// must speak PLAINTEXT until TLS and SASL land.
+/// The one client listener kaas serves, of a `listeners`-style value, and
+/// its security protocol (SASL, TLS): controller listeners are skipped
+/// (kaas has no KRaft quorum).
 fn client_listener(
     key: &str,
     value: &str,
     map: &[(String, String)],
     controller_names: &[String],
     warnings: &mut Vec<String>,
-) -> Result<Listener, SettingError> {
+) -> Result<(Listener, (bool, bool)), SettingError> {
     let mut served = Vec::new();
     for l in listeners(key, value)? {
         if controller_names.contains(&l.name) {
@@ -202,17 +205,8 @@ fn client_listener(
             ))
         }
     };
-    let protocol = protocol_of(map, &listener.name);
-    if protocol != "PLAINTEXT" {
-        return Err(refuse(
-            key,
-            format!(
-                "listener '{}' uses {protocol}; kaas serves PLAINTEXT only for now",
-                listener.name
-            ),
-        ));
-    }
-    Ok(listener)
+    let protocol = security::protocol(key, &protocol_of(map, &listener.name))?;
+    Ok((listener, protocol))
 }
 
 fn listen_addr(key: &str, l: &Listener) -> Result<SocketAddr, SettingError> {
@@ -318,11 +312,27 @@ impl Settings {
                     }
                 }
                 "listeners" => {
-                    let l = client_listener(key, value, &map, &controllers, &mut warnings)?;
+                    let (l, (sasl, ssl)) =
+                        client_listener(key, value, &map, &controllers, &mut warnings)?;
                     s.listen = Some(listen_addr(key, &l)?);
+                    s.security.sasl = Some(sasl);
+                    s.security.ssl = Some(ssl);
                 }
                 "advertised.listeners" => {
-                    let l = client_listener(key, value, &map, &controllers, &mut warnings)?;
+                    let (l, protocol) =
+                        client_listener(key, value, &map, &controllers, &mut warnings)?;
+                    if let Some(served) = get("listeners") {
+                        let (_, p) = client_listener(
+                            "listeners",
+                            served,
+                            &map,
+                            &controllers,
+                            &mut Vec::new(),
+                        )?;
+                        if p != protocol {
+                            return Err(refuse(key, "its security protocol is not the listener's"));
+                        }
+                    }
                     if l.host.is_empty() {
                         return Err(refuse(key, "an advertised listener needs a host"));
                     }
@@ -397,9 +407,13 @@ impl Settings {
                 "producer.id.expiration.check.interval.ms" => {
                     s.producer_id_expiration_check_interval_ms = Some(at_least(key, value, 1)?)
                 }
-                other => warnings.push(format!(
-                    "{other}: not a kaas setting; ignored (docs/operations.md lists them)"
-                )),
+                other => {
+                    if !s.security.parse(other, value)? {
+                        warnings.push(format!(
+                            "{other}: not a kaas setting; ignored (docs/operations.md lists them)"
+                        ))
+                    }
+                }
             }
         }
         if let (Some(min), Some(max)) = (
@@ -470,6 +484,7 @@ impl Settings {
             producer_id_expiration_check_interval_ms: self
                 .producer_id_expiration_check_interval_ms
                 .or(lower.producer_id_expiration_check_interval_ms),
+            security: self.security.or(lower.security),
         }
     }
 
@@ -555,14 +570,15 @@ pub fn effective(
         n => n.to_string(),
     };
     let g = &c.groups;
+    let protocol = security::listener_protocol(c);
     let mut out = vec![("node.id", c.id.to_string())];
     if let Some(l) = listen {
-        out.push(("listeners", format!("PLAINTEXT://{l}")));
+        out.push(("listeners", format!("{protocol}://{l}")));
     }
     out.extend([
         (
             "advertised.listeners",
-            format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
+            format!("{protocol}://{}:{}", c.advertised_host, c.advertised_port),
         ),
         ("log.dirs", c.data_dir.display().to_string()),
         ("socket.request.max.bytes", c.max_frame_bytes.to_string()),
@@ -629,6 +645,7 @@ pub fn effective(
     if let Some(h) = http {
         out.push(("kaas.http.listen", h.to_string()));
     }
+    out.extend(security::effective(c));
     masked(out)
 }
 

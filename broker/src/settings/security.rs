@@ -1,0 +1,374 @@
+//! The security settings: Apache's `server.properties` keys for the
+//! listener's protocol, TLS, SASL and the authorizer, and the `--sasl`,
+//! `--admin-password` and `--tls-*` flags, merged and applied to a broker.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::{boolean, refuse, SettingError};
+use crate::auth::ssl_principal::SslPrincipalMapper;
+use crate::auth::standard::{parse_super_users, AuthorizerSettings};
+use crate::net::sasl::{SaslMechanism, SaslSettings};
+use crate::net::tls::{ClientAuth, TlsSettings};
+use crate::BrokerConfig;
+
+/// The authorizer Apache 4.x ships (`authorizer.class.name`).
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// The user `--admin-password` creates: super user, and who brokers (and
+/// the controller) authenticate as.
+pub const ADMIN: &str = "admin";
+
+/// Security settings given, each `None` where this source leaves it to the
+/// next.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SecuritySettings {
+    /// The listener speaks SASL (SASL_PLAINTEXT, SASL_SSL).
+    pub sasl: Option<bool>,
+    /// The listener speaks TLS (SSL, SASL_SSL).
+    pub ssl: Option<bool>,
+    /// Certificate chain and key (`ssl.keystore.location` names one PEM
+    /// file holding both).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// `ssl.truststore.location` (PEM).
+    pub truststore: Option<PathBuf>,
+    pub client_auth: Option<ClientAuth>,
+    pub principal_mapping_rules: Option<String>,
+    pub sasl_mechanisms: Option<Vec<SaslMechanism>>,
+    pub failed_authentication_delay_ms: Option<u64>,
+    /// `authorizer.class.name` is the StandardAuthorizer.
+    pub authorizer: Option<bool>,
+    pub super_users: Option<BTreeSet<String>>,
+    pub allow_everyone_if_no_acl_found: Option<bool>,
+    /// `sasl.mechanism.inter.broker.protocol`.
+    pub inter_broker_mechanism: Option<String>,
+    /// The user and password of the inter-broker JAAS configuration.
+    pub inter_broker_login: Option<(String, String)>,
+    /// `--admin-password`: `User:admin`'s password, written to the volume's
+    /// SCRAM credentials at start.
+    pub admin_password: Option<String>,
+}
+
+/// Apache's security protocols, as a listener names them.
+pub fn protocol(key: &str, name: &str) -> Result<(bool, bool), SettingError> {
+    match name {
+        "PLAINTEXT" => Ok((false, false)),
+        "SSL" => Ok((false, true)),
+        "SASL_PLAINTEXT" => Ok((true, false)),
+        "SASL_SSL" => Ok((true, true)),
+        other => Err(refuse(
+            key,
+            format!("'{other}' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+        )),
+    }
+}
+
+fn protocol_name(sasl: bool, ssl: bool) -> &'static str {
+    match (sasl, ssl) {
+        (false, false) => "PLAINTEXT",
+        (false, true) => "SSL",
+        (true, false) => "SASL_PLAINTEXT",
+        (true, true) => "SASL_SSL",
+    }
+}
+
+/// The broker's listener protocol, as `listeners` writes it.
+pub fn listener_protocol(c: &BrokerConfig) -> &'static str {
+    protocol_name(c.sasl.is_some(), c.tls.is_some())
+}
+
+/// Key stores and trust stores are PEM files in kaas.
+fn pem_only(key: &str, value: &str) -> Result<(), SettingError> {
+    match value.trim() {
+        "PEM" => Ok(()),
+        other => Err(refuse(
+            key,
+            format!("kaas reads PEM files only, not {other} (convert with openssl or keytool)"),
+        )),
+    }
+}
+
+/// The `username` and `password` options of a JAAS login module line
+/// (`... required username="u" password="p";`).
+fn jaas_login(key: &str, value: &str) -> Result<(String, String), SettingError> {
+    let option = |name: &str| {
+        let at = value.find(&format!("{name}=\""))? + name.len() + 2;
+        let end = value[at..].find('"')?;
+        Some(value[at..at + end].to_string())
+    };
+    match (option("username"), option("password")) {
+        (Some(u), Some(p)) => Ok((u, p)),
+        _ => Err(refuse(key, "no username=\"…\" and password=\"…\" options")),
+    }
+}
+
+impl SecuritySettings {
+    /// Takes `key` if it is a security setting: `Ok(false)` when it is not.
+    pub fn parse(&mut self, key: &str, value: &str) -> Result<bool, SettingError> {
+        let v = value.trim();
+        match key {
+            "ssl.keystore.location" => {
+                self.tls_cert = Some(PathBuf::from(v));
+                self.tls_key = Some(PathBuf::from(v));
+            }
+            "ssl.keystore.type" | "ssl.truststore.type" => pem_only(key, v)?,
+            "ssl.truststore.location" => self.truststore = Some(PathBuf::from(v)),
+            "ssl.client.auth" => {
+                self.client_auth = Some(v.parse().map_err(|e: String| refuse(key, e))?)
+            }
+            "ssl.principal.mapping.rules" => {
+                SslPrincipalMapper::from_rules(v).map_err(|e| refuse(key, e))?;
+                self.principal_mapping_rules = Some(v.to_string());
+            }
+            "ssl.key.password" | "ssl.keystore.password" | "ssl.truststore.password" => {
+                return Err(refuse(
+                    key,
+                    "kaas reads unencrypted PEM keys only; give the key without a password",
+                ))
+            }
+            "sasl.enabled.mechanisms" => {
+                let mut mechanisms = Vec::new();
+                for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    mechanisms.push(SaslMechanism::from_name(name).ok_or_else(|| {
+                        refuse(
+                            key,
+                            format!(
+                                "'{name}' is not served by kaas (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
+                            ),
+                        )
+                    })?);
+                }
+                if mechanisms.is_empty() {
+                    return Err(refuse(key, "no mechanism"));
+                }
+                self.sasl_mechanisms = Some(mechanisms);
+            }
+            "connection.failed.authentication.delay.ms" => {
+                self.failed_authentication_delay_ms = Some(super::at_least(key, v, 0)?)
+            }
+            "authorizer.class.name" => {
+                self.authorizer = Some(match v {
+                    "" => false,
+                    STANDARD_AUTHORIZER => true,
+                    other => {
+                        return Err(refuse(
+                            key,
+                            format!("'{other}' is not available; kaas has {STANDARD_AUTHORIZER}"),
+                        ))
+                    }
+                })
+            }
+            "super.users" => {
+                self.super_users = Some(parse_super_users(v).map_err(|e| refuse(key, e))?)
+            }
+            "allow.everyone.if.no.acl.found" => {
+                self.allow_everyone_if_no_acl_found = Some(boolean(key, v)?)
+            }
+            "sasl.mechanism.inter.broker.protocol" => {
+                SaslMechanism::from_name(v).ok_or_else(|| {
+                    refuse(
+                        key,
+                        format!("'{v}' is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"),
+                    )
+                })?;
+                self.inter_broker_mechanism = Some(v.to_string());
+            }
+            // Apache's listener-scoped form names the mechanism too
+            // (`listener.name.<l>.<mechanism>.sasl.jaas.config`).
+            k if k == "sasl.jaas.config"
+                || (k.starts_with("listener.name.") && k.ends_with(".sasl.jaas.config")) =>
+            {
+                self.inter_broker_login = Some(jaas_login(key, value)?)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// These settings, with `lower`'s where these leave one unset.
+    pub fn or(self, lower: SecuritySettings) -> SecuritySettings {
+        SecuritySettings {
+            sasl: self.sasl.or(lower.sasl),
+            ssl: self.ssl.or(lower.ssl),
+            tls_cert: self.tls_cert.or(lower.tls_cert),
+            tls_key: self.tls_key.or(lower.tls_key),
+            truststore: self.truststore.or(lower.truststore),
+            client_auth: self.client_auth.or(lower.client_auth),
+            principal_mapping_rules: self
+                .principal_mapping_rules
+                .or(lower.principal_mapping_rules),
+            sasl_mechanisms: self.sasl_mechanisms.or(lower.sasl_mechanisms),
+            failed_authentication_delay_ms: self
+                .failed_authentication_delay_ms
+                .or(lower.failed_authentication_delay_ms),
+            authorizer: self.authorizer.or(lower.authorizer),
+            super_users: self.super_users.or(lower.super_users),
+            allow_everyone_if_no_acl_found: self
+                .allow_everyone_if_no_acl_found
+                .or(lower.allow_everyone_if_no_acl_found),
+            inter_broker_mechanism: self.inter_broker_mechanism.or(lower.inter_broker_mechanism),
+            inter_broker_login: self.inter_broker_login.or(lower.inter_broker_login),
+            admin_password: self.admin_password.or(lower.admin_password),
+        }
+    }
+
+    /// The listener's TLS settings, when it speaks TLS.
+    pub fn tls(&self) -> anyhow::Result<Option<TlsSettings>> {
+        if self.ssl != Some(true) {
+            return Ok(None);
+        }
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            anyhow::bail!(
+                "the listener speaks TLS: give ssl.keystore.location (a PEM file with the key and \
+                 the certificate chain) or --tls-cert and --tls-key"
+            );
+        };
+        let principal_mapper = match &self.principal_mapping_rules {
+            Some(rules) => SslPrincipalMapper::from_rules(rules)
+                .map_err(|e| anyhow::anyhow!("ssl.principal.mapping.rules: {e}"))?,
+            None => SslPrincipalMapper::default(),
+        };
+        Ok(Some(TlsSettings {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: self.truststore.clone(),
+            client_auth: self.client_auth.unwrap_or_default(),
+            principal_mapper,
+        }))
+    }
+
+    /// Sets the broker's listener security, authorizer and inter-broker
+    /// identity from these settings; writes `User:admin`'s credentials to
+    /// the volume when `--admin-password` is given. Refuses settings that
+    /// cannot work together, saying which.
+    pub fn apply(&self, c: &mut BrokerConfig) -> anyhow::Result<()> {
+        c.tls = self.tls()?;
+        if let Some(tls) = &c.tls {
+            c.inter_broker.tls = Some(inter_broker_tls(tls)?);
+        }
+        let admin = self.admin_password.as_ref();
+        if self.sasl == Some(true) {
+            c.sasl = Some(SaslSettings {
+                mechanisms: self
+                    .sasl_mechanisms
+                    .clone()
+                    .unwrap_or_else(|| SaslMechanism::ALL.to_vec()),
+                failed_authentication_delay_ms: self
+                    .failed_authentication_delay_ms
+                    .unwrap_or(SaslSettings::default().failed_authentication_delay_ms),
+            });
+            let (user, password) = match (&self.inter_broker_login, admin) {
+                (Some((u, p)), _) => (u.clone(), p.clone()),
+                (None, Some(p)) => (ADMIN.to_string(), p.clone()),
+                (None, None) => anyhow::bail!(
+                    "a SASL listener needs the brokers' own login (they call each other): give \
+                     --admin-password (KAAS_ADMIN_PASSWORD) or sasl.jaas.config with username \
+                     and password"
+                ),
+            };
+            c.inter_broker.sasl = Some(kaas_client::SaslCredentials {
+                mechanism: self
+                    .inter_broker_mechanism
+                    .clone()
+                    .unwrap_or_else(|| "SCRAM-SHA-512".into()),
+                user,
+                password,
+            });
+        } else if admin.is_some() {
+            anyhow::bail!("--admin-password is for a SASL listener: give --sasl too");
+        }
+        // `--sasl` with `--admin-password` is `local --sasl`'s setup: the
+        // authorizer on and the admin its super user.
+        if self.authorizer.unwrap_or(admin.is_some()) {
+            let mut super_users = self.super_users.clone().unwrap_or_default();
+            if admin.is_some() {
+                super_users.insert(format!("User:{ADMIN}"));
+            }
+            c.standard_authorizer = Some(AuthorizerSettings {
+                super_users,
+                allow_if_no_acl: self.allow_everyone_if_no_acl_found.unwrap_or(false),
+            });
+        }
+        if let Some(password) = admin {
+            seed_admin(&c.data_dir, password)?;
+        }
+        Ok(())
+    }
+}
+
+/// How a broker (and the controller of a local cluster) speaks TLS to the
+/// brokers: trusting the trust store, else the certificate file itself;
+/// presenting the broker's certificate when client certificates are asked.
+pub fn inter_broker_tls(tls: &TlsSettings) -> anyhow::Result<kaas_client::ClientTls> {
+    let trust = tls.client_ca.as_ref().unwrap_or(&tls.cert);
+    let identity =
+        (tls.client_auth != ClientAuth::None).then_some((tls.cert.as_path(), tls.key.as_path()));
+    kaas_client::ClientTls::new(trust, identity).context("the brokers' own TLS client")
+}
+
+/// Writes `User:admin`'s SCRAM credentials for `password` to the volume
+/// (kept when they already match); returns how to log in as the admin.
+pub fn seed_admin(data_dir: &Path, password: &str) -> anyhow::Result<kaas_client::SaslCredentials> {
+    use crate::auth::scram_users::{ensure_user, ScramUsers};
+    use crate::storage::shared_doc::SharedDoc;
+    let cluster_dir = data_dir.join("__cluster");
+    std::fs::create_dir_all(&cluster_dir)
+        .with_context(|| format!("cannot create {}", cluster_dir.display()))?;
+    let doc: SharedDoc<ScramUsers> = SharedDoc::new(&cluster_dir, "scram_users");
+    doc.update(|users| {
+        ensure_user(users, ADMIN, password, || {
+            kaas_client::scram::nonce().into_bytes()
+        })
+    })
+    .context("cannot write the admin's SCRAM credentials")?;
+    Ok(kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: ADMIN.into(),
+        password: password.into(),
+    })
+}
+
+/// The effective security settings of a broker, by `server.properties` key.
+pub fn effective(c: &BrokerConfig) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(tls) = &c.tls {
+        out.push(("ssl.keystore.location", tls.cert.display().to_string()));
+        if let Some(ca) = &tls.client_ca {
+            out.push(("ssl.truststore.location", ca.display().to_string()));
+        }
+        out.push(("ssl.client.auth", tls.client_auth.to_string()));
+    }
+    if let Some(sasl) = &c.sasl {
+        let names: Vec<&str> = sasl.mechanisms.iter().map(|m| m.name()).collect();
+        out.push(("sasl.enabled.mechanisms", names.join(",")));
+        out.push((
+            "connection.failed.authentication.delay.ms",
+            sasl.failed_authentication_delay_ms.to_string(),
+        ));
+    }
+    if let Some(login) = &c.inter_broker.sasl {
+        out.push((
+            "sasl.mechanism.inter.broker.protocol",
+            login.mechanism.clone(),
+        ));
+        out.push(("kaas.inter.broker.user", login.user.clone()));
+    }
+    match &c.standard_authorizer {
+        Some(a) => out.extend([
+            ("authorizer.class.name", STANDARD_AUTHORIZER.to_string()),
+            (
+                "super.users",
+                a.super_users.iter().cloned().collect::<Vec<_>>().join(";"),
+            ),
+            (
+                "allow.everyone.if.no.acl.found",
+                a.allow_if_no_acl.to_string(),
+            ),
+        ]),
+        None => out.push(("authorizer.class.name", String::new())),
+    }
+    out
+}
