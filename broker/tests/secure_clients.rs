@@ -17,11 +17,10 @@ use kaas_testkit::pki::TestPki;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::{ClientContext, Offset};
+use rdkafka::ClientContext;
 
 mod common;
 
@@ -218,40 +217,11 @@ async fn librdkafka_over_ssl_and_sasl_ssl() {
             }
             producer.flush(T).unwrap();
 
-            let consumer: BaseConsumer = config
-                .clone()
-                .set("group.id", format!("{topic}-group"))
-                .set("auto.offset.reset", "earliest")
-                .set("enable.auto.commit", "false")
-                .create()
-                .unwrap();
-            consumer.subscribe(&[&topic]).unwrap();
-            let mut got = 0;
-            let deadline = Instant::now() + T;
-            while got < RECORDS {
-                assert!(
-                    Instant::now() < deadline,
-                    "{mode:?}: consumed {got} of {RECORDS}"
-                );
-                if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-                    m.expect("no consumer error");
-                    got += 1;
-                }
-            }
-            consumer.commit_consumer_state(CommitMode::Sync).unwrap();
-            let committed: i64 = consumer
-                .committed(T)
-                .unwrap()
-                .elements()
-                .iter()
-                .filter_map(|e| match e.offset() {
-                    Offset::Offset(o) => Some(o),
-                    _ => None,
-                })
-                .sum();
-            assert_eq!(
-                committed, RECORDS,
-                "{mode:?}: the group's committed offsets"
+            common::consume_in_group_and_commit(
+                &config,
+                &topic,
+                &format!("{topic}-group"),
+                RECORDS,
             );
 
             if let Mode::SaslSsl = mode {

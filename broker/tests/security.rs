@@ -20,11 +20,9 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{ClientContext, Offset};
+use rdkafka::ClientContext;
 
 const ADMIN_PASSWORD: &str = "admin-secret";
 const T: Duration = Duration::from_secs(20);
@@ -95,36 +93,8 @@ async fn librdkafka_produces_consumes_and_commits_over_sasl_plain() {
                 .unwrap();
         }
         producer.flush(T).unwrap();
-        let consumer: BaseConsumer = sasl(&b, "PLAIN", "admin", ADMIN_PASSWORD)
-            .set("group.id", "sasl-group")
-            .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", "false")
-            .create()
-            .unwrap();
-        consumer.subscribe(&["sasl-orders"]).unwrap();
-        let mut got = 0;
-        let deadline = Instant::now() + T;
-        while got < 30 {
-            assert!(Instant::now() < deadline, "consumed {got} of 30");
-            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-                let m = m.expect("no consumer error");
-                assert!(m.payload().is_some());
-                got += 1;
-            }
-        }
-        consumer.commit_consumer_state(CommitMode::Sync).unwrap();
-        let committed = consumer.committed(T).unwrap();
-        // A partition the random partitioner gave no record has no offset
-        // to commit (Offset::Invalid).
-        let total: i64 = committed
-            .elements()
-            .iter()
-            .filter_map(|e| match e.offset() {
-                Offset::Offset(o) => Some(o),
-                _ => None,
-            })
-            .sum();
-        assert_eq!(total, 30, "the group's offsets cover every record");
+        let consumer_config = sasl(&b, "PLAIN", "admin", ADMIN_PASSWORD);
+        common::consume_in_group_and_commit(&consumer_config, "sasl-orders", "sasl-group", 30);
     })
     .await
     .unwrap();

@@ -18,9 +18,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::Offset;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kaas-broker");
 const T: Duration = Duration::from_secs(20);
@@ -114,34 +114,7 @@ async fn serve_from_server_properties_speaks_sasl_ssl_with_the_authorizer_on() {
                 .unwrap();
         }
         producer.flush(T).unwrap();
-        let consumer: BaseConsumer = config
-            .clone()
-            .set("group.id", "secured-group")
-            .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", "false")
-            .create()
-            .unwrap();
-        consumer.subscribe(&["secured"]).unwrap();
-        let (mut got, deadline) = (0, Instant::now() + T);
-        while got < 20 {
-            assert!(Instant::now() < deadline, "consumed {got} of 20");
-            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-                m.expect("no consumer error");
-                got += 1;
-            }
-        }
-        consumer.commit_consumer_state(CommitMode::Sync).unwrap();
-        let committed: i64 = consumer
-            .committed(T)
-            .unwrap()
-            .elements()
-            .iter()
-            .filter_map(|e| match e.offset() {
-                Offset::Offset(o) => Some(o),
-                _ => None,
-            })
-            .sum();
-        assert_eq!(committed, 20, "the group's committed offsets");
+        common::consume_in_group_and_commit(&config, "secured", "secured-group", 20);
     })
     .await
     .unwrap();

@@ -124,6 +124,45 @@ pub fn consume_until(
     got
 }
 
+/// Subscribes a consumer of `config` (a client's settings: address and
+/// security) in `group` to `topic`, consumes `records` records, commits
+/// synchronously and asserts that the group's committed offsets add up to
+/// `records` (a partition that got no record has none). Blocking.
+pub fn consume_in_group_and_commit(config: &ClientConfig, topic: &str, group: &str, records: i64) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode};
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let (mut got, deadline) = (0, Instant::now() + Duration::from_secs(30));
+    while got < records {
+        assert!(
+            Instant::now() < deadline,
+            "consumed {got} of {records} from {topic}"
+        );
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            m.expect("no consumer error");
+            got += 1;
+        }
+    }
+    consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+    let committed: i64 = consumer
+        .committed(Duration::from_secs(20))
+        .unwrap()
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(committed, records, "{group}'s committed offsets on {topic}");
+}
+
 /// Polls `check` until it holds or `within` passes.
 pub async fn eventually<F: FnMut() -> bool>(within: Duration, what: &str, mut check: F) {
     let deadline = Instant::now() + within;
