@@ -826,3 +826,193 @@ async fn ten_thousand_members_in_one_group() {
     );
     env.assert_still_serving().await;
 }
+
+// ------------------------------------------------------------------ SASL
+
+const ADMIN_PASSWORD: &str = "admin-secret";
+
+fn admin(mechanism: &str, password: &str) -> kaas_client::SaslCredentials {
+    kaas_client::SaslCredentials {
+        mechanism: mechanism.into(),
+        user: "admin".into(),
+        password: password.into(),
+    }
+}
+
+/// One broker serving SASL_PLAINTEXT, `User:admin` its super user.
+async fn start_sasl() -> (LocalCluster, String, tempfile::TempDir) {
+    logs();
+    let root = tempfile::tempdir().unwrap();
+    let mut config = LocalClusterConfig::new(1, data_dir(root.path()));
+    config.base_port = 0;
+    config.sasl_admin_password = Some(ADMIN_PASSWORD.into());
+    let cluster = LocalCluster::start(config).await.unwrap();
+    let addr = cluster.addrs[0].to_string();
+    (cluster, addr, root)
+}
+
+/// The admin logs in and is served.
+async fn assert_admin_served(addr: &str) {
+    let mut c = KafkaClient::connect(addr, WAIT).await.unwrap();
+    c.authenticate(&admin("SCRAM-SHA-512", ADMIN_PASSWORD))
+        .await
+        .expect("the admin logs in");
+    let md = c
+        .send(&MetadataRequest::default().with_topics(None), 12)
+        .await
+        .expect("Metadata once authenticated");
+    assert_eq!(md.brokers.len(), 1);
+}
+
+fn sasl_authenticate(bytes: &'static [u8]) -> SaslAuthenticateRequest {
+    SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(bytes))
+}
+
+fn sasl_handshake(mechanism: &'static str) -> SaslHandshakeRequest {
+    SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism))
+}
+
+/// Out-of-turn SASL requests, an unknown mechanism, malformed PLAIN and
+/// SCRAM messages: Apache's error, then the connection closed; a request
+/// before authentication larger than `sasl.server.max.receive.size` or a
+/// truncated one: closed at once. The admin is served throughout.
+#[tokio::test]
+async fn malformed_sasl_exchanges_are_refused_and_closed() {
+    let (cluster, addr, _root) = start_sasl().await;
+
+    // SaslAuthenticate before SaslHandshake.
+    let mut c = KafkaClient::connect(&addr, WAIT).await.unwrap();
+    let r = c.send(&sasl_authenticate(b"\0admin\0x"), 2).await.unwrap();
+    assert_eq!(r.error_code, 34, "ILLEGAL_SASL_STATE");
+    assert!(c.is_closed(WAIT).await);
+
+    // A mechanism kaas does not serve: the list of those it does.
+    let mut c = KafkaClient::connect(&addr, WAIT).await.unwrap();
+    let r = c.send(&sasl_handshake("GSSAPI"), 1).await.unwrap();
+    assert_eq!(r.error_code, 33, "UNSUPPORTED_SASL_MECHANISM");
+    assert_eq!(r.mechanisms.len(), 3);
+    assert!(c.is_closed(WAIT).await);
+
+    // PLAIN without its NUL separators; SCRAM bytes that are not UTF-8,
+    // and that are no SCRAM message.
+    for (mechanism, bytes) in [
+        ("PLAIN", &b"admin admin-secret"[..]),
+        ("SCRAM-SHA-256", &b"\xff\xfe\x00"[..]),
+        ("SCRAM-SHA-512", &b"not a scram message"[..]),
+    ] {
+        let mut c = KafkaClient::connect(&addr, WAIT).await.unwrap();
+        let r = c
+            .send(
+                &SaslHandshakeRequest::default()
+                    .with_mechanism(StrBytes::from_static_str(mechanism)),
+                1,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.error_code, 0);
+        let r = c
+            .send(
+                &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(bytes)),
+                2,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.error_code, 58, "{mechanism}: SASL_AUTHENTICATION_FAILED");
+        assert!(c.is_closed(WAIT).await, "{mechanism}");
+    }
+
+    // 600 KiB of auth bytes before authentication: closed without reading
+    // them (sasl.server.max.receive.size, 512 KiB).
+    let (mut s, peer) = {
+        let s = TcpStream::connect(&addr).await.unwrap();
+        let peer = s.local_addr().unwrap().to_string();
+        (s, peer)
+    };
+    s.write_all(&frame(&sasl_handshake("PLAIN"), 1, 1))
+        .await
+        .unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.unwrap();
+    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut answer).await.unwrap();
+    let huge = SaslAuthenticateRequest::default().with_auth_bytes(vec![b'x'; 600 << 10].into());
+    let _ = s.write_all(&frame(&huge, 2, 2)).await;
+    assert_closed(&mut s).await;
+    assert_logged(&[&peer, "exceeds the maximum of 524288"]).await;
+
+    // A SaslHandshake cut short: closed.
+    let (mut s, peer) = {
+        let s = TcpStream::connect(&addr).await.unwrap();
+        let peer = s.local_addr().unwrap().to_string();
+        (s, peer)
+    };
+    let mut f = frame(&sasl_handshake("SCRAM-SHA-512"), 1, 1);
+    f.truncate(f.len() - 5);
+    s.write_all(&relength(f)).await.unwrap();
+    assert_closed(&mut s).await;
+    assert_logged(&[&peer, "bad request"]).await;
+
+    assert_admin_served(&addr).await;
+    cluster.shutdown().await;
+}
+
+/// A thousand failed logins from one client address, fifty at a time:
+/// each refused with SASL_AUTHENTICATION_FAILED no sooner than
+/// `connection.failed.authentication.delay.ms` (100 ms), counted and logged
+/// with the client's address and the user; the admin is served while they
+/// go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_failed_logins_are_delayed_counted_and_logged() {
+    const ATTEMPTS: usize = 1000;
+    const AT_ONCE: usize = 50;
+    let (cluster, addr, _root) = start_sasl().await;
+    let before = cluster.brokers[0].metrics.failed_authentications.get();
+    let storm = {
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            let mut lanes = tokio::task::JoinSet::new();
+            for lane in 0..AT_ONCE {
+                let addr = addr.clone();
+                lanes.spawn(async move {
+                    for attempt in 0..ATTEMPTS / AT_ONCE {
+                        let mut c = KafkaClient::connect(&addr, WAIT).await.unwrap();
+                        let mechanism = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"][attempt % 3];
+                        let started = Instant::now();
+                        let err = c
+                            .authenticate(&admin(mechanism, &format!("guess-{lane}-{attempt}")))
+                            .await
+                            .expect_err("a wrong password");
+                        assert!(format!("{err:#}").contains("error 58"), "{err:#}");
+                        assert!(
+                            started.elapsed() >= Duration::from_millis(100),
+                            "answered after {:?}, before the delay",
+                            started.elapsed()
+                        );
+                    }
+                });
+            }
+            while let Some(lane) = lanes.join_next().await {
+                lane.unwrap();
+            }
+        })
+    };
+    // Twenty refusals in a row on each lane take two seconds at least: the
+    // admin's login lands in the middle of them.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_admin_served(&addr).await;
+    assert!(
+        !storm.is_finished(),
+        "the failed logins were still going on"
+    );
+    storm.await.unwrap();
+    let failed = cluster.brokers[0].metrics.failed_authentications.get() - before;
+    assert_eq!(failed, ATTEMPTS as u64, "kaas_failed_authentications_total");
+    assert_logged(&[
+        "SASL authentication failed",
+        "peer=127.0.0.1:",
+        "invalid credentials for user \"admin\"",
+    ])
+    .await;
+    assert_admin_served(&addr).await;
+    cluster.shutdown().await;
+}

@@ -121,6 +121,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// Changes the largest frame accepted from here on.
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+    }
+
     /// The next frame; `Ok(None)` on a clean end of stream between frames.
     pub async fn next(&mut self) -> Result<Option<BytesMut>, FrameError> {
         loop {

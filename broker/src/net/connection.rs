@@ -53,13 +53,21 @@ pub async fn serve_connection<R, W>(
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
-    let mut reader = FrameReader::new(reader, broker.config.max_frame_bytes);
+    // On a SASL listener nobody until the exchange names a user.
+    let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
+    let max_before_authentication = broker
+        .config
+        .sasl
+        .as_ref()
+        .map_or(usize::MAX, |s| s.max_receive_bytes);
+    let mut reader = FrameReader::new(
+        reader,
+        broker.config.max_frame_bytes.min(max_before_authentication),
+    );
     let mut reading = true;
     // A refused login's answer must be read before the connection closes.
     let mut linger = false;
     let mut out: Vec<u8> = Vec::new();
-    // On a SASL listener nobody until the exchange names a user.
-    let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
     loop {
         tokio::select! {
             // Finish responses first: they free room for more requests.
@@ -97,6 +105,7 @@ pub async fn serve_connection<R, W>(
                                 if let Some(user) = authenticated {
                                     principal = Principal::user(&user);
                                     authenticating = None;
+                                    reader.set_max(broker.config.max_frame_bytes);
                                 }
                             }
                             Ok(Gate::Close(fut)) => {

@@ -48,6 +48,10 @@ pub struct SaslSettings {
     pub mechanisms: Vec<SaslMechanism>,
     /// `connection.failed.authentication.delay.ms` (Apache's default 100).
     pub failed_authentication_delay_ms: u64,
+    /// `sasl.server.max.receive.size`: the largest frame before
+    /// authentication (Apache's default 512 KiB), so an unauthenticated
+    /// client cannot make the broker hold a large frame.
+    pub max_receive_bytes: usize,
 }
 
 impl Default for SaslSettings {
@@ -55,6 +59,7 @@ impl Default for SaslSettings {
         SaslSettings {
             mechanisms: SaslMechanism::ALL.to_vec(),
             failed_authentication_delay_ms: 100,
+            max_receive_bytes: 524_288,
         }
     }
 }

@@ -39,6 +39,7 @@ pub struct SecuritySettings {
     pub principal_mapping_rules: Option<String>,
     pub sasl_mechanisms: Option<Vec<SaslMechanism>>,
     pub failed_authentication_delay_ms: Option<u64>,
+    pub sasl_max_receive_bytes: Option<usize>,
     /// `authorizer.class.name` is the StandardAuthorizer.
     pub authorizer: Option<bool>,
     pub super_users: Option<BTreeSet<String>>,
@@ -149,6 +150,9 @@ impl SecuritySettings {
             "connection.failed.authentication.delay.ms" => {
                 self.failed_authentication_delay_ms = Some(super::at_least(key, v, 0)?)
             }
+            "sasl.server.max.receive.size" => {
+                self.sasl_max_receive_bytes = Some(super::at_least(key, v, 1)?)
+            }
             "authorizer.class.name" => {
                 self.authorizer = Some(match v {
                     "" => false,
@@ -204,6 +208,7 @@ impl SecuritySettings {
             failed_authentication_delay_ms: self
                 .failed_authentication_delay_ms
                 .or(lower.failed_authentication_delay_ms),
+            sasl_max_receive_bytes: self.sasl_max_receive_bytes.or(lower.sasl_max_receive_bytes),
             authorizer: self.authorizer.or(lower.authorizer),
             super_users: self.super_users.or(lower.super_users),
             allow_everyone_if_no_acl_found: self
@@ -251,14 +256,15 @@ impl SecuritySettings {
         }
         let admin = self.admin_password.as_ref();
         if self.sasl == Some(true) {
+            let defaults = SaslSettings::default();
             c.sasl = Some(SaslSettings {
-                mechanisms: self
-                    .sasl_mechanisms
-                    .clone()
-                    .unwrap_or_else(|| SaslMechanism::ALL.to_vec()),
+                mechanisms: self.sasl_mechanisms.clone().unwrap_or(defaults.mechanisms),
                 failed_authentication_delay_ms: self
                     .failed_authentication_delay_ms
-                    .unwrap_or(SaslSettings::default().failed_authentication_delay_ms),
+                    .unwrap_or(defaults.failed_authentication_delay_ms),
+                max_receive_bytes: self
+                    .sasl_max_receive_bytes
+                    .unwrap_or(defaults.max_receive_bytes),
             });
             let (user, password) = match (&self.inter_broker_login, admin) {
                 (Some((u, p)), _) => (u.clone(), p.clone()),
@@ -347,6 +353,10 @@ pub fn effective(c: &BrokerConfig) -> Vec<(&'static str, String)> {
         out.push((
             "connection.failed.authentication.delay.ms",
             sasl.failed_authentication_delay_ms.to_string(),
+        ));
+        out.push((
+            "sasl.server.max.receive.size",
+            sasl.max_receive_bytes.to_string(),
         ));
     }
     if let Some(login) = &c.inter_broker.sasl {
