@@ -21,12 +21,19 @@ use crate::wire::ChildServer;
 use crate::Env;
 
 const PARTITIONS: i32 = 6;
-const MESSAGE_BYTES: usize = 1024;
+pub(crate) const MESSAGE_BYTES: usize = 1024;
 
 #[derive(Clone, Copy, Default)]
-struct Run {
-    produce_mb_s: f64,
-    fetch_mb_s: f64,
+pub(crate) struct Run {
+    pub produce_mb_s: f64,
+    pub fetch_mb_s: f64,
+}
+
+/// librdkafka's settings to reach `bootstrap` (more are added per client).
+pub(crate) fn client(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap);
+    c
 }
 
 pub async fn run(env: &Env) -> anyhow::Result<()> {
@@ -57,9 +64,8 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         let servers: Vec<&ChildServer> = std::iter::once(&kaas).chain(tansu.as_ref()).collect();
         for (i, s) in servers.iter().enumerate() {
             let topic = format!("bench-data-{round}");
-            let bootstrap = s.bootstrap.clone();
-            let r =
-                tokio::task::spawn_blocking(move || one_run(&bootstrap, &topic, messages)).await?;
+            let client = client(&s.bootstrap);
+            let r = tokio::task::spawn_blocking(move || one_run(&client, &topic, messages)).await?;
             match r {
                 Ok(r) => {
                     println!(
@@ -119,10 +125,12 @@ impl ProducerContext for Counting {
 
 /// Creates `topic` (blocking, with librdkafka's admin client) and lets
 /// metadata settle so a producer sees every partition leader.
-pub(crate) fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
+pub(crate) fn create_topic(
+    client: &ClientConfig,
+    topic: &str,
+    partitions: i32,
+) -> anyhow::Result<()> {
+    let admin: AdminClient<DefaultClientContext> = client.create()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -139,13 +147,15 @@ pub(crate) fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> any
     Ok(())
 }
 
-fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run> {
-    create_topic(bootstrap, topic, PARTITIONS)?;
+/// Produces `messages` to a new `topic` and fetches them back with the
+/// settings of `client`.
+pub(crate) fn one_run(client: &ClientConfig, topic: &str, messages: usize) -> anyhow::Result<Run> {
+    create_topic(client, topic, PARTITIONS)?;
 
     let acked = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
-    let producer: BaseProducer<Counting> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+    let producer: BaseProducer<Counting> = client
+        .clone()
         .set("acks", "all")
         .set("linger.ms", "5")
         .set("batch.size", "1000000")
@@ -188,8 +198,8 @@ fn one_run(bootstrap: &str, topic: &str, messages: usize) -> anyhow::Result<Run>
     );
     drop(producer);
 
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+    let consumer: BaseConsumer = client
+        .clone()
         .set("group.id", "kaas-bench-fetch")
         .set("enable.auto.commit", "false")
         .set("fetch.max.bytes", "52428800")

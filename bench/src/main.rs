@@ -11,6 +11,7 @@ mod memory;
 mod rebalance;
 mod report;
 mod routing;
+mod security;
 mod sys;
 mod txn;
 mod wire;
@@ -65,12 +66,25 @@ enum Cmd {
     Dataplane,
     /// Transactional produce, EndTxn latency and read_committed fetch.
     Txn,
+    /// TLS data plane, SASL logins per core, the authorizer's check.
+    Security,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
     Serve {
         #[arg(long, default_value_t = 1)]
         brokers: usize,
+        /// TLS (SSL) on every broker with this certificate and --tls-key;
+        /// the brokers trust --tls-ca when they call each other.
+        #[arg(long, requires_all = ["tls_key", "tls_ca"])]
+        tls_cert: Option<PathBuf>,
+        #[arg(long)]
+        tls_key: Option<PathBuf>,
+        #[arg(long)]
+        tls_ca: Option<PathBuf>,
+        /// SASL_PLAINTEXT, `User:admin` with this password.
+        #[arg(long)]
+        admin_password: Option<String>,
     },
 }
 
@@ -99,13 +113,32 @@ fn main() -> anyhow::Result<()> {
             .with_writer(std::io::stderr)
             .init();
     }
-    if let Cmd::Serve { brokers } = cli.command {
+    if let Cmd::Serve {
+        brokers,
+        tls_cert,
+        tls_key,
+        tls_ca,
+        admin_password,
+    } = cli.command.clone()
+    {
         sys::stop_counting();
         let dir = cli
             .data_dir
             .clone()
             .ok_or_else(|| anyhow::anyhow!("serve needs --data-dir"))?;
-        return serve(brokers, dir);
+        let mut config = kaas_broker::local::LocalClusterConfig::new(brokers, dir);
+        config.base_port = 0;
+        config.sasl_admin_password = admin_password;
+        config.tls = tls_cert
+            .zip(tls_key)
+            .map(|(cert, key)| kaas_broker::net::tls::TlsSettings {
+                cert,
+                key,
+                client_ca: tls_ca,
+                client_auth: Default::default(),
+                principal_mapper: Default::default(),
+            });
+        return serve(config);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -161,6 +194,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Memory, "memory", memory::run(&env));
     bench!(Cmd::Dataplane, "dataplane", dataplane::run(&env));
     bench!(Cmd::Txn, "txn", txn::run(&env));
+    bench!(Cmd::Security, "security", security::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(
@@ -182,13 +216,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// `kaas-bench serve`: brokers in this process until stdin closes.
-fn serve(brokers: usize, dir: PathBuf) -> anyhow::Result<()> {
+fn serve(config: kaas_broker::local::LocalClusterConfig) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut config = kaas_broker::local::LocalClusterConfig::new(brokers, dir);
-        config.base_port = 0;
         let cluster = kaas_broker::local::LocalCluster::start(config).await?;
         println!("BOOTSTRAP {}", cluster.bootstrap());
         let stdin_closed = tokio::task::spawn_blocking(|| {

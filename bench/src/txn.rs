@@ -150,8 +150,9 @@ fn one_round(bootstrap: &str, round: usize, messages: usize) -> anyhow::Result<R
     let payload = vec![b'x'; MESSAGE_BYTES];
     let plain_topic = format!("bench-idem-{round}");
     let txn_topic = format!("bench-txn-{round}");
-    create_topic(bootstrap, &plain_topic, PARTITIONS)?;
-    create_topic(bootstrap, &txn_topic, PARTITIONS)?;
+    let client = crate::dataplane::client(bootstrap);
+    create_topic(&client, &plain_topic, PARTITIONS)?;
+    create_topic(&client, &txn_topic, PARTITIONS)?;
     let mb = (messages * MESSAGE_BYTES) as f64 / 1e6;
     let fetched_mb = ((messages + 1000) * MESSAGE_BYTES) as f64 / 1e6;
     // Both producers are warmed up (connections, metadata, producer id)

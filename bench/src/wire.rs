@@ -184,11 +184,21 @@ impl ChildServer {
     /// kaas brokers in a child process (`kaas-bench serve`), so their CPU
     /// time is measured apart from the load generator's.
     pub fn kaas(brokers: usize, data_dir: &std::path::Path) -> anyhow::Result<ChildServer> {
+        Self::kaas_with(brokers, data_dir, &[])
+    }
+
+    /// [`Self::kaas`] with more `kaas-bench serve` flags (TLS, SASL).
+    pub fn kaas_with(
+        brokers: usize,
+        data_dir: &std::path::Path,
+        flags: &[String],
+    ) -> anyhow::Result<ChildServer> {
         let exe = std::env::current_exe()?;
         let mut child = Command::new(exe)
             .arg("serve")
             .arg("--brokers")
             .arg(brokers.to_string())
+            .args(flags)
             .arg("--data-dir")
             .arg(data_dir)
             .stdin(Stdio::piped())

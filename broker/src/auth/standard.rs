@@ -9,6 +9,7 @@
 //! ACLs are handed in (`replace`), no I/O.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
 use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 
@@ -47,11 +48,15 @@ pub fn parse_super_users(value: &str) -> Result<BTreeSet<String>, String> {
 }
 
 /// The ACLs of one resource type, indexed for `authorize`: literal names
-/// (the wildcard among them) and prefixes.
+/// (the wildcard among them) and prefixes, each pattern's ACLs sorted by
+/// principal, then host.
 #[derive(Debug, Default)]
 struct TypeIndex {
-    literal: HashMap<String, Vec<AclBinding>>,
-    prefixed: HashMap<String, Vec<AclBinding>>,
+    literal: HashMap<String, Vec<AclBinding>, foldhash::fast::RandomState>,
+    prefixed: HashMap<String, Vec<AclBinding>, foldhash::fast::RandomState>,
+    /// The byte lengths of the prefixes in `prefixed`, ascending: only a
+    /// name's prefixes of these lengths are looked up.
+    prefix_lengths: Vec<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -74,34 +79,100 @@ impl Index {
             };
             map.entry(acl.name.clone()).or_default().push(acl);
         }
+        for t in index.by_type.values_mut() {
+            for acls in t.literal.values_mut().chain(t.prefixed.values_mut()) {
+                acls.sort_by(|a, b| (&a.principal, &a.host).cmp(&(&b.principal, &b.host)));
+            }
+            t.prefix_lengths = t.prefixed.keys().map(String::len).collect();
+            t.prefix_lengths.sort_unstable();
+            t.prefix_lengths.dedup();
+        }
         index
     }
 
-    /// Every ACL whose pattern covers the resource.
+    /// The ACLs of each pattern that covers the resource (LITERAL by name
+    /// or `*`, PREFIXED by any prefix of the name, itself and "" included).
     fn covering<'a>(
         &'a self,
         resource_type: ResourceType,
         name: &'a str,
-    ) -> impl Iterator<Item = &'a AclBinding> + 'a {
+    ) -> impl Iterator<Item = &'a [AclBinding]> + 'a {
         let t = self.by_type.get(&resource_type);
         let literal = t.into_iter().flat_map(move |t| {
-            let exact = t.literal.get(name).into_iter().flatten();
             let wildcard = (name != WILDCARD_RESOURCE)
                 .then(|| t.literal.get(WILDCARD_RESOURCE))
-                .flatten()
-                .into_iter()
                 .flatten();
-            exact.chain(wildcard)
+            t.literal.get(name).into_iter().chain(wildcard)
         });
-        // Every prefix of the name, itself and "" included.
         let prefixed = t.into_iter().flat_map(move |t| {
-            name.char_indices()
-                .map(|(i, _)| i)
-                .chain([name.len()])
-                .filter_map(move |end| t.prefixed.get(&name[..end]))
-                .flatten()
+            t.prefix_lengths
+                .iter()
+                .take_while(move |&&len| len <= name.len())
+                .filter(move |&&len| name.is_char_boundary(len))
+                .filter_map(move |&len| t.prefixed.get(&name[..len]))
         });
-        literal.chain(prefixed)
+        literal.chain(prefixed).map(Vec::as_slice)
+    }
+}
+
+/// The ACLs of one pattern (sorted by principal, then host) that name
+/// `principal` or `User:*`, and `host` or `*`: a few binary searches
+/// rather than a look at each ACL. `*` sorts before every address, so a
+/// principal's `*` ACLs come first among its own. An ACL may come twice (a
+/// principal named `*`), which changes no verdict.
+fn applicable<'a>(
+    acls: &'a [AclBinding],
+    principal: &'a str,
+    host: &'a str,
+) -> impl Iterator<Item = &'a AclBinding> + 'a {
+    [principal, WILDCARD_PRINCIPAL]
+        .into_iter()
+        .flat_map(move |p| {
+            let start = acls
+                .partition_point(|a| (a.principal.as_str(), a.host.as_str()) < (p, WILDCARD_HOST));
+            let own = &acls[start..];
+            let any_host = own
+                .iter()
+                .take_while(move |a| a.principal == p && a.host == WILDCARD_HOST);
+            let at = match own.first() {
+                Some(a) if a.principal == p => {
+                    own.partition_point(|a| a.principal == p && a.host.as_str() < host)
+                }
+                _ => own.len(),
+            };
+            let this_host = own[at..]
+                .iter()
+                .take_while(move |a| a.principal == p && a.host == host);
+            any_host.chain(this_host)
+        })
+}
+
+/// Text of up to 128 bytes written on the stack, so that a check does not
+/// allocate to compare a principal or an address.
+struct StackText {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let room = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// `f` of the text `args` make (on the heap only when it is long).
+fn with_text<R>(args: fmt::Arguments<'_>, f: impl FnOnce(&str) -> R) -> R {
+    let mut text = StackText {
+        buf: [0; 128],
+        len: 0,
+    };
+    match fmt::write(&mut text, args) {
+        Ok(()) => f(std::str::from_utf8(&text.buf[..text.len]).expect("written from strs")),
+        Err(_) => f(&args.to_string()),
     }
 }
 
@@ -166,30 +237,33 @@ fn host_matches(acl: &AclBinding, host: &str) -> bool {
 
 impl Authorizer for StandardAuthorizer {
     fn authorize(&self, principal: &Principal, host: IpAddr, action: Action<'_>) -> bool {
-        let principal = principal.to_string();
-        if self.is_super_user(&principal) {
-            return true;
-        }
-        let host = host.to_string();
-        let index = self.index();
-        let mut covered = false;
-        let mut allowed = false;
-        for acl in index.covering(action.resource_type, action.name) {
-            // Any ACL on the resource, whoever it names, turns off the
-            // no-ACL default.
-            covered = true;
-            if !principal_matches(acl, &principal) || !host_matches(acl, &host) {
-                continue;
+        with_text(format_args!("{principal}"), |principal| {
+            if self.is_super_user(principal) {
+                return true;
             }
-            match acl.permission {
-                Permission::Deny if names(acl.operation, action.operation) => return false,
-                Permission::Allow if allow_covers(acl.operation, action.operation) => {
-                    allowed = true
+            with_text(format_args!("{host}"), |host| {
+                let index = self.index();
+                let mut covered = false;
+                let mut allowed = false;
+                for acls in index.covering(action.resource_type, action.name) {
+                    // Any ACL on the resource, whoever it names, turns off
+                    // the no-ACL default.
+                    covered |= !acls.is_empty();
+                    for acl in applicable(acls, principal, host) {
+                        match acl.permission {
+                            Permission::Deny if names(acl.operation, action.operation) => {
+                                return false
+                            }
+                            Permission::Allow if allow_covers(acl.operation, action.operation) => {
+                                allowed = true
+                            }
+                            _ => {}
+                        }
+                    }
                 }
-                _ => {}
-            }
-        }
-        allowed || (!covered && self.settings.allow_if_no_acl)
+                allowed || (!covered && self.settings.allow_if_no_acl)
+            })
+        })
     }
 
     /// Apache's `Authorizer.authorizeByResourceType`: allowed on some
