@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use kaas_client::KafkaClient;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -29,9 +29,7 @@ use kafka_protocol::messages::{
     ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 
 const TOPIC: &str = "disk";
 const GROUP: &str = "disk-group";
@@ -109,32 +107,7 @@ impl Drop for Mount {
 }
 
 fn batch(tag: &str, size: usize) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 0,
-        key: None,
-        value: Some(Bytes::from(format!("{tag}:{}", "x".repeat(size)))),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [&record],
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
+    common::record_batch([Bytes::from(format!("{tag}:{}", "x".repeat(size)))], None)
 }
 
 /// Produce (acks=-1) of one batch: (error code, base offset).

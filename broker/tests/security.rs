@@ -229,7 +229,10 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
                 .with_partition_data(vec![
                     produce_request::PartitionProduceData::default()
                         .with_index(0)
-                        .with_records(Some(one_record())),
+                        .with_records(Some(common::record_batch(
+                            [bytes::Bytes::from_static(b"hello")],
+                            None,
+                        ))),
                 ])])
     };
     // Asked of the leader of partition 0 of each topic.
@@ -264,39 +267,6 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
         .unwrap();
     assert_eq!(r.error_code, E::GroupAuthorizationFailed.code());
     cluster.shutdown().await;
-}
-
-/// A one-record batch, as any producer would send it.
-fn one_record() -> bytes::Bytes {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 1_000,
-        key: None,
-        value: Some(bytes::Bytes::from_static(b"hello")),
-        headers: Default::default(),
-    };
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &[record],
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

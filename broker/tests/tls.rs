@@ -9,7 +9,14 @@ use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use kaas_broker::net::tls::{ClientAuth, TlsSettings};
 use kaas_client::{ClientTls, KafkaClient, SaslCredentials, Security};
 use kaas_testkit::pki::TestPki;
-use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, FetchRequest, MetadataRequest, ProduceRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+mod common;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -160,5 +167,58 @@ async fn ssl_with_required_client_certificates_serves_only_clients_that_present_
         !served(&addr, &foreign).await,
         "a foreign certificate was served"
     );
+    cluster.shutdown().await;
+}
+
+/// Responses far larger than the sockets' buffers (a 12 MiB Fetch) arrive
+/// whole over TLS: what the socket does not take at once waits in the TLS
+/// stream's own buffer until the broker flushes it (a broker that did not
+/// left librdkafka's produce waiting forever under load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_larger_than_the_socket_buffers_arrive_whole_over_tls() {
+    const MIB: usize = 1 << 20;
+    let pki = TestPki::new("127.0.0.1").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = start(dir.path(), 1, tls(&pki, ClientAuth::None), false).await;
+    let security = Security {
+        tls: Some(ClientTls::new(&pki.ca_cert, None).unwrap()),
+        sasl: None,
+    };
+    let mut c = KafkaClient::connect_as(&cluster.addrs[0].to_string(), T, &security)
+        .await
+        .unwrap();
+    c.create_topic("large", 1).await.unwrap();
+    let topic = TopicName(StrBytes::from_static_str("large"));
+    for i in 0..12u8 {
+        let batch = common::record_batch([bytes::Bytes::from(vec![i; MIB])], None);
+        let produce = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(topic.clone())
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        let r = tokio::time::timeout(T, c.send(&produce, 9))
+            .await
+            .expect("a produce answered in time")
+            .unwrap();
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    }
+    let fetch = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(64 * MIB as i32)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(topic)
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(64 * MIB as i32)])]);
+    let r = tokio::time::timeout(T, c.send(&fetch, 12))
+        .await
+        .expect("the fetch answered in time")
+        .unwrap();
+    let records = r.responses[0].partitions[0].records.as_ref().unwrap();
+    assert!(records.len() >= 12 * MIB, "{} bytes fetched", records.len());
     cluster.shutdown().await;
 }

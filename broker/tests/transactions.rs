@@ -270,39 +270,10 @@ async fn a_commit_its_coordinator_left_prepared_is_completed_by_the_next_without
 
 /// A transactional batch of `values` from `pid` at `epoch`, sequences from 0.
 fn txn_batch(pid: i64, epoch: i16, values: &[String]) -> bytes::Bytes {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32,
-            timestamp: 1_000,
-            key: None,
-            value: Some(bytes::Bytes::from(v.clone())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
+    common::record_batch(
+        values.iter().map(|v| bytes::Bytes::from(v.clone())),
+        Some((pid, epoch)),
     )
-    .unwrap();
-    buf.freeze()
 }
 
 /// Transaction version 2 across brokers, in the requests a Java 4.x

@@ -163,6 +163,8 @@ impl KafkaClient {
     /// Sends raw bytes (for malformed-input tests).
     pub async fn send_raw(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         self.stream.write_all(bytes).await?;
+        // A TLS stream holds what the socket did not take until flushed.
+        self.stream.flush().await?;
         Ok(())
     }
 
@@ -184,7 +186,7 @@ impl KafkaClient {
         R::Response: Decodable + HeaderVersion,
     {
         let frame = self.encode(req, version)?;
-        self.stream.write_all(&frame).await?;
+        self.send_raw(&frame).await?;
         let expected = self.correlation_id;
         let (correlation_id, mut body) = self
             .read_response_body(<R::Response as HeaderVersion>::header_version(version))

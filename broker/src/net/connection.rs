@@ -166,6 +166,8 @@ where
 }
 
 /// Writes response frames in order: small ones gathered into one write.
+/// Flushed: a TLS stream keeps what the socket did not take at once in its
+/// own buffer until it is flushed.
 async fn write_batch(
     writer: &mut (impl tokio::io::AsyncWrite + Unpin),
     batch: &[Bytes],
@@ -178,13 +180,13 @@ async fn write_batch(
         for frame in batch {
             out.extend_from_slice(frame);
         }
-        writer.write_all(out).await
+        writer.write_all(out).await?;
     } else {
         for frame in batch {
             writer.write_all(frame).await?;
         }
-        Ok(())
     }
+    writer.flush().await
 }
 
 /// What a frame of a connection that is still authenticating leads to.
