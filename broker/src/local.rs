@@ -146,7 +146,6 @@ impl LocalCluster {
             let addr = listener.local_addr()?;
             let mut broker_config =
                 BrokerConfig::new(id as i32, config.data_dir.clone(), advertised, addr.port());
-            (config.tune)(&mut broker_config);
             broker_config.tls = config.tls.clone();
             broker_config.inter_broker.tls = client_tls.clone();
             if admin.is_some() {
@@ -157,6 +156,8 @@ impl LocalCluster {
                 });
                 broker_config.inter_broker.sasl = admin.clone();
             }
+            // Last: it may change the security settings too.
+            (config.tune)(&mut broker_config);
             let broker = Broker::open(broker_config)?;
             spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
             if let Some(http) = config.http {

@@ -22,6 +22,10 @@ pub struct Metrics {
     pub connections: Gauge,
     /// SASL authentications that failed.
     pub failed_authentications: Counter,
+    /// SASL sessions renewed by a re-authentication (KIP-368).
+    pub reauthentications: Counter,
+    /// Connections closed because their SASL session expired.
+    pub expired_sessions: Counter,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
 }
@@ -54,6 +58,8 @@ impl Default for Metrics {
         let fetch_bytes = Counter::default();
         let connections = Gauge::default();
         let failed_authentications = Counter::default();
+        let reauthentications = Counter::default();
+        let expired_sessions = Counter::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
         registry.register("requests", "Requests handled, by API", requests.clone());
@@ -78,6 +84,16 @@ impl Default for Metrics {
             failed_authentications.clone(),
         );
         registry.register(
+            "reauthentications",
+            "SASL sessions renewed by a re-authentication (KIP-368)",
+            reauthentications.clone(),
+        );
+        registry.register(
+            "expired_sessions",
+            "Connections closed because their SASL session expired (connections.max.reauth.ms)",
+            expired_sessions.clone(),
+        );
+        registry.register(
             "assignment_version",
             "Version of the assignment this broker follows",
             assignment_version.clone(),
@@ -95,6 +111,8 @@ impl Default for Metrics {
             fetch_bytes,
             connections,
             failed_authentications,
+            reauthentications,
+            expired_sessions,
             assignment_version,
             groups_resident,
         }

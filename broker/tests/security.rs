@@ -300,3 +300,113 @@ async fn a_request_before_authentication_closes_the_connection() {
     assert_eq!(m.brokers.len(), 3);
     cluster.shutdown().await;
 }
+
+/// One SASL broker whose sessions last `connections.max.reauth.ms` = 2 s.
+/// A request that blocks longer than a session (a JoinGroup waiting out the
+/// initial rebalance delay) leaves the client no moment to re-authenticate
+/// before the next: here the delay is shorter.
+async fn reauth_cluster(dir: &std::path::Path) -> LocalCluster {
+    let mut c = LocalClusterConfig::new(1, dir.to_path_buf());
+    c.base_port = 0;
+    c.sasl_admin_password = Some(ADMIN_PASSWORD.into());
+    c.tune = |b| {
+        b.sasl.as_mut().expect("a SASL broker").max_reauth_ms = 2_000;
+        b.groups.core.initial_rebalance_delay_ms = 200;
+    };
+    LocalCluster::start(c).await.unwrap()
+}
+
+/// KIP-368 on the wire: the broker tells the session's lifetime; a request
+/// after it closes the connection unserved; re-authenticating before it
+/// renews the session; re-authenticating as someone else is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_expire_after_connections_max_reauth_ms_unless_renewed() {
+    const LIFETIME: Duration = Duration::from_secs(2);
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = reauth_cluster(dir.path()).await;
+    let addr = cluster.addrs[0].to_string();
+    let admin = creds("SCRAM-SHA-512", "admin", ADMIN_PASSWORD);
+    let metadata = MetadataRequest::default().with_topics(Some(vec![]));
+    let broker = &cluster.brokers[0];
+
+    let mut renewed = KafkaClient::connect(&addr, T).await.unwrap();
+    let mut lapsed = KafkaClient::connect(&addr, T).await.unwrap();
+    let started = Instant::now();
+    assert_eq!(renewed.authenticate(&admin).await.unwrap(), LIFETIME);
+    assert_eq!(lapsed.authenticate(&admin).await.unwrap(), LIFETIME);
+    // At 60% of the lifetime one connection renews its session (PLAIN this
+    // time would be refused: the mechanism may not change).
+    tokio::time::sleep_until((started + LIFETIME * 6 / 10).into()).await;
+    assert_eq!(renewed.authenticate(&admin).await.unwrap(), LIFETIME);
+    assert_eq!(broker.metrics.reauthentications.get(), 1);
+    // At 130%: the first session is over, the renewed one is not.
+    tokio::time::sleep_until((started + LIFETIME * 13 / 10).into()).await;
+    assert!(renewed.send(&metadata, 12).await.is_ok(), "renewed: served");
+    assert!(lapsed.send(&metadata, 12).await.is_err(), "lapsed: closed");
+    assert_eq!(broker.metrics.expired_sessions.get(), 1);
+
+    // Re-authenticating as another user is refused and closes.
+    let mut c = KafkaClient::connect(&addr, T).await.unwrap();
+    c.authenticate(&admin).await.unwrap();
+    let salted = salted_password(Mechanism::ScramSha512, b"bob-pw", b"bob-salt", 4096);
+    let r = c
+        .send(
+            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(s("bob"))
+                    .with_mechanism(Mechanism::ScramSha512.code())
+                    .with_iterations(4096)
+                    .with_salt(bytes::Bytes::from_static(b"bob-salt"))
+                    .with_salted_password(salted.into()),
+            ]),
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.results[0].error_code, 0);
+    let err = c
+        .authenticate(&creds("SCRAM-SHA-512", "bob", "bob-pw"))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains(
+            "Cannot change principals during re-authentication from User.admin: User.bob"
+        ),
+        "{err:#}"
+    );
+    assert!(c.is_closed(T).await);
+    cluster.shutdown().await;
+}
+
+/// librdkafka re-authenticates by itself (KIP-368) while it produces and
+/// consumes across several session lifetimes: nothing is lost, no error
+/// reaches the application, and the broker renewed its sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_re_authenticates_across_session_lifetimes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = reauth_cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic_as_admin(&cluster.addrs[0].to_string(), "renewed").await;
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let config = sasl(&b, "SCRAM-SHA-256", "admin", ADMIN_PASSWORD);
+        let producer: ThreadedProducer<DefaultProducerContext> = config.create().unwrap();
+        // One record every 100 ms for 5 s: two and a half lifetimes.
+        for i in 0..50 {
+            let v = format!("v{i}");
+            producer
+                .send(BaseRecord::<(), _>::to("renewed").payload(&v))
+                .map_err(|(e, _)| e)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        producer.flush(T).unwrap();
+        common::consume_in_group_and_commit(&config, "renewed", "renewed-group", 50);
+    })
+    .await
+    .unwrap();
+    let renewed = cluster.brokers[0].metrics.reauthentications.get();
+    assert!(renewed >= 2, "{renewed} sessions renewed");
+    assert_eq!(cluster.brokers[0].metrics.expired_sessions.get(), 0);
+    cluster.shutdown().await;
+}

@@ -98,8 +98,10 @@ impl KafkaClient {
     }
 
     /// SaslHandshake v1, then SaslAuthenticate: PLAIN in one step, SCRAM in
-    /// two with the server's signature checked.
-    pub async fn authenticate(&mut self, c: &SaslCredentials) -> anyhow::Result<()> {
+    /// two with the server's signature checked. Again on an authenticated
+    /// connection, a re-authentication (KIP-368). Returns the session's
+    /// lifetime the broker told (`connections.max.reauth.ms`; 0: none).
+    pub async fn authenticate(&mut self, c: &SaslCredentials) -> anyhow::Result<Duration> {
         use kafka_protocol::messages::SaslHandshakeRequest;
         use kafka_protocol::protocol::StrBytes;
         let handshake = self
@@ -116,27 +118,31 @@ impl KafkaClient {
             handshake.error_code,
             handshake.mechanisms
         );
-        if c.mechanism == "PLAIN" {
+        let last = if c.mechanism == "PLAIN" {
             self.sasl_step(format!("\0{}\0{}", c.user, c.password).into_bytes())
-                .await?;
-            return Ok(());
-        }
-        let mechanism = crate::scram::Mechanism::from_name(&c.mechanism)
-            .ok_or_else(|| anyhow::anyhow!("unknown SASL mechanism {}", c.mechanism))?;
-        let (mut scram, first) =
-            crate::scram::ScramClient::first(mechanism, &c.user, &crate::scram::nonce());
-        let server_first = self.sasl_step(first.into_bytes()).await?;
-        let last = scram.finish(std::str::from_utf8(&server_first)?, &c.password)?;
-        let server_final = self.sasl_step(last.into_bytes()).await?;
-        anyhow::ensure!(
-            scram.verify(std::str::from_utf8(&server_final)?),
-            "the broker's SCRAM signature does not match"
-        );
-        Ok(())
+                .await?
+        } else {
+            let mechanism = crate::scram::Mechanism::from_name(&c.mechanism)
+                .ok_or_else(|| anyhow::anyhow!("unknown SASL mechanism {}", c.mechanism))?;
+            let (mut scram, first) =
+                crate::scram::ScramClient::first(mechanism, &c.user, &crate::scram::nonce());
+            let server_first = self.sasl_step(first.into_bytes()).await?;
+            let last = scram.finish(std::str::from_utf8(&server_first.auth_bytes)?, &c.password)?;
+            let server_final = self.sasl_step(last.into_bytes()).await?;
+            anyhow::ensure!(
+                scram.verify(std::str::from_utf8(&server_final.auth_bytes)?),
+                "the broker's SCRAM signature does not match"
+            );
+            server_final
+        };
+        Ok(Duration::from_millis(last.session_lifetime_ms.max(0) as u64))
     }
 
-    /// One SaslAuthenticate: the broker's bytes, or its refusal.
-    async fn sasl_step(&mut self, bytes: Vec<u8>) -> anyhow::Result<Bytes> {
+    /// One SaslAuthenticate (v1): the broker's answer, or its refusal.
+    async fn sasl_step(
+        &mut self,
+        bytes: Vec<u8>,
+    ) -> anyhow::Result<kafka_protocol::messages::SaslAuthenticateResponse> {
         let req = kafka_protocol::messages::SaslAuthenticateRequest::default()
             .with_auth_bytes(bytes.into());
         let resp = self.send(&req, 1).await?;
@@ -146,7 +152,7 @@ impl KafkaClient {
             resp.error_code,
             resp.error_message.as_deref().unwrap_or("")
         );
-        Ok(resp.auth_bytes)
+        Ok(resp)
     }
 
     pub fn with_client_id(mut self, id: &str) -> Self {

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -11,12 +12,12 @@ use futures::{Future, FutureExt};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, debug_span, error, warn, Instrument};
+use tracing::{debug, debug_span, error, info, warn, Instrument};
 
 use crate::api::{self, Incoming, RequestContext};
 use crate::auth::Principal;
 use crate::broker::Broker;
-use crate::net::sasl::{Authenticator, Step};
+use crate::net::sasl::{Authenticator, Session, Step};
 use kaas_client::frame::FrameReader;
 
 /// Decrements the connection gauge when the connection ends, however it ends.
@@ -55,6 +56,8 @@ pub async fn serve_connection<R, W>(
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
     // On a SASL listener nobody until the exchange names a user.
     let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
+    // The SASL session, and when it expires (KIP-368).
+    let mut session: Option<(Session, Option<Instant>)> = None;
     let max_before_authentication = broker
         .config
         .sasl
@@ -88,23 +91,47 @@ pub async fn serve_connection<R, W>(
             frame = reader.next(), if reading && pending.len() < MAX_IN_FLIGHT => {
                 match frame {
                     Ok(Some(frame)) => {
+                        let frame = frame.freeze();
+                        if let (None, Some((s, expires))) = (&authenticating, &session) {
+                            if expires.is_some_and(|at| Instant::now() >= at) {
+                                // Apache's broker closes such a connection
+                                // without serving the request.
+                                info!(%peer, user = %s.user,
+                                      "SASL session expired (connections.max.reauth.ms); closing the connection");
+                                broker.metrics.expired_sessions.inc();
+                                reading = false;
+                                continue;
+                            }
+                            if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
+                                let settings = broker.config.sasl.as_ref().expect("a SASL session");
+                                authenticating = Some(Authenticator::reauthenticate(settings, s));
+                            }
+                        }
                         let prepared = match authenticating.as_mut() {
                             Some(authenticator) => authenticate(
-                                frame.freeze(),
+                                frame,
                                 authenticator,
                                 &broker,
                                 peer,
                                 local,
                             ),
-                            None => prepare(frame.freeze(), &broker, peer, local, &principal)
+                            None => prepare(frame, &broker, peer, local, &principal)
                                 .map(|f| Gate::Pass(f, None)),
                         };
                         match prepared {
                             Ok(Gate::Pass(fut, authenticated)) => {
                                 pending.extend(fut);
                                 if let Some(user) = authenticated {
-                                    principal = Principal::user(&user);
-                                    authenticating = None;
+                                    let done = authenticating.take().and_then(|a| a.session(user));
+                                    if let Some(s) = done {
+                                        if session.is_some() {
+                                            broker.metrics.reauthentications.inc();
+                                        }
+                                        principal = Principal::user(&s.user);
+                                        let lifetime = Duration::from_millis(s.lifetime_ms);
+                                        let expires = (s.lifetime_ms > 0).then(|| Instant::now() + lifetime);
+                                        session = Some((s, expires));
+                                    }
                                     reader.set_max(broker.config.max_frame_bytes);
                                 }
                             }
@@ -223,7 +250,13 @@ fn authenticate(
         Some(Box::pin(async move { frame }))
     };
     Ok(
-        match authenticator.step(*api_key, request, &users, kaas_client::scram::nonce) {
+        match authenticator.step(
+            *api_key,
+            version,
+            request,
+            &users,
+            kaas_client::scram::nonce,
+        ) {
             Step::Serve => Gate::Pass(
                 prepare(frame, broker, peer, local, &Principal::anonymous())?,
                 None,
@@ -254,6 +287,12 @@ fn authenticate(
             }
         },
     )
+}
+
+/// The API key a request frame starts with.
+fn api_key_of(frame: &[u8]) -> Option<ApiKey> {
+    let key = i16::from_be_bytes([*frame.first()?, *frame.get(1)?]);
+    ApiKey::try_from(key).ok()
 }
 
 /// Decodes a request and returns the future that answers it.

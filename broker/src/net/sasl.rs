@@ -52,6 +52,10 @@ pub struct SaslSettings {
     /// authentication (Apache's default 512 KiB), so an unauthenticated
     /// client cannot make the broker hold a large frame.
     pub max_receive_bytes: usize,
+    /// `connections.max.reauth.ms` (KIP-368): a session's lifetime, told
+    /// to the client, after which a request closes the connection unless
+    /// the client re-authenticated. 0: sessions do not expire.
+    pub max_reauth_ms: u64,
 }
 
 impl Default for SaslSettings {
@@ -60,6 +64,7 @@ impl Default for SaslSettings {
             mechanisms: SaslMechanism::ALL.to_vec(),
             failed_authentication_delay_ms: 100,
             max_receive_bytes: 524_288,
+            max_reauth_ms: 0,
         }
     }
 }
@@ -68,6 +73,10 @@ enum State {
     Handshake,
     Authenticate(SaslMechanism),
     ScramFinal(Box<ScramServer>),
+    /// A re-authentication asked for another mechanism: the next
+    /// SaslAuthenticate is refused with this message (Apache's
+    /// REAUTH_BAD_MECHANISM).
+    BadMechanism(String),
     Done,
 }
 
@@ -89,6 +98,25 @@ pub enum Step {
 pub struct Authenticator {
     mechanisms: Vec<SaslMechanism>,
     state: State,
+    session_lifetime_ms: u64,
+    /// Re-authenticating (KIP-368): the session's mechanism and user, which
+    /// must not change.
+    previous: Option<(SaslMechanism, String)>,
+    /// The mechanism of the handshake.
+    mechanism: Option<SaslMechanism>,
+    /// The client sent SaslAuthenticate v1 or later, so it can
+    /// re-authenticate (Apache's `connectedClientSupportsReauthentication`).
+    supports_reauthentication: bool,
+}
+
+/// An authenticated connection's SASL session.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub mechanism: SaslMechanism,
+    pub user: String,
+    /// How long the session lasts (0: for ever).
+    pub lifetime_ms: u64,
+    pub supports_reauthentication: bool,
 }
 
 impl Authenticator {
@@ -96,7 +124,31 @@ impl Authenticator {
         Authenticator {
             mechanisms: settings.mechanisms.clone(),
             state: State::Handshake,
+            session_lifetime_ms: settings.max_reauth_ms,
+            previous: None,
+            mechanism: None,
+            supports_reauthentication: false,
         }
+    }
+
+    /// A re-authentication of `session` (KIP-368), begun by a SaslHandshake
+    /// on the authenticated connection.
+    pub fn reauthenticate(settings: &SaslSettings, session: &Session) -> Authenticator {
+        Authenticator {
+            previous: Some((session.mechanism, session.user.clone())),
+            supports_reauthentication: true,
+            ..Authenticator::new(settings)
+        }
+    }
+
+    /// The session once `step` said [`Step::Authenticated`].
+    pub fn session(&self, user: String) -> Option<Session> {
+        Some(Session {
+            mechanism: self.mechanism?,
+            user,
+            lifetime_ms: self.session_lifetime_ms,
+            supports_reauthentication: self.supports_reauthentication,
+        })
     }
 
     fn offered(&self) -> Vec<StrBytes> {
@@ -106,11 +158,12 @@ impl Authenticator {
             .collect()
     }
 
-    /// One request of a connection not yet authenticated; `nonce` draws
-    /// the server's SCRAM nonce.
+    /// One request (at `version`) of a connection not yet authenticated;
+    /// `nonce` draws the server's SCRAM nonce.
     pub fn step(
         &mut self,
         key: ApiKey,
+        version: i16,
         request: &RequestKind,
         users: &ScramUsers,
         nonce: impl FnOnce() -> String,
@@ -121,7 +174,9 @@ impl Authenticator {
                 self.handshake(r.mechanism.as_str())
             }
             (ApiKey::SaslAuthenticate, RequestKind::SaslAuthenticate(r)) => {
-                self.authenticate(&r.auth_bytes, users, nonce)
+                self.supports_reauthentication |= version >= 1;
+                let step = self.authenticate(&r.auth_bytes, users, nonce);
+                self.finish(step, version)
             }
             (key, _) => Step::Close(format!(
                 "unexpected {key:?} request before SASL authentication"
@@ -136,7 +191,15 @@ impl Authenticator {
         }
         match SaslMechanism::from_name(mechanism).filter(|m| self.mechanisms.contains(m)) {
             Some(m) => {
-                self.state = State::Authenticate(m);
+                self.state = match &self.previous {
+                    Some((previous, _)) if *previous != m => State::BadMechanism(format!(
+                        "SASL mechanism '{}' requested by client is not supported for re-authentication of mechanism '{}'",
+                        m.name(),
+                        previous.name()
+                    )),
+                    _ => State::Authenticate(m),
+                };
+                self.mechanism = Some(m);
                 Step::Answer(ResponseKind::SaslHandshake(resp))
             }
             None => Step::Refused(
@@ -146,6 +209,34 @@ impl Authenticator {
                 format!("SASL mechanism {mechanism:?} is not enabled"),
             ),
         }
+    }
+
+    /// A successful exchange's answer carries the session's lifetime (v1+);
+    /// a re-authentication must name the session's user.
+    fn finish(&self, step: Step, version: i16) -> Step {
+        let Step::Authenticated(ResponseKind::SaslAuthenticate(response), user) = step else {
+            return step;
+        };
+        if let Some((_, previous)) = &self.previous {
+            if *previous != user {
+                let message = format!(
+                    "Cannot change principals during re-authentication from User.{previous}: User.{user}"
+                );
+                return Step::Refused(
+                    ResponseKind::SaslAuthenticate(
+                        SaslAuthenticateResponse::default()
+                            .with_error_code(E::SaslAuthenticationFailed.code())
+                            .with_error_message(Some(StrBytes::from_string(message.clone()))),
+                    ),
+                    message,
+                );
+            }
+        }
+        let response = match version {
+            0 => response,
+            _ => response.with_session_lifetime_ms(self.session_lifetime_ms as i64),
+        };
+        Step::Authenticated(ResponseKind::SaslAuthenticate(response), user)
     }
 
     fn authenticate(
@@ -209,6 +300,14 @@ impl Authenticator {
                     Err(e) => failed(SaslMechanism::Scram(m), e.to_string()),
                 }
             }
+            State::BadMechanism(message) => Step::Refused(
+                ResponseKind::SaslAuthenticate(
+                    SaslAuthenticateResponse::default()
+                        .with_error_code(E::SaslAuthenticationFailed.code())
+                        .with_error_message(Some(StrBytes::from_string(message.clone()))),
+                ),
+                message,
+            ),
             State::Handshake | State::Done => Step::Refused(
                 ResponseKind::SaslAuthenticate(
                     SaslAuthenticateResponse::default()
@@ -274,6 +373,7 @@ mod tests {
         assert!(matches!(
             a.step(
                 ApiKey::ApiVersions,
+                2,
                 &RequestKind::ApiVersions(Default::default()),
                 &users,
                 nonce
@@ -282,6 +382,7 @@ mod tests {
         ));
         let s = a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("SCRAM-SHA-256"),
             &users,
             nonce,
@@ -289,6 +390,7 @@ mod tests {
         assert_eq!(error_of(&s), 0);
         let s = a.step(
             ApiKey::SaslAuthenticate,
+            2,
             &auth(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
             &users,
             nonce,
@@ -296,6 +398,7 @@ mod tests {
         assert_eq!(error_of(&s), 0);
         let s = a.step(
             ApiKey::SaslAuthenticate,
+            2,
             &auth(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="),
             &users,
             nonce,
@@ -316,23 +419,26 @@ mod tests {
         let mut a = Authenticator::new(&SaslSettings::default());
         a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("PLAIN"),
             &users,
             String::new,
         );
         assert!(matches!(
-            a.step(ApiKey::SaslAuthenticate, &auth(b"\0user\0pencil"), &users, String::new),
+            a.step(ApiKey::SaslAuthenticate, 2, &auth(b"\0user\0pencil"), &users, String::new),
             Step::Authenticated(_, u) if u == "user"
         ));
         let mut a = Authenticator::new(&SaslSettings::default());
         a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("PLAIN"),
             &users,
             String::new,
         );
         let s = a.step(
             ApiKey::SaslAuthenticate,
+            2,
             &auth(b"\0user\0wrong"),
             &users,
             String::new,
@@ -347,11 +453,12 @@ mod tests {
         let mut a = Authenticator::new(&SaslSettings::default());
         let metadata = RequestKind::Metadata(Default::default());
         assert!(matches!(
-            a.step(ApiKey::Metadata, &metadata, &users, String::new),
+            a.step(ApiKey::Metadata, 2, &metadata, &users, String::new),
             Step::Close(_)
         ));
         let s = a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("GSSAPI"),
             &users,
             String::new,
@@ -365,6 +472,7 @@ mod tests {
         let mut a = Authenticator::new(&SaslSettings::default());
         let s = a.step(
             ApiKey::SaslAuthenticate,
+            2,
             &auth(b"\0user\0pencil"),
             &users,
             String::new,
@@ -378,6 +486,7 @@ mod tests {
         let mut a = Authenticator::new(&only_512);
         let s = a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("PLAIN"),
             &users,
             String::new,
@@ -391,16 +500,136 @@ mod tests {
         let mut a = Authenticator::new(&SaslSettings::default());
         a.step(
             ApiKey::SaslHandshake,
+            2,
             &handshake("SCRAM-SHA-256"),
             &users,
             || "n".into(),
         );
         let s = a.step(
             ApiKey::SaslAuthenticate,
+            2,
             &auth(b"\xff\xfe garbage"),
             &users,
             || "n".into(),
         );
         assert_eq!(error_of(&s), E::SaslAuthenticationFailed.code());
+    }
+
+    /// PLAIN through `a` as `user` / `password`, the SaslAuthenticate at
+    /// `version`.
+    fn plain_login(
+        a: &mut Authenticator,
+        users: &ScramUsers,
+        login: &'static [u8],
+        version: i16,
+    ) -> Step {
+        a.step(
+            ApiKey::SaslHandshake,
+            1,
+            &handshake("PLAIN"),
+            users,
+            String::new,
+        );
+        a.step(
+            ApiKey::SaslAuthenticate,
+            version,
+            &auth(login),
+            users,
+            String::new,
+        )
+    }
+
+    fn lifetime_of(step: &Step) -> i64 {
+        match step {
+            Step::Authenticated(ResponseKind::SaslAuthenticate(r), _) => r.session_lifetime_ms,
+            _ => panic!("not authenticated"),
+        }
+    }
+
+    fn message_of(step: &Step) -> String {
+        match step {
+            Step::Refused(ResponseKind::SaslAuthenticate(r), _) => {
+                r.error_message.as_deref().unwrap_or_default().to_string()
+            }
+            _ => panic!("not refused"),
+        }
+    }
+
+    /// KIP-368: the answer tells the session's lifetime
+    /// (`connections.max.reauth.ms`) to clients of SaslAuthenticate v1+;
+    /// a re-authentication keeps the user and the mechanism, with Apache's
+    /// messages when it does not (SaslServerAuthenticatorTest's
+    /// testCannotReauthenticateWithDifferentPrincipal and
+    /// testCannotReauthenticateWithDifferentMechanism, over PLAIN).
+    #[test]
+    fn reauthentication_keeps_the_user_and_the_mechanism() {
+        let mut users = users();
+        let salt = B64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
+        users.entry("other".into()).or_default().insert(
+            Mechanism::ScramSha256,
+            ScramCredential::derive(Mechanism::ScramSha256, "other-pw", &salt, 4096),
+        );
+        let settings = SaslSettings {
+            max_reauth_ms: 5_000,
+            ..SaslSettings::default()
+        };
+        let mut a = Authenticator::new(&settings);
+        let step = plain_login(&mut a, &users, b"\0user\0pencil", 2);
+        assert_eq!(lifetime_of(&step), 5_000);
+        let Step::Authenticated(_, user) = step else {
+            unreachable!()
+        };
+        let session = a.session(user).unwrap();
+        assert_eq!(session.mechanism, SaslMechanism::Plain);
+        assert!(session.supports_reauthentication);
+
+        // A v0 client is told no lifetime and cannot re-authenticate.
+        let mut v0 = Authenticator::new(&settings);
+        let step = plain_login(&mut v0, &users, b"\0user\0pencil", 0);
+        assert_eq!(lifetime_of(&step), 0);
+        assert!(!v0.session("user".into()).unwrap().supports_reauthentication);
+
+        // The same user again: a new session.
+        let mut again = Authenticator::reauthenticate(&settings, &session);
+        let step = plain_login(&mut again, &users, b"\0user\0pencil", 2);
+        assert_eq!(lifetime_of(&step), 5_000);
+
+        // Another user: refused.
+        let mut other = Authenticator::reauthenticate(&settings, &session);
+        let step = plain_login(&mut other, &users, b"\0other\0other-pw", 2);
+        assert_eq!(error_of(&step), E::SaslAuthenticationFailed.code());
+        assert_eq!(
+            message_of(&step),
+            "Cannot change principals during re-authentication from User.user: User.other"
+        );
+
+        // Another mechanism: the handshake is answered, the exchange refused.
+        let mut scram = Authenticator::reauthenticate(&settings, &session);
+        let step = scram.step(
+            ApiKey::SaslHandshake,
+            1,
+            &handshake("SCRAM-SHA-256"),
+            &users,
+            String::new,
+        );
+        assert_eq!(error_of(&step), 0);
+        let step = scram.step(
+            ApiKey::SaslAuthenticate,
+            2,
+            &auth(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
+            &users,
+            String::new,
+        );
+        assert_eq!(
+            message_of(&step),
+            "SASL mechanism 'SCRAM-SHA-256' requested by client is not supported for re-authentication of mechanism 'PLAIN'"
+        );
+
+        // Sessions do not expire unless connections.max.reauth.ms is set.
+        let mut plain = Authenticator::new(&SaslSettings::default());
+        assert_eq!(
+            lifetime_of(&plain_login(&mut plain, &users, b"\0user\0pencil", 2)),
+            0
+        );
     }
 }

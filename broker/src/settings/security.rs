@@ -40,6 +40,7 @@ pub struct SecuritySettings {
     pub sasl_mechanisms: Option<Vec<SaslMechanism>>,
     pub failed_authentication_delay_ms: Option<u64>,
     pub sasl_max_receive_bytes: Option<usize>,
+    pub max_reauth_ms: Option<u64>,
     /// `authorizer.class.name` is the StandardAuthorizer.
     pub authorizer: Option<bool>,
     pub super_users: Option<BTreeSet<String>>,
@@ -153,6 +154,7 @@ impl SecuritySettings {
             "sasl.server.max.receive.size" => {
                 self.sasl_max_receive_bytes = Some(super::at_least(key, v, 1)?)
             }
+            "connections.max.reauth.ms" => self.max_reauth_ms = Some(super::at_least(key, v, 0)?),
             "authorizer.class.name" => {
                 self.authorizer = Some(match v {
                     "" => false,
@@ -209,6 +211,7 @@ impl SecuritySettings {
                 .failed_authentication_delay_ms
                 .or(lower.failed_authentication_delay_ms),
             sasl_max_receive_bytes: self.sasl_max_receive_bytes.or(lower.sasl_max_receive_bytes),
+            max_reauth_ms: self.max_reauth_ms.or(lower.max_reauth_ms),
             authorizer: self.authorizer.or(lower.authorizer),
             super_users: self.super_users.or(lower.super_users),
             allow_everyone_if_no_acl_found: self
@@ -265,6 +268,7 @@ impl SecuritySettings {
                 max_receive_bytes: self
                     .sasl_max_receive_bytes
                     .unwrap_or(defaults.max_receive_bytes),
+                max_reauth_ms: self.max_reauth_ms.unwrap_or(defaults.max_reauth_ms),
             });
             let (user, password) = match (&self.inter_broker_login, admin) {
                 (Some((u, p)), _) => (u.clone(), p.clone()),
@@ -358,6 +362,7 @@ pub fn effective(c: &BrokerConfig) -> Vec<(&'static str, String)> {
             "sasl.server.max.receive.size",
             sasl.max_receive_bytes.to_string(),
         ));
+        out.push(("connections.max.reauth.ms", sasl.max_reauth_ms.to_string()));
     }
     if let Some(login) = &c.inter_broker.sasl {
         out.push((
