@@ -119,6 +119,8 @@ pub struct Broker {
     pub scram_users: Arc<Followed<ScramUsers>>,
     /// The listener's TLS, when it has one.
     pub tls: Option<Arc<TlsListener>>,
+    /// Connections to the other brokers, for this broker's own requests.
+    pub peers: crate::net::peers::Peers,
 }
 
 impl Broker {
@@ -193,6 +195,7 @@ impl Broker {
             acls,
             scram_users,
             tls,
+            peers: crate::net::peers::Peers::new(config.inter_broker.clone()),
             config,
             storage,
             cluster,

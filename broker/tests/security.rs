@@ -410,3 +410,33 @@ async fn librdkafka_re_authenticates_across_session_lifetimes() {
     assert_eq!(cluster.brokers[0].metrics.expired_sessions.get(), 0);
     cluster.shutdown().await;
 }
+
+/// A broker's own calls to another broker (WriteTxnMarkers, transaction
+/// verification) go over one kept, authenticated connection; when the peer
+/// ends it (here its SASL session expires) a new one replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_peers_reuse_an_authenticated_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LocalClusterConfig::new(2, dir.path().to_path_buf());
+    c.base_port = 0;
+    c.sasl_admin_password = Some(ADMIN_PASSWORD.into());
+    c.tune = |b| b.sasl.as_mut().expect("a SASL broker").max_reauth_ms = 1_000;
+    let cluster = LocalCluster::start(c).await.unwrap();
+    let (from, to) = (&cluster.brokers[0], &cluster.brokers[1]);
+    let peer = cluster.addrs[1].to_string();
+    let versions = ApiVersionsRequest::default();
+    let ask = || from.peers.send(&peer, &versions, 2);
+    for _ in 0..10 {
+        assert_eq!(ask().await.unwrap().error_code, 0);
+    }
+    assert_eq!(from.peers.opened(), 1, "ten calls, one connection");
+    assert_eq!(from.peers.idle_count(), 1);
+    // Past the session's end the kept connection is closed by the peer at
+    // the next request; the call succeeds over a new one.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert_eq!(ask().await.unwrap().error_code, 0);
+    assert_eq!(to.metrics.expired_sessions.get(), 1);
+    assert_eq!(from.peers.opened(), 2);
+    assert_eq!(from.peers.idle_count(), 1);
+    cluster.shutdown().await;
+}

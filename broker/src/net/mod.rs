@@ -1,8 +1,9 @@
 //! The network side: the listener, TLS, one task per connection, SASL,
-//! connection quotas.
+//! connection quotas, and connections to the other brokers.
 //! Framing is `kaas_client::frame`, shared with the clients.
 
 pub mod connection;
+pub mod peers;
 pub mod quotas;
 pub mod sasl;
 pub mod server;

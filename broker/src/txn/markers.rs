@@ -201,12 +201,6 @@ async fn send(
         .routing()
         .and_then(|r| r.broker(leader).map(|b| (b.host.clone(), b.port)))
         .ok_or_else(|| anyhow::anyhow!("broker {leader} is not in the assignment"))?;
-    let mut client = kaas_client::KafkaClient::connect_as(
-        &format!("{host}:{port}"),
-        Duration::from_secs(5),
-        &broker.config.inter_broker,
-    )
-    .await?;
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for tp in partitions {
         by_topic.entry(&tp.topic).or_default().push(tp.partition);
@@ -227,7 +221,10 @@ async fn send(
                 .collect(),
         );
     let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-    let resp = client.send(&req, 1).await?;
+    let resp = broker
+        .peers
+        .send(&format!("{host}:{port}"), &req, 1)
+        .await?;
     let mut out = Vec::new();
     for m in resp.markers {
         for t in m.topics {

@@ -238,16 +238,8 @@ async fn ask(
                 .with_name(TopicName(StrBytes::from_string(partition.topic.clone())))
                 .with_partitions(vec![partition.partition])]),
     ]);
-    let asked = async {
-        let mut client = kaas_client::KafkaClient::connect_as(
-            &format!("{}:{}", b.host, b.port),
-            Duration::from_secs(5),
-            &broker.config.inter_broker,
-        )
-        .await?;
-        client.send(&req, 5).await
-    };
-    let code = match asked.await {
+    let coordinator_addr = format!("{}:{}", b.host, b.port);
+    let code = match broker.peers.send(&coordinator_addr, &req, 5).await {
         Ok(resp) if resp.error_code != 0 => resp.error_code,
         Ok(resp) => resp
             .results_by_transaction
