@@ -26,11 +26,13 @@ use std::time::Duration;
 use futures::future::{join_all, BoxFuture};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kaas_shared::configmap;
 use kaas_shared::{recompute, Assignment, BrokerInfo};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -40,7 +42,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::crd::{KaasCluster, KaasClusterStatus};
+use crate::crd::{Authentication, KaasCluster, KaasClusterStatus};
 use crate::observe::{self, Slice};
 use crate::publish;
 use crate::resources::{self, Names, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGER};
@@ -64,20 +66,22 @@ impl Error {
     }
 }
 
-/// Asks one broker (`host:port`) for the groups it coordinates that have
-/// members. Injected so unit tests need no brokers.
-pub type Prober =
-    Arc<dyn Fn(String) -> BoxFuture<'static, anyhow::Result<Vec<String>>> + Send + Sync>;
+/// Asks one broker (`host:port`), connecting as the given security (the
+/// cluster's: its admin login on a SCRAM listener), for the groups it
+/// coordinates that have members. Injected so unit tests need no brokers.
+pub type Prober = Arc<
+    dyn Fn(String, kaas_client::Security) -> BoxFuture<'static, anyhow::Result<Vec<String>>>
+        + Send
+        + Sync,
+>;
 
 /// The real prober: ApiVersions + ListGroups (active states) on the broker.
 pub fn kafka_prober(timeout: Duration) -> Prober {
-    Arc::new(move |addr: String| {
+    Arc::new(move |addr: String, security: kaas_client::Security| {
         Box::pin(async move {
-            Ok(
-                kaas_client::probe::probe(&addr, timeout, &kaas_client::Security::default())
-                    .await?
-                    .groups,
-            )
+            Ok(kaas_client::probe::probe(&addr, timeout, &security)
+                .await?
+                .groups)
         })
     })
 }
@@ -279,6 +283,63 @@ async fn apply_resources(kc: &KaasCluster, ctx: &Context) -> Result<StatefulSet,
     apply(c, &resources::statefulset(kc)).await
 }
 
+/// How the operator connects to the cluster's brokers: on a SCRAM listener
+/// as `User:admin`, whose password is in the admin Secret; the Secret is
+/// made first, with a random password, when it does not exist (never
+/// overwritten: the brokers wrote its credentials to the volume).
+async fn broker_security(kc: &KaasCluster, ctx: &Context) -> Result<kaas_client::Security, Error> {
+    if kc.spec.listener.authentication != Authentication::Scram {
+        return Ok(kaas_client::Security::default());
+    }
+    let names = Names::of(kc);
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
+    let secret_name = names.admin_secret();
+    let existing = api
+        .get_opt(&secret_name)
+        .await
+        .map_err(Error::kube("reading the admin Secret"))?;
+    let secret = match existing {
+        Some(s) => s,
+        None => {
+            let made = resources::admin_secret(kc, &kaas_client::scram::nonce());
+            match api.create(&PostParams::default(), &made).await {
+                Ok(s) => s,
+                // Made meanwhile by another writer: use theirs.
+                Err(kube::Error::Api(e)) if e.code == 409 => api
+                    .get(&secret_name)
+                    .await
+                    .map_err(Error::kube("reading the admin Secret"))?,
+                Err(e) => return Err(Error::kube("creating the admin Secret")(e)),
+            }
+        }
+    };
+    let from_data = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(resources::ADMIN_PASSWORD_KEY))
+        .and_then(|b| String::from_utf8(b.0.clone()).ok());
+    // A server answering a create may echo stringData only.
+    let from_string_data = || {
+        secret
+            .string_data
+            .as_ref()
+            .and_then(|d| d.get(resources::ADMIN_PASSWORD_KEY).cloned())
+    };
+    let password = from_data
+        .or_else(from_string_data)
+        .ok_or_else(|| Error::Kube {
+            what: format!("reading the admin Secret {secret_name}"),
+            source: kube::Error::Service(
+                format!("it has no `{}` key", resources::ADMIN_PASSWORD_KEY).into(),
+            ),
+        })?;
+    Ok(kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "admin".into(),
+        password,
+    }))
+}
+
 /// Step 3.
 async fn observe_brokers(
     kc: &KaasCluster,
@@ -316,12 +377,16 @@ async fn observe_brokers(
 
 /// Step 4: active groups of every alive broker, and the alive brokers that
 /// did not answer.
-async fn active_groups(brokers: &[BrokerInfo], prober: &Prober) -> (Vec<String>, Vec<i32>) {
+async fn active_groups(
+    brokers: &[BrokerInfo],
+    prober: &Prober,
+    security: &kaas_client::Security,
+) -> (Vec<String>, Vec<i32>) {
     let alive: Vec<&BrokerInfo> = brokers.iter().filter(|b| b.state.is_alive()).collect();
     let answers = join_all(
         alive
             .iter()
-            .map(|b| prober(format!("{}:{}", b.host, b.port))),
+            .map(|b| prober(format!("{}:{}", b.host, b.port), security.clone())),
     )
     .await;
     let mut groups = Vec::new();
@@ -515,8 +580,9 @@ pub async fn reconcile(kc: Arc<KaasCluster>, ctx: Arc<Context>) -> Result<Action
     obs.rolling = rolling(&sts, replicas);
 
     let published = async {
+        let security = broker_security(&kc, &ctx).await?;
         let observed = observe_brokers(&kc, &ctx, replicas).await?;
-        let (groups, failed) = active_groups(&observed, &ctx.prober).await;
+        let (groups, failed) = active_groups(&observed, &ctx.prober, &security).await;
         let (doc, trimmed) = publish_assignment(&kc, &ctx, &observed, &groups).await?;
         Ok::<_, Error>((doc, trimmed, groups.len(), failed))
     }

@@ -180,7 +180,7 @@ fn prober(answers: &[(&str, &[&str])]) -> Prober {
         .map(|(a, g)| ((*a).to_owned(), g.iter().map(|s| (*s).to_owned()).collect()))
         .collect();
     let answers = Arc::new(Mutex::new(answers));
-    Arc::new(move |addr: String| {
+    Arc::new(move |addr: String, _security| {
         let answer = answers.lock().unwrap().get(&addr).cloned();
         Box::pin(
             async move { answer.ok_or_else(|| anyhow::anyhow!("{addr} refused the connection")) },

@@ -115,6 +115,14 @@ pub struct ListenerSpec {
     /// restarts; needs cluster DNS), `podIP` = the pod's IP.
     #[serde(default)]
     pub advertise: AdvertiseMode,
+
+    /// Client authentication. `scram`: the listener speaks SASL
+    /// (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) with Apache's ACL authorizer
+    /// on; `User:admin` is the super user, its password in the Secret
+    /// `<cluster>-admin` (key `password`), which the operator creates with
+    /// a random password unless it exists. `none`: no authentication.
+    #[serde(default)]
+    pub authentication: Authentication,
 }
 
 impl Default for ListenerSpec {
@@ -123,8 +131,19 @@ impl Default for ListenerSpec {
             port: default_port(),
             http_port: default_http_port(),
             advertise: AdvertiseMode::default(),
+            authentication: Authentication::default(),
         }
     }
+}
+
+/// See [`ListenerSpec::authentication`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Authentication {
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "scram")]
+    Scram,
 }
 
 fn default_port() -> i32 {

@@ -12,8 +12,9 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Service, ServiceAccount,
-    ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector,
+    Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -22,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 use sha2::Digest;
 
-use crate::crd::{AdvertiseMode, KaasCluster, LogFormat};
+use crate::crd::{AdvertiseMode, Authentication, KaasCluster, LogFormat};
 
 /// The operator's field manager for server-side apply.
 pub const MANAGER: &str = "kaas-operator";
@@ -86,6 +87,10 @@ impl Names {
     }
     pub fn pdb(&self) -> String {
         self.cluster.clone()
+    }
+    /// The Secret with `User:admin`'s password (SCRAM listeners).
+    pub fn admin_secret(&self) -> String {
+        format!("{}-admin", self.cluster)
     }
     /// Broker service account, Role and RoleBinding.
     pub fn broker_account(&self) -> String {
@@ -322,7 +327,14 @@ pub fn broker_properties(kc: &KaasCluster) -> String {
     [
         "# Rendered by kaas-operator from the KaasCluster; edits are overwritten.".to_string(),
         format!("log.dirs={DATA_PATH}"),
-        format!("listeners=PLAINTEXT://0.0.0.0:{}", l.port),
+        format!(
+            "listeners={}://0.0.0.0:{}",
+            match l.authentication {
+                Authentication::None => "PLAINTEXT",
+                Authentication::Scram => "SASL_PLAINTEXT",
+            },
+            l.port
+        ),
         format!("kaas.http.listen=0.0.0.0:{}", l.http_port),
         format!("num.partitions={}", b.default_partitions),
         format!("auto.create.topics.enable={}", b.auto_create_topics),
@@ -376,6 +388,39 @@ pub fn broker_args(kc: &KaasCluster) -> Vec<String> {
     .to_vec()
 }
 
+/// The key of the admin's password in [`Names::admin_secret`].
+pub const ADMIN_PASSWORD_KEY: &str = "password";
+
+/// The Secret holding `User:admin`'s `password` (SCRAM listeners), owned by
+/// the cluster. Made once: the operator never overwrites it.
+pub fn admin_secret(kc: &KaasCluster, password: &str) -> Secret {
+    let n = Names::of(kc);
+    Secret {
+        metadata: meta(kc, &n, n.admin_secret()),
+        string_data: Some(BTreeMap::from([(
+            ADMIN_PASSWORD_KEY.to_string(),
+            password.to_string(),
+        )])),
+        type_: Some("Opaque".into()),
+        ..Secret::default()
+    }
+}
+
+fn env_secret(name: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.into(),
+                key: key.into(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
 pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
     let n = Names::of(kc);
     let spec = &kc.spec;
@@ -403,6 +448,13 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
             },
         ),
     ];
+    if spec.listener.authentication == Authentication::Scram {
+        container_env.push(env_secret(
+            "KAAS_ADMIN_PASSWORD",
+            &n.admin_secret(),
+            ADMIN_PASSWORD_KEY,
+        ));
+    }
     // User variables come last; the operator's names are reserved.
     for e in overrides.env.unwrap_or_default() {
         if !container_env.iter().any(|x| x.name == e.name) {
@@ -739,6 +791,45 @@ mod tests {
             (mounts[1].name.as_str(), mounts[1].mount_path.as_str()),
             ("config", "/etc/kaas")
         );
+    }
+
+    #[test]
+    fn a_scram_listener_gets_the_admin_password_from_its_secret() {
+        let kc = cluster(serde_json::json!({
+            "image": "kaas:1",
+            "listener": {"port": 19092, "authentication": "scram"},
+            "storage": {"size": "1Gi"},
+        }));
+        assert!(broker_properties(&kc).contains("\nlisteners=SASL_PLAINTEXT://0.0.0.0:19092\n"));
+        let pod = statefulset(&kc).spec.unwrap().template.spec.unwrap();
+        let env = pod.containers[0].env.clone().unwrap();
+        let password = env
+            .iter()
+            .find(|e| e.name == "KAAS_ADMIN_PASSWORD")
+            .and_then(|e| e.value_from.clone())
+            .and_then(|v| v.secret_key_ref)
+            .expect("from a Secret");
+        assert_eq!(
+            (password.name.as_str(), password.key.as_str()),
+            ("demo-admin", "password")
+        );
+        let secret = admin_secret(&kc, "s3cret");
+        assert_eq!(secret.metadata.name.as_deref(), Some("demo-admin"));
+        assert_eq!(
+            secret.metadata.owner_references.unwrap()[0].kind,
+            "KaasCluster"
+        );
+        assert_eq!(secret.string_data.unwrap()["password"], "s3cret");
+        // Without authentication: PLAINTEXT, no password.
+        let plain = cluster(serde_json::json!({"image": "kaas:1", "storage": {"size": "1Gi"}}));
+        assert!(broker_properties(&plain).contains("\nlisteners=PLAINTEXT://"));
+        let pod = statefulset(&plain).spec.unwrap().template.spec.unwrap();
+        assert!(!pod.containers[0]
+            .env
+            .clone()
+            .unwrap()
+            .iter()
+            .any(|e| e.name == "KAAS_ADMIN_PASSWORD"));
     }
 
     #[test]

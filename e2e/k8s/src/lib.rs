@@ -293,6 +293,22 @@ impl BrokerProc {
         source: &Source,
         kubeconfig: Option<&Path>,
     ) -> BrokerProc {
+        Self::spawn_with_args(id, ip, port, data, logs, source, kubeconfig, &[])
+    }
+
+    /// [`BrokerProc::spawn_with_kubeconfig`] with more `serve` flags (the
+    /// ones the operator's pods get: `--sasl`, say).
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn_with_args(
+        id: i32,
+        ip: &str,
+        port: u16,
+        data: &Path,
+        logs: &Path,
+        source: &Source,
+        kubeconfig: Option<&Path>,
+        args: &[&str],
+    ) -> BrokerProc {
         let log = logs.join(format!("broker-{id}.log"));
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -304,6 +320,7 @@ impl BrokerProc {
         cmd.args(["serve", "--id", &id.to_string(), "--listen", &addr])
             .args(["--group-initial-rebalance-delay-ms", "100", "--data"])
             .arg(data)
+            .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(file);
@@ -351,7 +368,16 @@ pub fn free_port() -> u16 {
 
 /// The coordinator broker `addr` names for `group`, if it answers one.
 pub async fn coordinator(addr: &str, group: &str) -> Option<i32> {
-    let mut c = KafkaClient::connect(addr, Duration::from_secs(1))
+    coordinator_as(addr, group, &kaas_client::Security::default()).await
+}
+
+/// [`coordinator`], connecting as `security`.
+pub async fn coordinator_as(
+    addr: &str,
+    group: &str,
+    security: &kaas_client::Security,
+) -> Option<i32> {
+    let mut c = KafkaClient::connect_as(addr, Duration::from_secs(1), security)
         .await
         .ok()?;
     let req = FindCoordinatorRequest::default()

@@ -10,13 +10,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kaas_e2e_k8s::{
     committed_offset, coordinator, create_topic, eventually, free_port, produce, BrokerProc,
     GroupConsumer, Operator, Source, TestEnv,
 };
-use kaas_operator::status::{self, ASSIGNMENT_PUBLISHED, PROGRESSING, READY};
+use kaas_operator::status::{self, ASSIGNMENT_PUBLISHED, DEGRADED, PROGRESSING, READY};
 use kaas_operator::{KaasCluster, KaasClusterStatus};
 use kaas_shared::{route, Assignment, BrokerState, Routing};
 use kube::api::{Patch, PatchParams, PostParams};
@@ -500,4 +502,119 @@ async fn scaling_3_to_4_keeps_every_active_group_on_its_coordinator() {
             b.log_text()
         );
     }
+}
+
+/// A cluster with a SCRAM listener: the operator makes the admin Secret,
+/// the pods get `--sasl` and the password from it, and the operator probes
+/// the brokers as the admin (Ready, not Degraded). Clients must log in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
+    kaas_e2e_k8s::init_tracing();
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("scram").await;
+    let _operator = Operator::start(&env.client, &ns).await;
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let port = free_port();
+    let mut kc = cluster("secure", 2, port);
+    kc.spec.listener.authentication = kaas_operator::crd::Authentication::Scram;
+    api.create(&PostParams::default(), &kc)
+        .await
+        .expect("create the KaasCluster");
+
+    // The admin Secret, made by the operator with a random password.
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
+    eventually(WAIT, "the admin Secret", || {
+        let secrets = secrets.clone();
+        async move {
+            secrets
+                .get_opt("secure-admin")
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+        }
+    })
+    .await;
+    let secret = secrets.get("secure-admin").await.expect("the admin Secret");
+    assert_eq!(
+        secret.metadata.owner_references.as_ref().unwrap()[0].kind,
+        "KaasCluster"
+    );
+    let password = String::from_utf8(secret.data.unwrap()["password"].0.clone()).unwrap();
+    assert!(password.len() >= 20, "a random password");
+
+    // The pods: a SASL listener, and KAAS_ADMIN_PASSWORD from the Secret.
+    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get("secure-broker-config")
+        .await
+        .expect("the broker config ConfigMap");
+    let properties = &config.data.unwrap()["server.properties"];
+    let read = kaas_broker::settings::Settings::from_properties(properties)
+        .expect("the rendered config is valid");
+    assert_eq!(read.settings.security.sasl, Some(true));
+    let sts = Api::<StatefulSet>::namespaced(env.client.clone(), &ns)
+        .get("secure")
+        .await
+        .expect("StatefulSet");
+    let container = &sts.spec.unwrap().template.spec.unwrap().containers[0];
+    let from_secret = container
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "KAAS_ADMIN_PASSWORD")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.secret_key_ref.as_ref())
+        .expect("the password from the Secret");
+    assert_eq!(
+        (from_secret.name.as_str(), from_secret.key.as_str()),
+        ("secure-admin", "password")
+    );
+
+    // Brokers as the pods run them; the operator's probes log in.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let source = Source::ConfigMap {
+        namespace: ns.clone(),
+        name: "secure-assignment".into(),
+    };
+    let mut brokers = Vec::new();
+    for (pod, ip) in env.mark_pods_ready(&ns, SELECTOR, 2).await {
+        let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
+        brokers.push(BrokerProc::spawn_with_args(
+            id,
+            &ip,
+            port,
+            &data,
+            dir.path(),
+            &source,
+            None,
+            &["--sasl", "--admin-password", &password],
+        ));
+    }
+    let s = await_status(&api, "secure", "Ready and probed", |s| {
+        is(s, READY, "True") && is(s, DEGRADED, "False") && s.ready_brokers == 2
+    })
+    .await;
+    assert_eq!(s.brokers, 2);
+
+    // A client without a login is closed; the admin is served.
+    let addr = brokers[0].addr.clone();
+    let metadata = kafka_protocol::messages::MetadataRequest::default().with_topics(None);
+    let mut anonymous = kaas_client::KafkaClient::connect(&addr, WAIT)
+        .await
+        .unwrap();
+    assert!(anonymous.send(&metadata, 12).await.is_err());
+    let admin = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "admin".into(),
+        password,
+    });
+    let mut c = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin)
+        .await
+        .unwrap();
+    let md = c.send(&metadata, 12).await.unwrap();
+    assert_eq!(md.brokers.len(), 2);
 }

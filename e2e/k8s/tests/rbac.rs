@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kaas_e2e_k8s::{coordinator, eventually, free_port, BrokerProc, Operator, Source, TestEnv};
+use kaas_e2e_k8s::{coordinator_as, eventually, free_port, BrokerProc, Operator, Source, TestEnv};
 use kaas_operator::status::{self, READY};
 use kaas_operator::KaasCluster;
 use kube::api::{ListParams, PostParams};
@@ -77,10 +77,26 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
         "apiVersion": "kaas.dev/v1alpha1", "kind": "KaasCluster",
         "metadata": {"name": "demo"},
         "spec": {"replicas": 2, "image": "kaas:e2e", "storage": {"size": "1Gi"},
-                 "listener": {"port": port, "advertise": "podIP"}},
+                 "listener": {"port": port, "advertise": "podIP", "authentication": "scram"}},
     }))
     .unwrap();
     api.create(&PostParams::default(), &kc).await.unwrap();
+
+    // A SCRAM listener: the operator makes the admin Secret with the
+    // chart's rights, and probes the brokers with its password.
+    let admin_secrets: Api<Secret> = Api::namespaced(env.client.clone(), &watched);
+    eventually(Duration::from_secs(60), "the admin Secret", || {
+        let secrets = admin_secrets.clone();
+        async move { secrets.get_opt("demo-admin").await.ok().flatten().is_some() }
+    })
+    .await;
+    let secret = admin_secrets.get("demo-admin").await.unwrap();
+    let password = String::from_utf8(secret.data.unwrap()["password"].0.clone()).unwrap();
+    let admin = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "admin".into(),
+        password: password.clone(),
+    });
 
     // Brokers, as the account the operator made for them.
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +113,7 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
         .await
     {
         let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
-        let b = BrokerProc::spawn_with_kubeconfig(
+        let b = BrokerProc::spawn_with_args(
             id,
             &ip,
             port,
@@ -105,6 +121,7 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
             dir.path(),
             &source,
             Some(&broker_kubeconfig),
+            &["--sasl", "--admin-password", &password],
         );
         brokers.insert(id, b);
     }
@@ -126,7 +143,8 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
             "the broker follows the ConfigMap",
             || {
                 let addr = addr.clone();
-                async move { coordinator(&addr, "any-group").await.is_some() }
+                let admin = admin.clone();
+                async move { coordinator_as(&addr, "any-group", &admin).await.is_some() }
             },
         )
         .await;
@@ -144,7 +162,8 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
     assert!(forbidden(secrets.list(&ListParams::default()).await));
 
     // The operator's account works only in the watched namespace, and
-    // never reads Secrets.
+    // cannot list Secrets (it reads, by name, only the admin Secret of a
+    // cluster with a SCRAM listener).
     let elsewhere: Api<ConfigMap> = Api::namespaced(operator_client.clone(), &home);
     assert!(forbidden(elsewhere.list(&ListParams::default()).await));
     let secrets: Api<Secret> = Api::namespaced(operator_client, &watched);
