@@ -33,22 +33,43 @@ impl ClientTls {
     /// Trusts the certificates in `trust_store`; presents `identity`
     /// (certificate chain, key) when the broker asks for one.
     pub fn new(trust_store: &Path, identity: Option<(&Path, &Path)>) -> anyhow::Result<ClientTls> {
+        let trusted = read_certs(trust_store)?;
+        let identity = match identity {
+            Some((cert, key)) => Some((
+                read_certs(cert)?,
+                PrivateKeyDer::from_pem_file(key)
+                    .with_context(|| format!("cannot read a private key from {}", key.display()))?,
+            )),
+            None => None,
+        };
+        Self::build(trusted, identity)
+            .with_context(|| format!("trusting {}", trust_store.display()))
+    }
+
+    /// Trusts the certificates of `pem` (a CA bundle held in memory, such
+    /// as a Kubernetes Secret's `ca.crt`); presents no certificate.
+    pub fn trusting_pem(pem: &[u8]) -> anyhow::Result<ClientTls> {
+        let trusted: Vec<_> = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<_, _>>()
+            .context("cannot read the trusted certificates")?;
+        anyhow::ensure!(!trusted.is_empty(), "no certificate to trust");
+        Self::build(trusted, None)
+    }
+
+    fn build(
+        trusted: Vec<CertificateDer<'static>>,
+        identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    ) -> anyhow::Result<ClientTls> {
         let mut roots = RootCertStore::empty();
-        for cert in read_certs(trust_store)? {
-            roots
-                .add(cert)
-                .with_context(|| format!("a certificate in {}", trust_store.display()))?;
+        for cert in trusted {
+            roots.add(cert).context("a trusted certificate")?;
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots);
         let config = match identity {
-            Some((cert, key)) => {
-                let key = PrivateKeyDer::from_pem_file(key)
-                    .with_context(|| format!("cannot read a private key from {}", key.display()))?;
-                builder.with_client_auth_cert(read_certs(cert)?, key)?
-            }
+            Some((chain, key)) => builder.with_client_auth_cert(chain, key)?,
             None => builder.with_no_client_auth(),
         };
         Ok(ClientTls {

@@ -280,20 +280,56 @@ async fn apply_resources(kc: &KaasCluster, ctx: &Context) -> Result<StatefulSet,
         .await?;
     }
     apply(c, &resources::broker_config(kc)).await?;
+    // The pods read the admin's password from its Secret: make it first.
+    if kc.spec.listener.authentication == Authentication::Scram {
+        let names = Names::of(kc);
+        admin_password(kc, &Api::namespaced(c.clone(), &names.namespace)).await?;
+    }
     apply(c, &resources::statefulset(kc)).await
 }
 
-/// How the operator connects to the cluster's brokers: on a SCRAM listener
-/// as `User:admin`, whose password is in the admin Secret; the Secret is
-/// made first, with a random password, when it does not exist (never
-/// overwritten: the brokers wrote its credentials to the volume).
+/// How the operator connects to the cluster's brokers: over TLS trusting
+/// the listener Secret's `ca.crt`; on a SCRAM listener as `User:admin`,
+/// whose password is in the admin Secret. That Secret is made first, with a
+/// random password, when it does not exist (never overwritten: the brokers
+/// wrote its credentials to the volume).
 async fn broker_security(kc: &KaasCluster, ctx: &Context) -> Result<kaas_client::Security, Error> {
-    if kc.spec.listener.authentication != Authentication::Scram {
-        return Ok(kaas_client::Security::default());
-    }
     let names = Names::of(kc);
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
-    let secret_name = names.admin_secret();
+    let sasl = match kc.spec.listener.authentication {
+        Authentication::None => None,
+        Authentication::Scram => Some(kaas_client::SaslCredentials {
+            mechanism: "SCRAM-SHA-512".into(),
+            user: "admin".into(),
+            password: admin_password(kc, &api).await?,
+        }),
+    };
+    let tls = match &kc.spec.listener.tls {
+        None => None,
+        Some(tls) => {
+            let secret = api
+                .get(&tls.secret_name)
+                .await
+                .map_err(Error::kube(format!(
+                    "reading the TLS Secret {}",
+                    tls.secret_name
+                )))?;
+            let ca = secret_value(&secret, "ca.crt")
+                .ok_or_else(|| missing_key(&tls.secret_name, "ca.crt"))?;
+            Some(
+                kaas_client::ClientTls::trusting_pem(ca.as_bytes()).map_err(|e| Error::Kube {
+                    what: format!("reading ca.crt of the TLS Secret {}", tls.secret_name),
+                    source: kube::Error::Service(e.into()),
+                })?,
+            )
+        }
+    };
+    Ok(kaas_client::Security { tls, sasl })
+}
+
+/// The admin's password from its Secret, made first when absent.
+async fn admin_password(kc: &KaasCluster, api: &Api<Secret>) -> Result<String, Error> {
+    let secret_name = Names::of(kc).admin_secret();
     let existing = api
         .get_opt(&secret_name)
         .await
@@ -313,31 +349,30 @@ async fn broker_security(kc: &KaasCluster, ctx: &Context) -> Result<kaas_client:
             }
         }
     };
-    let from_data = secret
+    secret_value(&secret, resources::ADMIN_PASSWORD_KEY)
+        .ok_or_else(|| missing_key(&secret_name, resources::ADMIN_PASSWORD_KEY))
+}
+
+/// A Secret's value as text (`data`, or `stringData` as a create echoes it).
+fn secret_value(secret: &Secret, key: &str) -> Option<String> {
+    secret
         .data
         .as_ref()
-        .and_then(|d| d.get(resources::ADMIN_PASSWORD_KEY))
-        .and_then(|b| String::from_utf8(b.0.clone()).ok());
-    // A server answering a create may echo stringData only.
-    let from_string_data = || {
-        secret
-            .string_data
-            .as_ref()
-            .and_then(|d| d.get(resources::ADMIN_PASSWORD_KEY).cloned())
-    };
-    let password = from_data
-        .or_else(from_string_data)
-        .ok_or_else(|| Error::Kube {
-            what: format!("reading the admin Secret {secret_name}"),
-            source: kube::Error::Service(
-                format!("it has no `{}` key", resources::ADMIN_PASSWORD_KEY).into(),
-            ),
-        })?;
-    Ok(kaas_client::Security::sasl(&kaas_client::SaslCredentials {
-        mechanism: "SCRAM-SHA-512".into(),
-        user: "admin".into(),
-        password,
-    }))
+        .and_then(|d| d.get(key))
+        .and_then(|b| String::from_utf8(b.0.clone()).ok())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|d| d.get(key).cloned())
+        })
+}
+
+fn missing_key(secret: &str, key: &str) -> Error {
+    Error::Kube {
+        what: format!("reading the Secret {secret}"),
+        source: kube::Error::Service(format!("it has no `{key}` key").into()),
+    }
 }
 
 /// Step 3.
@@ -580,9 +615,17 @@ pub async fn reconcile(kc: Arc<KaasCluster>, ctx: Arc<Context>) -> Result<Action
     obs.rolling = rolling(&sts, replicas);
 
     let published = async {
-        let security = broker_security(&kc, &ctx).await?;
         let observed = observe_brokers(&kc, &ctx, replicas).await?;
-        let (groups, failed) = active_groups(&observed, &ctx.prober, &security).await;
+        let (groups, failed) = match broker_security(&kc, &ctx).await {
+            Ok(security) => active_groups(&observed, &ctx.prober, &security).await,
+            // No probe can connect (a TLS Secret not there yet, say): the
+            // assignment is still published, the brokers reported unprobed.
+            Err(e) => {
+                warn!(error = %e, "cannot connect to the brokers to probe them");
+                let alive = observed.iter().filter(|b| b.state.is_alive());
+                (Vec::new(), alive.map(|b| b.id).collect())
+            }
+        };
         let (doc, trimmed) = publish_assignment(&kc, &ctx, &observed, &groups).await?;
         Ok::<_, Error>((doc, trimmed, groups.len(), failed))
     }

@@ -123,6 +123,14 @@ pub struct ListenerSpec {
     /// a random password unless it exists. `none`: no authentication.
     #[serde(default)]
     pub authentication: Authentication,
+
+    /// TLS on the listener (SSL, or SASL_SSL with `authentication: scram`)
+    /// from a Secret in the cluster's namespace holding `tls.crt`, `tls.key`
+    /// and `ca.crt`, as cert-manager writes them. The certificate must name
+    /// the addresses the brokers advertise; brokers re-read the files when
+    /// the Secret changes. Unset: no TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
 }
 
 impl Default for ListenerSpec {
@@ -132,8 +140,20 @@ impl Default for ListenerSpec {
             http_port: default_http_port(),
             advertise: AdvertiseMode::default(),
             authentication: Authentication::default(),
+            tls: None,
         }
     }
+}
+
+/// See [`ListenerSpec::tls`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerTls {
+    /// The Secret with `tls.crt`, `tls.key` and `ca.crt`.
+    #[schemars(regex(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    ))]
+    pub secret_name: String,
 }
 
 /// See [`ListenerSpec::authentication`].

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector,
-    Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume,
+    VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -31,6 +31,8 @@ pub const MANAGER: &str = "kaas-operator";
 pub const DATA_PATH: &str = "/data";
 /// Where the broker config ConfigMap is mounted, and its one key.
 pub const CONFIG_PATH: &str = "/etc/kaas";
+/// Where a TLS listener's Secret is mounted (`tls.crt`, `tls.key`, `ca.crt`).
+pub const TLS_PATH: &str = "/etc/kaas-tls";
 pub const CONFIG_FILE: &str = "server.properties";
 /// Pod-template annotation: the digest of the broker config, so that a
 /// change rolls the brokers (they read the file at start).
@@ -329,9 +331,11 @@ pub fn broker_properties(kc: &KaasCluster) -> String {
         format!("log.dirs={DATA_PATH}"),
         format!(
             "listeners={}://0.0.0.0:{}",
-            match l.authentication {
-                Authentication::None => "PLAINTEXT",
-                Authentication::Scram => "SASL_PLAINTEXT",
+            match (l.authentication, l.tls.is_some()) {
+                (Authentication::None, false) => "PLAINTEXT",
+                (Authentication::None, true) => "SSL",
+                (Authentication::Scram, false) => "SASL_PLAINTEXT",
+                (Authentication::Scram, true) => "SASL_SSL",
             },
             l.port
         ),
@@ -376,7 +380,7 @@ pub fn broker_config(kc: &KaasCluster) -> ConfigMap {
 /// mounted config.
 pub fn broker_args(kc: &KaasCluster) -> Vec<String> {
     let port = kc.spec.listener.port;
-    [
+    let mut args = [
         "serve",
         "--config",
         &format!("{CONFIG_PATH}/{CONFIG_FILE}"),
@@ -385,7 +389,19 @@ pub fn broker_args(kc: &KaasCluster) -> Vec<String> {
         &format!("$(KAAS_ADVERTISE_HOST):{port}"),
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    // The mounted Secret's files: a key store file of Apache's would hold
+    // key and chain together, which a kubernetes.io/tls Secret does not.
+    if kc.spec.listener.tls.is_some() {
+        for (flag, file) in [
+            ("--tls-cert", "tls.crt"),
+            ("--tls-key", "tls.key"),
+            ("--tls-ca", "ca.crt"),
+        ] {
+            args.extend([flag.to_string(), format!("{TLS_PATH}/{file}")]);
+        }
+    }
+    args
 }
 
 /// The key of the admin's password in [`Names::admin_secret`].
@@ -490,7 +506,7 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         ..probe(10, 10, 6)
     };
 
-    let container = Container {
+    let mut container = Container {
         name: BROKER_CONTAINER.into(),
         image: Some(spec.image.clone()),
         image_pull_policy: Some(spec.image_pull_policy.as_str().to_owned()),
@@ -530,6 +546,42 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         ]),
         ..Container::default()
     };
+    let mut volumes = vec![
+        Volume {
+            name: "data".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim_name(kc),
+                ..PersistentVolumeClaimVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: n.broker_config(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    if let Some(tls) = &spec.listener.tls {
+        volumes.push(Volume {
+            name: "tls".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(tls.secret_name.clone()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+        if let Some(mounts) = container.volume_mounts.as_mut() {
+            mounts.push(VolumeMount {
+                name: "tls".into(),
+                mount_path: TLS_PATH.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            });
+        }
+    }
 
     let mut pod_labels = overrides.labels.unwrap_or_default();
     pod_labels.extend(labels(&n));
@@ -561,24 +613,7 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
                 spec: Some(PodSpec {
                     service_account_name: Some(n.broker_account()),
                     containers: vec![container],
-                    volumes: Some(vec![
-                        Volume {
-                            name: "data".into(),
-                            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                                claim_name: claim_name(kc),
-                                ..PersistentVolumeClaimVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                        Volume {
-                            name: "config".into(),
-                            config_map: Some(ConfigMapVolumeSource {
-                                name: n.broker_config(),
-                                ..ConfigMapVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                    ]),
+                    volumes: Some(volumes),
                     termination_grace_period_seconds: Some(
                         overrides.termination_grace_period_seconds.unwrap_or(30),
                     ),

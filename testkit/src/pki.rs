@@ -24,6 +24,12 @@ pub struct TestPki {
 impl TestPki {
     /// A CA and a server certificate for `host` (and 127.0.0.1, localhost).
     pub fn new(host: &str) -> anyhow::Result<TestPki> {
+        Self::for_hosts(&[host])
+    }
+
+    /// A CA and a server certificate naming every one of `hosts` (and
+    /// 127.0.0.1, localhost).
+    pub fn for_hosts(hosts: &[&str]) -> anyhow::Result<TestPki> {
         let dir = tempfile::tempdir()?;
         let ca_key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
@@ -47,7 +53,7 @@ impl TestPki {
             ca_key,
             ca_cert,
         };
-        pki.reissue_server(host)?;
+        pki.reissue_server_for(hosts)?;
         Ok(pki)
     }
 
@@ -58,7 +64,13 @@ impl TestPki {
     /// A new key and certificate for the brokers, over the old files (a
     /// rotation).
     pub fn reissue_server(&self, host: &str) -> anyhow::Result<()> {
-        let mut names = vec![host.to_string(), "localhost".into(), "127.0.0.1".into()];
+        self.reissue_server_for(&[host])
+    }
+
+    fn reissue_server_for(&self, hosts: &[&str]) -> anyhow::Result<()> {
+        let mut names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        names.extend(["localhost".into(), "127.0.0.1".into()]);
+        names.sort();
         names.dedup();
         // Client use too: brokers present it when they call each other.
         let usage = vec![

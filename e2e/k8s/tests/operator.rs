@@ -504,21 +504,25 @@ async fn scaling_3_to_4_keeps_every_active_group_on_its_coordinator() {
     }
 }
 
-/// A cluster with a SCRAM listener: the operator makes the admin Secret,
-/// the pods get `--sasl` and the password from it, and the operator probes
-/// the brokers as the admin (Ready, not Degraded). Clients must log in.
+/// A cluster with a SASL_SSL listener (`authentication: scram` and a TLS
+/// Secret): the operator makes the admin Secret, the pods get the password
+/// from it and the TLS Secret mounted, and the operator probes the brokers
+/// over TLS as the admin (Ready, not Degraded). Clients must log in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
-async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
+async fn a_sasl_ssl_cluster_is_probed_over_tls_as_the_admin_of_its_secret() {
     kaas_e2e_k8s::init_tracing();
     let env = TestEnv::get().await;
     env.install_crd().await;
-    let ns = env.namespace("scram").await;
+    let ns = env.namespace("secure").await;
     let _operator = Operator::start(&env.client, &ns).await;
     let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
     let port = free_port();
     let mut kc = cluster("secure", 2, port);
     kc.spec.listener.authentication = kaas_operator::crd::Authentication::Scram;
+    kc.spec.listener.tls = Some(kaas_operator::crd::ListenerTls {
+        secret_name: "secure-tls".into(),
+    });
     api.create(&PostParams::default(), &kc)
         .await
         .expect("create the KaasCluster");
@@ -545,7 +549,9 @@ async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
     let password = String::from_utf8(secret.data.unwrap()["password"].0.clone()).unwrap();
     assert!(password.len() >= 20, "a random password");
 
-    // The pods: a SASL listener, and KAAS_ADMIN_PASSWORD from the Secret.
+    // The pods: a SASL_SSL listener, the password from the Secret, the TLS
+    // Secret's files.
+    // (The broker config is applied before the admin Secret is made.)
     let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
         .get("secure-broker-config")
         .await
@@ -553,12 +559,26 @@ async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
     let properties = &config.data.unwrap()["server.properties"];
     let read = kaas_broker::settings::Settings::from_properties(properties)
         .expect("the rendered config is valid");
-    assert_eq!(read.settings.security.sasl, Some(true));
-    let sts = Api::<StatefulSet>::namespaced(env.client.clone(), &ns)
-        .get("secure")
-        .await
-        .expect("StatefulSet");
-    let container = &sts.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(
+        (read.settings.security.sasl, read.settings.security.ssl),
+        (Some(true), Some(true))
+    );
+    let statefulsets = Api::<StatefulSet>::namespaced(env.client.clone(), &ns);
+    eventually(WAIT, "the StatefulSet", || {
+        let statefulsets = statefulsets.clone();
+        async move {
+            statefulsets
+                .get_opt("secure")
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+        }
+    })
+    .await;
+    let sts = statefulsets.get("secure").await.expect("StatefulSet");
+    let pod = sts.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
     let from_secret = container
         .env
         .as_ref()
@@ -572,26 +592,70 @@ async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
         (from_secret.name.as_str(), from_secret.key.as_str()),
         ("secure-admin", "password")
     );
+    let args = container.args.clone().unwrap().join(" ");
+    assert!(args.contains("--tls-cert /etc/kaas-tls/tls.crt --tls-key /etc/kaas-tls/tls.key --tls-ca /etc/kaas-tls/ca.crt"), "{args}");
+    assert!(pod.volumes.unwrap().iter().any(|v| v
+        .secret
+        .as_ref()
+        .and_then(|s| s.secret_name.as_deref())
+        == Some("secure-tls")));
 
-    // Brokers as the pods run them; the operator's probes log in.
+    // The pods' addresses, a certificate naming them, the TLS Secret as
+    // cert-manager would write it; then brokers as the pods run them.
+    let pods = env.mark_pods_ready(&ns, SELECTOR, 2).await;
+    let ips: Vec<&str> = pods.iter().map(|(_, ip)| ip.as_str()).collect();
+    let pki = kaas_testkit::pki::TestPki::for_hosts(&ips).unwrap();
+    let file = |p: &std::path::Path| k8s_openapi::ByteString(std::fs::read(p).unwrap());
+    let tls_secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("secure-tls".into()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(BTreeMap::from([
+            ("tls.crt".to_string(), file(&pki.server_cert)),
+            ("tls.key".to_string(), file(&pki.server_key)),
+            ("ca.crt".to_string(), file(&pki.ca_cert)),
+        ])),
+        ..Default::default()
+    };
+    secrets
+        .create(&PostParams::default(), &tls_secret)
+        .await
+        .expect("the TLS Secret");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let source = Source::ConfigMap {
         namespace: ns.clone(),
         name: "secure-assignment".into(),
     };
+    let (cert, key, ca) = (
+        pki.server_cert.to_str().unwrap(),
+        pki.server_key.to_str().unwrap(),
+        pki.ca_cert.to_str().unwrap(),
+    );
     let mut brokers = Vec::new();
-    for (pod, ip) in env.mark_pods_ready(&ns, SELECTOR, 2).await {
+    for (pod, ip) in &pods {
         let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
         brokers.push(BrokerProc::spawn_with_args(
             id,
-            &ip,
+            ip,
             port,
             &data,
             dir.path(),
             &source,
             None,
-            &["--sasl", "--admin-password", &password],
+            &[
+                "--sasl",
+                "--admin-password",
+                &password,
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--tls-ca",
+                ca,
+            ],
         ));
     }
     let s = await_status(&api, "secure", "Ready and probed", |s| {
@@ -600,18 +664,21 @@ async fn a_scram_cluster_is_probed_as_the_admin_of_its_secret() {
     .await;
     assert_eq!(s.brokers, 2);
 
-    // A client without a login is closed; the admin is served.
+    // Plaintext gets nothing; the admin over TLS is served.
     let addr = brokers[0].addr.clone();
     let metadata = kafka_protocol::messages::MetadataRequest::default().with_topics(None);
-    let mut anonymous = kaas_client::KafkaClient::connect(&addr, WAIT)
+    let mut plaintext = kaas_client::KafkaClient::connect(&addr, WAIT)
         .await
         .unwrap();
-    assert!(anonymous.send(&metadata, 12).await.is_err());
-    let admin = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
-        mechanism: "SCRAM-SHA-512".into(),
-        user: "admin".into(),
-        password,
-    });
+    assert!(plaintext.send(&metadata, 12).await.is_err());
+    let admin = kaas_client::Security {
+        tls: Some(kaas_client::ClientTls::new(&pki.ca_cert, None).unwrap()),
+        sasl: Some(kaas_client::SaslCredentials {
+            mechanism: "SCRAM-SHA-512".into(),
+            user: "admin".into(),
+            password,
+        }),
+    };
     let mut c = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin)
         .await
         .unwrap();
