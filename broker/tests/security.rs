@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::client_config;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
-use kaas_client::scram::{salted_password, Mechanism};
+use kaas_client::scram::Mechanism;
 use kaas_client::{KafkaClient, SaslCredentials, Security};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -161,22 +161,7 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
         .unwrap();
     // alice: a SCRAM-SHA-256 credential, the salted password computed here
     // as an admin client does.
-    let salted = salted_password(Mechanism::ScramSha256, b"alice-pw", b"alice-salt", 4096);
-    let r = a
-        .send(
-            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
-                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
-                    .with_name(s("alice"))
-                    .with_mechanism(Mechanism::ScramSha256.code())
-                    .with_iterations(4096)
-                    .with_salt(bytes::Bytes::from_static(b"alice-salt"))
-                    .with_salted_password(salted.into()),
-            ]),
-            0,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.results[0].error_code, 0);
+    common::upsert_scram_user(&mut a, "alice", Mechanism::ScramSha256, "alice-pw").await;
     let r = a
         .send(
             &CreateAclsRequest::default().with_creations(vec![
@@ -348,22 +333,7 @@ async fn sessions_expire_after_connections_max_reauth_ms_unless_renewed() {
     // Re-authenticating as another user is refused and closes.
     let mut c = KafkaClient::connect(&addr, T).await.unwrap();
     c.authenticate(&admin).await.unwrap();
-    let salted = salted_password(Mechanism::ScramSha512, b"bob-pw", b"bob-salt", 4096);
-    let r = c
-        .send(
-            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
-                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
-                    .with_name(s("bob"))
-                    .with_mechanism(Mechanism::ScramSha512.code())
-                    .with_iterations(4096)
-                    .with_salt(bytes::Bytes::from_static(b"bob-salt"))
-                    .with_salted_password(salted.into()),
-            ]),
-            0,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.results[0].error_code, 0);
+    common::upsert_scram_user(&mut c, "bob", Mechanism::ScramSha512, "bob-pw").await;
     let err = c
         .authenticate(&creds("SCRAM-SHA-512", "bob", "bob-pw"))
         .await

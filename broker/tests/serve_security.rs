@@ -12,11 +12,7 @@ use std::time::{Duration, Instant};
 use kaas_client::{ClientTls, KafkaClient, SaslCredentials, Security};
 use kaas_testkit::pki::TestPki;
 use kaas_testkit::{ClusterOptions, ProcessCluster};
-use kafka_protocol::messages::{
-    alter_user_scram_credentials_request, AlterUserScramCredentialsRequest, ApiVersionsRequest,
-    MetadataRequest,
-};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
@@ -128,27 +124,13 @@ async fn serve_from_server_properties_speaks_sasl_ssl_with_the_authorizer_on() {
     )
     .await
     .unwrap();
-    let salted = kaas_client::scram::salted_password(
+    common::upsert_scram_user(
+        &mut admin,
+        "bob",
         kaas_client::scram::Mechanism::ScramSha512,
-        b"bob-pw",
-        b"bob-salt",
-        4096,
-    );
-    let r = admin
-        .send(
-            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
-                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
-                    .with_name(StrBytes::from_static_str("bob"))
-                    .with_mechanism(kaas_client::scram::Mechanism::ScramSha512.code())
-                    .with_iterations(4096)
-                    .with_salt(bytes::Bytes::from_static(b"bob-salt"))
-                    .with_salted_password(salted.into()),
-            ]),
-            0,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.results[0].error_code, 0);
+        "bob-pw",
+    )
+    .await;
     let all_topics = MetadataRequest::default().with_topics(None);
     let md = admin.send(&all_topics, 12).await.unwrap();
     assert!(md

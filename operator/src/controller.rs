@@ -293,7 +293,10 @@ async fn apply_resources(kc: &KaasCluster, ctx: &Context) -> Result<StatefulSet,
 /// whose password is in the admin Secret. That Secret is made first, with a
 /// random password, when it does not exist (never overwritten: the brokers
 /// wrote its credentials to the volume).
-async fn broker_security(kc: &KaasCluster, ctx: &Context) -> Result<kaas_client::Security, Error> {
+pub(crate) async fn broker_security(
+    kc: &KaasCluster,
+    ctx: &Context,
+) -> Result<kaas_client::Security, Error> {
     let names = Names::of(kc);
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
     let sasl = match kc.spec.listener.authentication {
@@ -354,7 +357,7 @@ async fn admin_password(kc: &KaasCluster, api: &Api<Secret>) -> Result<String, E
 }
 
 /// A Secret's value as text (`data`, or `stringData` as a create echoes it).
-fn secret_value(secret: &Secret, key: &str) -> Option<String> {
+pub(crate) fn secret_value(secret: &Secret, key: &str) -> Option<String> {
     secret
         .data
         .as_ref()
@@ -759,14 +762,29 @@ pub async fn run(client: Client, namespace: Option<String>, ctx: Arc<Context>) {
             .labels("endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io");
         controller = controller.watches_with(slices, ar, wc, slice_owner);
     }
-    controller
+    let clusters = controller
         .shutdown_on_signal()
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, ctx.clone())
         .for_each(|result| async move {
             if let Err(e) = result {
                 // Failed reconciles are already logged by error_policy.
                 tracing::debug!(error = %e, "reconcile");
             }
-        })
-        .await;
+        });
+    let users = Controller::new(
+        api::<crate::user::KaasUser>(&client, ns),
+        watcher::Config::default(),
+    )
+    .shutdown_on_signal()
+    .run(
+        crate::user_controller::reconcile,
+        crate::user_controller::error_policy,
+        ctx,
+    )
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "KaasUser reconcile");
+        }
+    });
+    futures::future::join(clusters, users).await;
 }

@@ -181,7 +181,7 @@ where
     R: AsyncRead + Send + Unpin,
     W: AsyncWrite + Send + Unpin,
 {
-    const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+    const LINGER: Duration = Duration::from_secs(1);
     if writer.flush().await.is_err() {
         return;
     }

@@ -163,6 +163,37 @@ pub fn consume_in_group_and_commit(config: &ClientConfig, topic: &str, group: &s
     assert_eq!(committed, records, "{group}'s committed offsets on {topic}");
 }
 
+/// Creates (or replaces) `user`'s SCRAM credential for `mechanism` through
+/// AlterUserScramCredentials on `admin` (a client logged in with the right
+/// to), the salted password computed here as an admin client does (4096
+/// iterations, salt `<user>-salt`).
+pub async fn upsert_scram_user(
+    admin: &mut kaas_client::KafkaClient,
+    user: &str,
+    mechanism: kaas_client::scram::Mechanism,
+    password: &str,
+) {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    use kafka_protocol::messages::AlterUserScramCredentialsRequest;
+    let salt = format!("{user}-salt").into_bytes();
+    let salted = kaas_client::scram::salted_password(mechanism, password.as_bytes(), &salt, 4096);
+    let r = admin
+        .send(
+            &AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                ScramCredentialUpsertion::default()
+                    .with_name(kafka_protocol::protocol::StrBytes::from_string(user.into()))
+                    .with_mechanism(mechanism.code())
+                    .with_iterations(4096)
+                    .with_salt(salt.into())
+                    .with_salted_password(salted.into()),
+            ]),
+            0,
+        )
+        .await
+        .expect("AlterUserScramCredentials answered");
+    assert_eq!(r.results[0].error_code, 0, "{user}'s credential stored");
+}
+
 /// A record batch as a producer writes it (magic 2, uncompressed), one
 /// record per value: a plain producer's, or with `transactional` = (producer
 /// id, epoch) a transactional producer's with sequences from 0.

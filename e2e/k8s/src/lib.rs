@@ -104,28 +104,32 @@ impl TestEnv {
         name
     }
 
-    /// Installs the committed `crds/kaascluster.yaml` and waits until the
-    /// server serves it. Created, not applied: see docs/kubernetes.md on
+    /// Installs the committed CRDs (`crds/`) and waits until the
+    /// server serves them. Created, not applied: see docs/kubernetes.md on
     /// why servers before 1.25 want no server-side apply of CRDs with
     /// newer schema fields. Idempotent.
     pub async fn install_crd(&self) {
-        let text = std::fs::read_to_string(repo_root().join("crds/kaascluster.yaml"))
-            .expect("crds/kaascluster.yaml");
-        let crd: CustomResourceDefinition = serde_yaml::from_str(&text).expect("CRD yaml");
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        match api.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("cannot create the CRD: {e}"),
+        for (file, name) in [
+            ("kaascluster.yaml", "kaasclusters.kaas.dev"),
+            ("kaasuser.yaml", "kaasusers.kaas.dev"),
+        ] {
+            let text = std::fs::read_to_string(repo_root().join("crds").join(file))
+                .unwrap_or_else(|e| panic!("crds/{file}: {e}"));
+            let crd: CustomResourceDefinition = serde_yaml::from_str(&text).expect("CRD yaml");
+            match api.create(&PostParams::default(), &crd).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => panic!("cannot create the CRD {name}: {e}"),
+            }
+            tokio::time::timeout(
+                Duration::from_secs(30),
+                await_condition(api.clone(), name, conditions::is_crd_established()),
+            )
+            .await
+            .expect("CRD established in time")
+            .expect("watch the CRD");
         }
-        let name = "kaasclusters.kaas.dev";
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            await_condition(api, name, conditions::is_crd_established()),
-        )
-        .await
-        .expect("CRD established in time")
-        .expect("watch the CRD");
     }
 
     /// Runs `mark-pods-ready` until `min_ready` pods of `selector` in `ns`

@@ -685,3 +685,218 @@ async fn a_sasl_ssl_cluster_is_probed_over_tls_as_the_admin_of_its_secret() {
     let md = c.send(&metadata, 12).await.unwrap();
     assert_eq!(md.brokers.len(), 2);
 }
+
+/// librdkafka's settings for `user` / `password` over SASL_PLAINTEXT.
+fn sasl_client(bootstrap: &str, user: &str, password: &str) -> rdkafka::ClientConfig {
+    let mut c = kaas_e2e_k8s::client_config(bootstrap);
+    c.set("security.protocol", "SASL_PLAINTEXT")
+        .set("sasl.mechanism", "SCRAM-SHA-512")
+        .set("sasl.username", user)
+        .set("sasl.password", password);
+    c
+}
+
+/// A KaasUser on a SCRAM cluster: the operator makes its Secret, its
+/// credentials and exactly its ACLs (Ready); with the Secret's password the
+/// user produces, consumes in a group and commits where its ACLs allow and
+/// is refused elsewhere; deleting the KaasUser removes its credentials and
+/// ACLs, so it can no longer log in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
+    use kaas_operator::user::KaasUser;
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+
+    kaas_e2e_k8s::init_tracing();
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("users").await;
+    let _operator = Operator::start(&env.client, &ns).await;
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let port = free_port();
+    let mut kc = cluster("demo", 2, port);
+    kc.spec.listener.authentication = kaas_operator::crd::Authentication::Scram;
+    api.create(&PostParams::default(), &kc).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
+    let secret_value = |name: &'static str, key: &'static str| {
+        let secrets = secrets.clone();
+        async move {
+            let mut found = None;
+            eventually(WAIT, &format!("the Secret {name}"), || {
+                let secrets = secrets.clone();
+                async move { secrets.get_opt(name).await.ok().flatten().is_some() }
+            })
+            .await;
+            if let Ok(s) = secrets.get(name).await {
+                found = s.data.and_then(|d| d.get(key).map(|v| v.0.clone()));
+            }
+            String::from_utf8(found.expect("the key")).unwrap()
+        }
+    };
+    let admin_password = secret_value("demo-admin", "password").await;
+    let dir = tempfile::tempdir().unwrap();
+    let source = Source::ConfigMap {
+        namespace: ns.clone(),
+        name: "demo-assignment".into(),
+    };
+    let mut brokers = Vec::new();
+    for (pod, ip) in env.mark_pods_ready(&ns, SELECTOR, 2).await {
+        let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
+        brokers.push(BrokerProc::spawn_with_args(
+            id,
+            &ip,
+            port,
+            &dir.path().join("data"),
+            dir.path(),
+            &source,
+            None,
+            &["--sasl", "--admin-password", &admin_password],
+        ));
+    }
+    await_status(&api, "demo", "Ready", |s| {
+        is(s, READY, "True") && s.ready_brokers == 2
+    })
+    .await;
+    let bootstrap = brokers
+        .iter()
+        .map(|b| b.addr.clone())
+        .collect::<Vec<_>>()
+        .join(",");
+    let admin = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "admin".into(),
+        password: admin_password,
+    });
+    let mut a = kaas_client::KafkaClient::connect_as(&brokers[0].addr, WAIT, &admin)
+        .await
+        .unwrap();
+    a.create_topic("orders", 2).await.unwrap();
+    a.create_topic("secrets", 1).await.unwrap();
+
+    // alice: read and write orders, read groups named orders-*.
+    let users: Api<KaasUser> = Api::namespaced(env.client.clone(), &ns);
+    let alice: KaasUser = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kaas.dev/v1alpha1", "kind": "KaasUser",
+        "metadata": {"name": "alice"},
+        "spec": {"cluster": "demo", "acls": [
+            {"resource": {"type": "topic", "name": "orders"},
+             "operations": ["Read", "Write", "Describe"]},
+            {"resource": {"type": "group", "name": "orders-", "patternType": "prefix"},
+             "operations": ["Read"]},
+        ]},
+    }))
+    .unwrap();
+    users.create(&PostParams::default(), &alice).await.unwrap();
+    tokio::time::timeout(
+        WAIT,
+        await_condition(users.clone(), "alice", |u: Option<&KaasUser>| {
+            u.and_then(|u| u.status.as_ref())
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .is_some_and(|c| c.status == "True")
+        }),
+    )
+    .await
+    .expect("alice Ready")
+    .unwrap();
+    let password = secret_value("alice", "password").await;
+    assert!(secret_value("alice", "sasl.jaas.config")
+        .await
+        .contains("username=\"alice\""));
+
+    // Every broker knows alice within the refresh delay: produce to orders,
+    // consume it in orders-app and commit; secrets is refused.
+    let config = sasl_client(&bootstrap, "alice", &password);
+    tokio::task::spawn_blocking(move || {
+        let producer: ThreadedProducer<DefaultProducerContext> = config
+            .clone()
+            .set("message.timeout.ms", "20000")
+            .create()
+            .unwrap();
+        for i in 0..10 {
+            let v = format!("o{i}");
+            producer
+                .send(BaseRecord::<(), _>::to("orders").payload(&v))
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+        producer.flush(Duration::from_secs(30)).unwrap();
+        let consumer: BaseConsumer = config
+            .clone()
+            .set("group.id", "orders-app")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        consumer.subscribe(&["orders"]).unwrap();
+        let (mut got, deadline) = (0, std::time::Instant::now() + WAIT);
+        while got < 10 {
+            assert!(std::time::Instant::now() < deadline, "consumed {got} of 10");
+            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+                m.expect("no consumer error");
+                got += 1;
+            }
+        }
+        consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+        let denied: rdkafka::producer::FutureProducer = config
+            .clone()
+            .set("message.timeout.ms", "10000")
+            .create()
+            .unwrap();
+        let outcome = futures::executor::block_on(
+            denied.send(
+                rdkafka::producer::FutureRecord::<(), _>::to("secrets")
+                    .payload("x")
+                    .partition(0),
+                Duration::from_secs(10),
+            ),
+        );
+        let (e, _) = outcome.expect_err("alice may not write secrets");
+        assert_eq!(
+            e.rdkafka_error_code(),
+            Some(rdkafka::types::RDKafkaErrorCode::TopicAuthorizationFailed),
+            "{e}"
+        );
+    })
+    .await
+    .unwrap();
+
+    // Deleted: the finalizer removes alice's credentials and ACLs first.
+    users
+        .delete("alice", &Default::default())
+        .await
+        .expect("delete alice");
+    eventually(WAIT, "alice gone", || {
+        let users = users.clone();
+        async move { users.get_opt("alice").await.ok().flatten().is_none() }
+    })
+    .await;
+    let alice = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "alice".into(),
+        password,
+    });
+    let addr = brokers[1].addr.clone();
+    eventually(Duration::from_secs(10), "alice refused", || {
+        let (addr, alice) = (addr.clone(), alice.clone());
+        async move {
+            kaas_client::KafkaClient::connect_as(&addr, Duration::from_secs(2), &alice)
+                .await
+                .is_err()
+        }
+    })
+    .await;
+    let acls = a
+        .send(
+            &kafka_protocol::messages::DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_principal_filter(Some("User:alice".to_string().into()))
+                .with_operation(1)
+                .with_permission_type(1),
+            3,
+        )
+        .await
+        .unwrap();
+    assert!(acls.resources.is_empty(), "{:?}", acls.resources);
+}

@@ -150,6 +150,39 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
         .await;
     }
 
+    // A KaasUser: its finalizer, Secret, credentials, ACLs and status, all
+    // within the chart's rights.
+    let users: Api<kaas_operator::user::KaasUser> = Api::namespaced(env.client.clone(), &watched);
+    let bob = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kaas.dev/v1alpha1", "kind": "KaasUser",
+        "metadata": {"name": "bob"},
+        "spec": {"cluster": "demo", "acls": [
+            {"resource": {"type": "topic", "name": "bob-"}, "operations": ["Read"]}]},
+    }))
+    .unwrap();
+    users.create(&PostParams::default(), &bob).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        await_condition(
+            users.clone(),
+            "bob",
+            |u: Option<&kaas_operator::user::KaasUser>| {
+                u.and_then(|u| u.status.as_ref())
+                    .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                    .is_some_and(|c| c.status == "True")
+            },
+        ),
+    )
+    .await
+    .expect("the KaasUser Ready with the chart's RBAC")
+    .unwrap();
+    users.delete("bob", &Default::default()).await.unwrap();
+    eventually(Duration::from_secs(60), "bob removed", || {
+        let users = users.clone();
+        async move { users.get_opt("bob").await.ok().flatten().is_none() }
+    })
+    .await;
+
     // The brokers' account reads its ConfigMap and nothing else.
     let broker_client = TestEnv::client_from(&text).await;
     let cms: Api<ConfigMap> = Api::namespaced(broker_client.clone(), &watched);
