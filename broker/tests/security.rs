@@ -410,3 +410,27 @@ async fn calls_to_peers_reuse_an_authenticated_connection() {
     assert_eq!(from.peers.idle_count(), 1);
     cluster.shutdown().await;
 }
+
+/// The Java client 3.9.1 re-authenticates by itself too (KIP-368 is the
+/// Java client's): producing and consuming across several session
+/// lifetimes, nothing fails and no session expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_re_authenticates_across_session_lifetimes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = reauth_cluster(dir.path()).await;
+    create_topic_as_admin(&cluster.addrs[0].to_string(), "java-reauth").await;
+    let (_classes, classpath) = common::compile_java("Reauth");
+    let args = vec![
+        "-cp".to_string(),
+        classpath,
+        "Reauth".to_string(),
+        cluster.bootstrap(),
+    ];
+    tokio::task::spawn_blocking(move || common::run_checks("java", &args))
+        .await
+        .unwrap();
+    let renewed = cluster.brokers[0].metrics.reauthentications.get();
+    assert!(renewed >= 2, "{renewed} sessions renewed");
+    assert_eq!(cluster.brokers[0].metrics.expired_sessions.get(), 0);
+    cluster.shutdown().await;
+}

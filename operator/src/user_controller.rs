@@ -83,9 +83,14 @@ pub async fn reconcile(u: Arc<KaasUser>, ctx: Arc<Context>) -> Result<Action, Er
     })
 }
 
+/// Retries soon after a failure; a cluster that is not there or not ready
+/// yet is looked at less often (its own changes do not wake users).
 pub fn error_policy(u: Arc<KaasUser>, error: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(user = %u.name_any(), error = %error, "KaasUser reconcile failed");
-    Action::requeue(Duration::from_secs(5))
+    Action::requeue(match error {
+        Error::NotReady(_) => Duration::from_secs(15),
+        _ => Duration::from_secs(5),
+    })
 }
 
 async fn apply(u: &KaasUser, ctx: &Context) -> Result<Action, Error> {

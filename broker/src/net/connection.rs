@@ -93,18 +93,20 @@ pub async fn serve_connection<R, W>(
                     Ok(Some(frame)) => {
                         let frame = frame.freeze();
                         if let (None, Some((s, expires))) = (&authenticating, &session) {
-                            if expires.is_some_and(|at| Instant::now() >= at) {
-                                // Apache's broker closes such a connection
-                                // without serving the request.
+                            // As Apache's SocketServer: a SaslHandshake
+                            // re-authenticates, even after the session's
+                            // end (clients re-authenticate before their next
+                            // request, however long they were idle); any
+                            // other request after the end closes.
+                            if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
+                                let settings = broker.config.sasl.as_ref().expect("a SASL session");
+                                authenticating = Some(Authenticator::reauthenticate(settings, s));
+                            } else if expires.is_some_and(|at| Instant::now() >= at) {
                                 info!(%peer, user = %s.user,
                                       "SASL session expired (connections.max.reauth.ms); closing the connection");
                                 broker.metrics.expired_sessions.inc();
                                 reading = false;
                                 continue;
-                            }
-                            if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
-                                let settings = broker.config.sasl.as_ref().expect("a SASL session");
-                                authenticating = Some(Authenticator::reauthenticate(settings, s));
                             }
                         }
                         let prepared = match authenticating.as_mut() {
