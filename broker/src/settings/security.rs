@@ -22,8 +22,8 @@ pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.Stan
 pub const ADMIN: &str = "admin";
 
 /// Security settings given, each `None` where this source leaves it to the
-/// next.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// next. Its `Debug` never shows a password.
+#[derive(Clone, Default, PartialEq)]
 pub struct SecuritySettings {
     /// The listener speaks SASL (SASL_PLAINTEXT, SASL_SSL).
     pub sasl: Option<bool>,
@@ -52,6 +52,28 @@ pub struct SecuritySettings {
     /// `--admin-password`: `User:admin`'s password, written to the volume's
     /// SCRAM credentials at start.
     pub admin_password: Option<String>,
+}
+
+impl std::fmt::Debug for SecuritySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |set: bool| if set { "[hidden]" } else { "None" };
+        f.debug_struct("SecuritySettings")
+            .field("sasl", &self.sasl)
+            .field("ssl", &self.ssl)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("truststore", &self.truststore)
+            .field("client_auth", &self.client_auth)
+            .field("sasl_mechanisms", &self.sasl_mechanisms)
+            .field("authorizer", &self.authorizer)
+            .field("super_users", &self.super_users)
+            .field(
+                "inter_broker_user",
+                &self.inter_broker_login.as_ref().map(|(u, _)| u),
+            )
+            .field("admin_password", &hidden(self.admin_password.is_some()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Apache's security protocols, as a listener names them.

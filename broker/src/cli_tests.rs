@@ -1,0 +1,565 @@
+//! The command line's tests: flags, environment and server.properties
+//! resolving to the same brokers.
+
+use super::*;
+use crate::net::sasl::SaslMechanism;
+use crate::settings::security;
+
+fn parse(args: &[&str]) -> Command {
+    let mut argv = vec!["kaas-broker"];
+    argv.extend_from_slice(args);
+    Cli::try_parse_from(argv).expect("parses").command
+}
+
+fn resolve(args: &[&str]) -> anyhow::Result<Resolved> {
+    parse(args).resolve()
+}
+
+fn serve(args: &[&str]) -> Serve {
+    match resolve(args).unwrap() {
+        Resolved::Serve(s) => s,
+        _ => panic!("not serve"),
+    }
+}
+
+fn config_file(text: &str) -> tempfile::NamedTempFile {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), text).unwrap();
+    f
+}
+
+#[test]
+fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
+    let flags = serve(&[
+        "serve",
+        "--id",
+        "2",
+        "--data",
+        "/volume/kaas",
+        "--listen",
+        "0.0.0.0:19092",
+        "--advertise",
+        "kaas-2.kaas:19092",
+        "--no-auto-create-topics",
+        "--default-partitions",
+        "6",
+        "--segment-bytes",
+        "1048576",
+        "--group-initial-rebalance-delay-ms",
+        "250",
+        "--group-min-session-timeout-ms",
+        "1000",
+        "--group-max-session-timeout-ms",
+        "60000",
+        "--group-max-size",
+        "50",
+        "--offsets-retention-minutes",
+        "60",
+        "--max-connections",
+        "500",
+        "--max-connections-per-ip",
+        "20",
+        "--max-frame-bytes",
+        "2097152",
+        "--group-idle-unload-ms",
+        "1000",
+        "--max-loaded-groups",
+        "10",
+        "--group-log-sync",
+        "volume",
+        "--shutdown-drain-ms",
+        "5000",
+        "--transaction-max-timeout-ms",
+        "600000",
+        "--transactional-id-expiration-ms",
+        "86400000",
+        "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+        "5000",
+        "--transaction-remove-expired-transaction-cleanup-interval-ms",
+        "60000",
+        "--producer-id-expiration-ms",
+        "3600000",
+        "--producer-id-expiration-check-interval-ms",
+        "30000",
+        "--http",
+        "127.0.0.1:18080",
+    ]);
+    let file = config_file(
+        "# Apache's names\n\
+         node.id=2\n\
+         log.dirs=/volume/kaas\n\
+         listeners=PLAINTEXT://:19092,CONTROLLER://:19093\n\
+         controller.listener.names=CONTROLLER\n\
+         advertised.listeners=PLAINTEXT://kaas-2.kaas:19092\n\
+         auto.create.topics.enable=false\n\
+         num.partitions=6\n\
+         log.segment.bytes=1048576\n\
+         group.initial.rebalance.delay.ms=250\n\
+         group.min.session.timeout.ms=1000\n\
+         group.max.session.timeout.ms=60000\n\
+         group.max.size=50\n\
+         offsets.retention.minutes : 60\n\
+         max.connections=500\n\
+         max.connections.per.ip=20\n\
+         socket.request.max.bytes=2097152\n\
+         kaas.group.idle.unload.ms=1000\n\
+         kaas.max.loaded.groups=10\n\
+         kaas.group.log.sync=volume\n\
+         kaas.shutdown.drain.ms=5000\n\
+         transaction.max.timeout.ms=600000\n\
+         transactional.id.expiration.ms=86400000\n\
+         transaction.abort.timed.out.transaction.cleanup.interval.ms=5000\n\
+         transaction.remove.expired.transaction.cleanup.interval.ms=60000\n\
+         producer.id.expiration.ms=3600000\n\
+         producer.id.expiration.check.interval.ms=30000\n\
+         kaas.http.listen=127.0.0.1:18080\n",
+    );
+    let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    let t = &flags.config.transactions;
+    assert_eq!(
+        (
+            t.core.max_timeout_ms,
+            t.core.id_expiration_ms,
+            t.abort_check_interval_ms,
+            t.expiry_check_interval_ms,
+            flags.config.producer_id_expiration_ms,
+            flags.config.producer_id_expiration_check_interval_ms
+        ),
+        (600_000, 86_400_000, 5_000, 60_000, 3_600_000, 30_000),
+        "the transaction and producer settings took"
+    );
+    assert_eq!(from_file.effective(), flags.effective());
+    assert_eq!(
+        format!("{:?}", from_file.config),
+        format!("{:?}", flags.config)
+    );
+    assert_eq!(from_file.listen, flags.listen);
+    let shown = settings::effective_line(&from_file.effective());
+    for key in [
+        "num.partitions=6",
+        "kaas.shutdown.drain.ms=5000",
+        "log.dirs=/volume/kaas",
+    ] {
+        assert!(shown.contains(key), "{key} in {shown}");
+    }
+    assert_eq!(
+        from_file.warnings,
+        ["listeners: controller listener 'CONTROLLER' ignored (kaas has no KRaft controller quorum)"]
+    );
+}
+
+#[test]
+fn flags_override_the_file_and_the_file_overrides_the_defaults() {
+    let file = config_file("node.id=1\nlog.dirs=/from/file\nnum.partitions=3\ngroup.max.size=7\n");
+    let s = serve(&[
+        "serve",
+        "--config",
+        file.path().to_str().unwrap(),
+        "--default-partitions",
+        "9",
+    ]);
+    assert_eq!(s.config.default_partitions, 9, "the flag wins");
+    assert_eq!(s.config.groups.core.max_group_size, 7, "the file's");
+    assert_eq!(s.config.data_dir, PathBuf::from("/from/file"));
+    let defaults = BrokerConfig::new(1, "/from/file".into(), "127.0.0.1", 9092);
+    assert_eq!(
+        s.config.groups.core.initial_rebalance_delay_ms,
+        defaults.groups.core.initial_rebalance_delay_ms,
+        "unset everywhere: the default"
+    );
+    assert_eq!(s.listen, DEFAULT_LISTEN.parse().unwrap());
+    assert_eq!(
+        (s.config.advertised_host.as_str(), s.config.advertised_port),
+        ("127.0.0.1", 9092),
+        "advertised defaults to the listener"
+    );
+}
+
+#[test]
+fn unknown_keys_are_warned_about_by_name_and_ignored() {
+    let file =
+        config_file("node.id=0\nlog.dirs=/d\nnum.network.threads=3\nzookeeper.connect=zk:2181\n");
+    let s = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    assert_eq!(s.warnings.len(), 2);
+    assert!(s.warnings[0].starts_with("num.network.threads: not a kaas setting"));
+    assert!(s.warnings[1].starts_with("zookeeper.connect: not a kaas setting"));
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_key_and_the_reason() {
+    for (text, key, reason) in [
+        (
+            "num.partitions=zero",
+            "num.partitions",
+            "'zero' is not a valid number",
+        ),
+        (
+            "num.partitions=0",
+            "num.partitions",
+            "0 is below the minimum of 1",
+        ),
+        (
+            "auto.create.topics.enable=yes",
+            "auto.create.topics.enable",
+            "'yes' is not true or false",
+        ),
+        ("log.dirs=/a,/b", "log.dirs", "one shared folder"),
+        (
+            "listeners=SECRET://:9093",
+            "listeners",
+            "'SECRET' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+        ),
+        (
+            "listeners=SSL://:9093\nadvertised.listeners=PLAINTEXT://h:9093",
+            "advertised.listeners",
+            "not the listener's",
+        ),
+        (
+            "ssl.keystore.type=JKS",
+            "ssl.keystore.type",
+            "PEM files only",
+        ),
+        (
+            "ssl.key.password=pw",
+            "ssl.key.password",
+            "unencrypted PEM keys",
+        ),
+        (
+            "ssl.client.auth=maybe",
+            "ssl.client.auth",
+            "none, requested, required",
+        ),
+        (
+            "ssl.principal.mapping.rules=RULE:(",
+            "ssl.principal.mapping.rules",
+            "",
+        ),
+        (
+            "sasl.enabled.mechanisms=SCRAM-SHA-512,GSSAPI",
+            "sasl.enabled.mechanisms",
+            "'GSSAPI' is not served by kaas",
+        ),
+        (
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+            "authorizer.class.name",
+            "StandardAuthorizer",
+        ),
+        ("super.users=admin", "super.users", ""),
+        (
+            "allow.everyone.if.no.acl.found=maybe",
+            "allow.everyone.if.no.acl.found",
+            "not true or false",
+        ),
+        (
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "sasl.jaas.config",
+            "username",
+        ),
+        (
+            "listeners=PLAINTEXT://:9092,OTHER://:9094",
+            "listeners",
+            "one client listener",
+        ),
+        ("listeners=kafka:9092", "listeners", "NAME://HOST:PORT"),
+        (
+            "listeners=PLAINTEXT://kafka.example:9092",
+            "listeners",
+            "not an IP address",
+        ),
+        (
+            "kaas.group.log.sync=sometimes",
+            "kaas.group.log.sync",
+            "journal, volume, file",
+        ),
+        (
+            "group.min.session.timeout.ms=9000\ngroup.max.session.timeout.ms=8000",
+            "group.min.session.timeout.ms",
+            "above group.max.session.timeout.ms",
+        ),
+    ] {
+        let err = Settings::from_properties(text).unwrap_err();
+        assert_eq!(err.key, key, "{text}");
+        assert!(err.reason.contains(reason), "{text}: {}", err.reason);
+    }
+    // Through the command: the file's path, the key and the reason.
+    let file = config_file("node.id=1\nlog.dirs=/d\nnum.partitions=-2\n");
+    let err = resolve(&["serve", "--config", file.path().to_str().unwrap()]).unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains(&file.path().display().to_string()), "{text}");
+    assert!(
+        text.contains("num.partitions: -2 is below the minimum of 1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_id_comes_from_the_pod_name_ordinal() {
+    assert_eq!(id_of_pod(Some("demo-0")).unwrap(), 0);
+    assert_eq!(id_of_pod(Some("kaas-prod-12")).unwrap(), 12);
+    for bad in ["demo", "demo-", "demo-x1", "-", "demo-01", "demo-+1"] {
+        let err = id_of_pod(Some(bad)).unwrap_err().to_string();
+        assert!(err.contains(&format!("'{bad}'")), "{err}");
+    }
+    assert!(id_of_pod(None)
+        .unwrap_err()
+        .to_string()
+        .contains("POD_NAME is not set"));
+    // And it cannot be given together with --id.
+    let mut argv = vec!["kaas-broker", "serve", "--id", "1", "--id-from-pod-name"];
+    argv.extend(["--data", "/d"]);
+    assert!(Cli::try_parse_from(argv).is_err());
+}
+
+#[test]
+fn a_missing_id_or_folder_says_where_to_give_it() {
+    let err = resolve(&["serve", "--data", "/d"]).unwrap_err();
+    assert!(err.to_string().contains("node.id"), "{err}");
+    let err = resolve(&["serve", "--id", "1"]).unwrap_err();
+    assert!(err.to_string().contains("log.dirs"), "{err}");
+}
+
+#[test]
+fn local_takes_its_host_and_base_port_from_listeners() {
+    let file =
+        config_file("listeners=PLAINTEXT://127.0.0.2:29092\nlog.dirs=/d\nnum.partitions=4\n");
+    let local = |args: &[&str]| match resolve(args).unwrap() {
+        Resolved::Local(l) => l,
+        _ => panic!("not local"),
+    };
+    let l = local(&["local", "--config", file.path().to_str().unwrap()]);
+    assert_eq!((l.host.as_str(), l.base_port), ("127.0.0.2", 29092));
+    assert_eq!(l.data, PathBuf::from("/d"));
+    assert_eq!(l.settings.default_partitions, Some(4));
+    let plain = local(&["local"]);
+    assert_eq!((plain.host.as_str(), plain.base_port), ("127.0.0.1", 9092));
+    assert_eq!(plain.data, PathBuf::from("./data"));
+}
+
+#[test]
+fn secrets_are_masked_in_the_effective_configuration() {
+    let shown = settings::masked(vec![
+        (
+            "sasl.jaas.config",
+            "org.apache...PlainLoginModule password=\"s3cret\";".into(),
+        ),
+        ("ssl.keystore.password", "s3cret".into()),
+        ("num.partitions", "3".into()),
+    ]);
+    assert_eq!(
+        shown,
+        [
+            ("sasl.jaas.config", "[hidden]".to_string()),
+            ("ssl.keystore.password", "[hidden]".to_string()),
+            ("num.partitions", "3".to_string()),
+        ]
+    );
+    let line =
+        settings::effective_line(&serve(&["serve", "--id", "0", "--data", "/d"]).effective());
+    assert!(
+        line.starts_with("node.id=0 listeners=PLAINTEXT://127.0.0.1:9092 "),
+        "{line}"
+    );
+}
+
+fn local(args: &[&str]) -> anyhow::Result<Local> {
+    match resolve(args)? {
+        Resolved::Local(l) => Ok(l),
+        _ => unreachable!("a local command"),
+    }
+}
+
+#[test]
+fn local_tls_flags_make_every_broker_serve_tls() {
+    let l = local(&[
+        "local",
+        "--tls-cert",
+        "/c.pem",
+        "--tls-key",
+        "/k.pem",
+        "--tls-ca",
+        "/ca.pem",
+        "--ssl-client-auth",
+        "required",
+        "--ssl-principal-mapping-rules",
+        "RULE:^CN=(.*?),O=kaas$/$1/L,DEFAULT",
+    ])
+    .unwrap();
+    let tls = l.tls.expect("TLS settings");
+    assert_eq!(tls.cert, PathBuf::from("/c.pem"));
+    assert_eq!(tls.key, PathBuf::from("/k.pem"));
+    assert_eq!(tls.client_ca, Some(PathBuf::from("/ca.pem")));
+    assert_eq!(tls.client_auth, ClientAuth::Required);
+    assert_eq!(tls.principal_mapper.name("CN=Ann,O=kaas").unwrap(), "ann");
+
+    assert!(local(&["local"]).unwrap().tls.is_none());
+    let err = local(&[
+        "local",
+        "--tls-cert",
+        "/c.pem",
+        "--tls-key",
+        "/k.pem",
+        "--ssl-principal-mapping-rules",
+        "rule:x/y/",
+    ])
+    .expect_err("a bad rule");
+    assert!(format!("{err}").contains("Invalid rule"), "{err}");
+    let cli = |args: &[&str]| {
+        let mut argv = vec!["kaas-broker"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).map(|_| ())
+    };
+    assert!(
+        cli(&["local", "--tls-cert", "/c.pem"]).is_err(),
+        "a certificate needs its key"
+    );
+    assert!(cli(&["local", "--ssl-client-auth", "maybe"]).is_err());
+}
+
+/// A serve command's security: `--sasl --admin-password --tls-*` and
+/// the same through Apache's keys in server.properties.
+#[test]
+fn serve_security_from_flags_and_from_server_properties() {
+    let pki = kaas_testkit::pki::TestPki::new("127.0.0.1").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let (cert, key, ca) = (
+        pki.server_cert.to_str().unwrap(),
+        pki.server_key.to_str().unwrap(),
+        pki.ca_cert.to_str().unwrap(),
+    );
+    let flags = serve(&[
+        "serve",
+        "--id",
+        "0",
+        "--data",
+        d,
+        "--sasl",
+        "--admin-password",
+        "pw",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--tls-ca",
+        ca,
+    ]);
+    let c = &flags.config;
+    assert_eq!(c.tls.as_ref().unwrap().cert, pki.server_cert);
+    assert_eq!(c.sasl.as_ref().unwrap().mechanisms, SaslMechanism::ALL);
+    let login = c.inter_broker.sasl.as_ref().unwrap();
+    assert_eq!(
+        (login.user.as_str(), login.password.as_str()),
+        ("admin", "pw")
+    );
+    assert!(c.inter_broker.tls.is_some());
+    let authorizer = c.standard_authorizer.as_ref().unwrap();
+    assert_eq!(authorizer.super_users, ["User:admin".to_string()].into());
+    assert!(!authorizer.allow_if_no_acl);
+    // The admin's credentials are on the volume: salted, no password.
+    let users = std::fs::read_to_string(data.path().join("__cluster/scram_users")).unwrap();
+    assert!(
+        users.contains("admin") && !users.contains("\"pw\""),
+        "{users}"
+    );
+    let line = settings::effective_line(&flags.effective());
+    assert!(
+        line.contains("listeners=SASL_SSL://127.0.0.1:9092 "),
+        "{line}"
+    );
+    assert!(line.contains("super.users=User:admin "), "{line}");
+    assert!(!line.contains("pw "), "{line}");
+
+    // Apache's keys: a PEM key store holding key and chain, the
+    // listener's protocol, mechanisms, the JAAS login, the authorizer.
+    let keystore = data.path().join("keystore.pem");
+    std::fs::write(
+        &keystore,
+        [std::fs::read(key).unwrap(), std::fs::read(cert).unwrap()].concat(),
+    )
+    .unwrap();
+    let file = config_file(&format!(
+        "node.id=1\nlog.dirs={d}\n\
+         listeners=BROKERS://127.0.0.1:9093\n\
+         listener.security.protocol.map=BROKERS:SASL_SSL\n\
+         ssl.keystore.type=PEM\nssl.keystore.location={}\n\
+         ssl.truststore.type=PEM\nssl.truststore.location={ca}\n\
+         ssl.client.auth=requested\n\
+         sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+         sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+         listener.name.brokers.scram-sha-512.sasl.jaas.config=\
+         org.apache.kafka.common.security.scram.ScramLoginModule required \
+         username=\"broker\" password=\"broker-pw\";\n\
+         authorizer.class.name={}\n\
+         super.users=User:broker;User:ops\n\
+         allow.everyone.if.no.acl.found=true\n",
+        keystore.display(),
+        security::STANDARD_AUTHORIZER,
+    ));
+    let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    let c = &from_file.config;
+    let tls = c.tls.as_ref().unwrap();
+    assert_eq!((&tls.cert, &tls.key), (&keystore, &keystore));
+    assert_eq!(tls.client_auth, ClientAuth::Requested);
+    assert_eq!(
+        c.sasl.as_ref().unwrap().mechanisms,
+        [SaslMechanism::from_name("SCRAM-SHA-512").unwrap()]
+    );
+    let login = c.inter_broker.sasl.as_ref().unwrap();
+    assert_eq!(
+        (
+            login.mechanism.as_str(),
+            login.user.as_str(),
+            login.password.as_str()
+        ),
+        ("SCRAM-SHA-512", "broker", "broker-pw")
+    );
+    let authorizer = c.standard_authorizer.as_ref().unwrap();
+    assert_eq!(
+        authorizer.super_users,
+        ["User:broker".to_string(), "User:ops".to_string()].into()
+    );
+    assert!(authorizer.allow_if_no_acl);
+    // The listener speaks TLS with the key store's identity.
+    crate::net::tls::TlsListener::new(tls.clone()).expect("key and chain from one file");
+    let line = settings::effective_line(&from_file.effective());
+    assert!(!line.contains("broker-pw"), "{line}");
+}
+
+#[test]
+fn serve_security_that_cannot_work_is_refused_saying_why() {
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let refused = |extra: &str| {
+        let file = config_file(&format!("node.id=1\nlog.dirs={d}\n{extra}"));
+        format!(
+            "{:#}",
+            resolve(&["serve", "--config", file.path().to_str().unwrap()]).unwrap_err()
+        )
+    };
+    assert!(
+        refused("listeners=SSL://:9093\n").contains("give ssl.keystore.location"),
+        "an SSL listener without a key store"
+    );
+    assert!(
+        refused("listeners=SASL_PLAINTEXT://:9093\n").contains("brokers' own login"),
+        "a SASL listener without the brokers' login"
+    );
+    let err = resolve(&["serve", "--id", "0", "--data", d, "--admin-password", "pw"]);
+    assert!(format!("{:#}", err.unwrap_err()).contains("give --sasl too"));
+    // Without security settings: PLAINTEXT, no authorizer, as before.
+    let plain = serve(&["serve", "--id", "0", "--data", d]);
+    assert!(plain.config.tls.is_none() && plain.config.sasl.is_none());
+    assert!(plain.config.standard_authorizer.is_none());
+}
+
+#[test]
+fn security_settings_never_print_a_password() {
+    let s = security::SecuritySettings {
+        admin_password: Some("s3cret-admin".into()),
+        inter_broker_login: Some(("broker".into(), "s3cret-broker".into())),
+        ..Default::default()
+    };
+    let printed = format!("{s:?}");
+    assert!(printed.contains("broker") && printed.contains("[hidden]"), "{printed}");
+    assert!(!printed.contains("s3cret"), "{printed}");
+}
