@@ -560,6 +560,9 @@ fn security_settings_never_print_a_password() {
         ..Default::default()
     };
     let printed = format!("{s:?}");
-    assert!(printed.contains("broker") && printed.contains("[hidden]"), "{printed}");
+    assert!(
+        printed.contains("broker") && printed.contains("[hidden]"),
+        "{printed}"
+    );
     assert!(!printed.contains("s3cret"), "{printed}");
 }
