@@ -35,6 +35,7 @@ fn brokers(dead: Option<i32>) -> Vec<BrokerInfo> {
             } else {
                 BrokerState::Alive
             },
+            listeners: Vec::new(),
         })
         .collect()
 }

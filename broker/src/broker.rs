@@ -15,7 +15,8 @@ use crate::cluster::ClusterView;
 use crate::followed::Followed;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
-use crate::net::tls::TlsListener;
+use crate::net::listener::{Listener, ListenerConfig};
+use crate::net::quotas::ConnectionQuotas;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::txn_log::TxnLogStore;
@@ -27,10 +28,9 @@ use crate::txn::markers::BrokerMarkers;
 pub struct BrokerConfig {
     pub id: i32,
     pub data_dir: PathBuf,
-    /// Host and port clients reach this broker at, used before the first
-    /// assignment names it.
-    pub advertised_host: String,
-    pub advertised_port: u16,
+    /// The listeners (never empty): the first is the inter-broker one, at
+    /// the address the assignment names.
+    pub listeners: Vec<ListenerConfig>,
     /// Largest request frame accepted (Kafka's `socket.request.max.bytes`).
     pub max_frame_bytes: usize,
     /// Kafka's `max.connections`: beyond it the listener waits for one to close.
@@ -64,22 +64,24 @@ pub struct BrokerConfig {
     /// `allow.everyone.if.no.acl.found`). Not yet a user setting: it waits
     /// for every API to ask the authorizer (issue #15).
     pub standard_authorizer: Option<AuthorizerSettings>,
-    /// SASL on the listener: every connection authenticates first.
-    pub sasl: Option<crate::net::sasl::SaslSettings>,
-    /// TLS on the listener (SSL, or SASL_SSL with `sasl`).
-    pub tls: Option<crate::net::tls::TlsSettings>,
     /// How this broker connects to another (WriteTxnMarkers, transaction
-    /// verification): TLS and SASL as the listener needs.
+    /// verification): TLS and SASL as the inter-broker listener needs.
     pub inter_broker: kaas_client::Security,
 }
 
 impl BrokerConfig {
+    /// A broker with one PLAINTEXT listener, advertised as `host:port`.
     pub fn new(id: i32, data_dir: PathBuf, host: &str, port: u16) -> Self {
         Self {
             id,
             data_dir,
-            advertised_host: host.to_string(),
-            advertised_port: port,
+            listeners: vec![ListenerConfig {
+                name: "PLAINTEXT".into(),
+                advertised_host: host.to_string(),
+                advertised_port: port,
+                sasl: None,
+                tls: None,
+            }],
             max_frame_bytes: 100 * 1024 * 1024,
             max_connections: usize::MAX,
             max_connections_per_ip: usize::MAX,
@@ -94,10 +96,13 @@ impl BrokerConfig {
             producer_id_expiration_check_interval_ms: 600_000,
             authorizer: Arc::new(AllowAll),
             standard_authorizer: None,
-            sasl: None,
-            tls: None,
             inter_broker: kaas_client::Security::default(),
         }
+    }
+
+    /// The inter-broker listener, the first.
+    pub fn inter_broker_listener(&mut self) -> &mut ListenerConfig {
+        &mut self.listeners[0]
     }
 }
 
@@ -117,21 +122,28 @@ pub struct Broker {
     pub acls: Option<Arc<Acls>>,
     /// The SCRAM users (`__cluster/scram_users`).
     pub scram_users: Arc<Followed<ScramUsers>>,
-    /// The listener's TLS, when it has one.
-    pub tls: Option<Arc<TlsListener>>,
+    /// The listeners, as `config.listeners`.
+    pub listeners: Vec<Arc<Listener>>,
+    /// `max.connections` and `max.connections.per.ip`, over all listeners.
+    pub connection_quotas: Arc<ConnectionQuotas>,
     /// Connections to the other brokers, for this broker's own requests.
     pub peers: crate::net::peers::Peers,
 }
 
 impl Broker {
     pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
+        if config.listeners.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a broker needs a listener",
+            ));
+        }
         // Bad TLS files stop the start, before the volume is touched.
-        let tls = match &config.tls {
-            Some(settings) => Some(Arc::new(TlsListener::new(settings.clone()).map_err(
-                |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("TLS: {e}")),
-            )?)),
-            None => None,
-        };
+        let listeners = config
+            .listeners
+            .iter()
+            .map(|l| Listener::open(l.clone()).map(Arc::new))
+            .collect::<std::io::Result<Vec<_>>>()?;
         let storage = Storage::new(&config.data_dir, config.log)?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
@@ -194,7 +206,11 @@ impl Broker {
             authorizer,
             acls,
             scram_users,
-            tls,
+            listeners,
+            connection_quotas: ConnectionQuotas::new(
+                config.max_connections,
+                config.max_connections_per_ip,
+            ),
             peers: crate::net::peers::Peers::new(config.inter_broker.clone()),
             config,
             storage,

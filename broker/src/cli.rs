@@ -10,7 +10,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cluster::assignment_file;
-use crate::cluster::controller::{BrokerAddress, ControllerConfig};
+use crate::cluster::controller::{parse_brokers, ControllerConfig};
+use crate::net::listener::{protocol_name, ListenerConfig};
 use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::settings::security::{SecuritySettings, ADMIN};
 use crate::settings::{self, HostPort, Settings};
@@ -121,9 +122,11 @@ pub enum Command {
         /// The shared folder.
         #[arg(long)]
         data: PathBuf,
-        /// Every broker as ID=HOST:PORT, comma separated.
+        /// Every broker as ID=HOST:PORT, comma separated; a broker with
+        /// several listeners as ID=NAME://HOST:PORT,NAME2://HOST:PORT,…
+        /// (its `advertised.listeners`), the inter-broker one first.
         #[arg(long, value_delimiter = ',', required = true)]
-        brokers: Vec<BrokerAddress>,
+        brokers: Vec<String>,
         /// Time between probe rounds.
         #[arg(long, default_value_t = 500)]
         probe_interval_ms: u64,
@@ -201,6 +204,11 @@ pub struct Tuning {
     /// environment override it.
     #[arg(long, env = "KAAS_CONFIG")]
     pub config: Option<PathBuf>,
+    /// A `server.properties` line over --config's, as Apache's
+    /// `kafka-server-start.sh --override` (repeatable): for the keys no
+    /// flag has, such as several `listeners`.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
     /// Largest request accepted, in bytes (socket.request.max.bytes)
     /// [default: 104857600].
     #[arg(long, env = "KAAS_MAX_FRAME_BYTES")]
@@ -335,25 +343,43 @@ impl Tuning {
     /// file's warnings.
     pub fn merged(&self, flags: Settings) -> anyhow::Result<(Settings, Vec<String>)> {
         let flags = flags.or(self.settings());
-        let Some(path) = &self.config else {
+        if self.config.is_none() && self.overrides.is_empty() {
             return Ok((flags, Vec::new()));
-        };
-        let file = read_config(path)?;
+        }
+        let file = read_config(self.config.as_deref(), &self.overrides)?;
         Ok((flags.or(file.settings), file.warnings))
     }
 }
 
-fn read_config(path: &Path) -> anyhow::Result<settings::FromFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the config file {}", path.display()))?;
-    Settings::from_properties(&text).with_context(|| format!("in {}", path.display()))
+/// The file's settings with the overrides' lines after its own (a later
+/// line wins).
+fn read_config(path: Option<&Path>, overrides: &[String]) -> anyhow::Result<settings::FromFile> {
+    let mut text = match path {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the config file {}", path.display()))?,
+        None => String::new(),
+    };
+    for line in overrides {
+        anyhow::ensure!(line.contains('='), "--override {line}: not KEY=VALUE");
+        text.push('\n');
+        text.push_str(line);
+    }
+    let source = match path {
+        Some(path) if overrides.is_empty() => path.display().to_string(),
+        Some(path) => format!("{} and the --override lines", path.display()),
+        None => "the --override lines".to_string(),
+    };
+    Settings::from_properties(&text).with_context(|| format!("in {source}"))
 }
 
 /// A `serve` command resolved: what the broker runs with.
 #[derive(Debug)]
 pub struct Serve {
     pub config: BrokerConfig,
+    /// Where to listen for the inter-broker listener, `config.listeners[0]`.
     pub listen: SocketAddr,
+    /// Where to listen for the others, in order.
+    pub more_listen: Vec<SocketAddr>,
     pub http: Option<SocketAddr>,
     pub assignment_configmap: Option<String>,
     pub assignment_namespace: Option<String>,
@@ -364,7 +390,10 @@ pub struct Serve {
 impl Serve {
     /// The effective configuration, by `server.properties` key.
     pub fn effective(&self) -> Vec<(&'static str, String)> {
-        settings::effective(&self.config, Some(self.listen), self.http)
+        let listen: Vec<SocketAddr> = std::iter::once(self.listen)
+            .chain(self.more_listen.iter().copied())
+            .collect();
+        settings::effective(&self.config, &listen, self.http)
     }
 }
 
@@ -477,7 +506,7 @@ impl Command {
                         }),
                 },
                 assignment_path: assignment_file::assignment_path(data),
-                brokers: brokers.clone(),
+                brokers: parse_brokers(brokers).map_err(|e| anyhow::anyhow!("--brokers: {e}"))?,
                 probe_interval: Duration::from_millis(*probe_interval_ms),
                 failures_before_dead: *failures_before_dead,
             })),
@@ -514,11 +543,33 @@ fn resolve_serve(flags: Settings, tuning: &Tuning) -> anyhow::Result<Serve> {
         port: listen.port(),
     });
     let mut config = BrokerConfig::new(id, data, &advertise.host, advertise.port);
+    config.inter_broker_listener().name = s.listener_name.clone().unwrap_or_else(|| {
+        let protocol = (s.security.sasl == Some(true), s.security.ssl == Some(true));
+        protocol_name(protocol.0, protocol.1).to_string()
+    });
+    let mut more_listen = Vec::new();
+    let mut more_protocols = Vec::new();
+    for l in s.more_listeners.iter().flatten() {
+        let advertise = l.advertise.clone().unwrap_or(HostPort {
+            host: l.listen.ip().to_string(),
+            port: l.listen.port(),
+        });
+        config.listeners.push(ListenerConfig {
+            name: l.name.clone(),
+            advertised_host: advertise.host,
+            advertised_port: advertise.port,
+            sasl: None,
+            tls: None,
+        });
+        more_listen.push(l.listen);
+        more_protocols.push((l.sasl, l.ssl));
+    }
     s.tune(&mut config);
-    s.security.apply(&mut config)?;
+    s.security.apply(&mut config, &more_protocols)?;
     Ok(Serve {
         config,
         listen,
+        more_listen,
         http: s.http,
         assignment_configmap: s.assignment_configmap,
         assignment_namespace: s.assignment_namespace,
@@ -544,6 +595,11 @@ fn resolve_local(
     }
     if s.advertise.is_some() {
         warnings.push("advertised.listeners: ignored by `local`".into());
+    }
+    if s.more_listeners.as_ref().is_some_and(|m| !m.is_empty()) {
+        warnings.push(
+            "listeners: `local` serves one listener per broker; the others are ignored".into(),
+        );
     }
     let listener_only = SecuritySettings {
         sasl: None,

@@ -169,7 +169,10 @@ fn flags_override_the_file_and_the_file_overrides_the_defaults() {
     );
     assert_eq!(s.listen, DEFAULT_LISTEN.parse().unwrap());
     assert_eq!(
-        (s.config.advertised_host.as_str(), s.config.advertised_port),
+        (
+            s.config.listeners[0].advertised_host.as_str(),
+            s.config.listeners[0].advertised_port
+        ),
         ("127.0.0.1", 9092),
         "advertised defaults to the listener"
     );
@@ -212,7 +215,7 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
         (
             "listeners=SSL://:9093\nadvertised.listeners=PLAINTEXT://h:9093",
             "advertised.listeners",
-            "not the listener's",
+            "'PLAINTEXT' is not a listener of `listeners`",
         ),
         (
             "ssl.keystore.type=JKS",
@@ -258,7 +261,30 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
         (
             "listeners=PLAINTEXT://:9092,OTHER://:9094",
             "listeners",
-            "one client listener",
+            "'OTHER' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+        ),
+        (
+            "listeners=CLIENT://:9092,BROKERS://:9094\n\
+             listener.security.protocol.map=CLIENT:SSL,BROKERS:SSL",
+            "inter.broker.listener.name",
+            "none named PLAINTEXT",
+        ),
+        (
+            "listeners=CLIENT://:9092,BROKERS://:9094\n\
+             listener.security.protocol.map=CLIENT:SSL,BROKERS:SSL\n\
+             inter.broker.listener.name=INTERNAL",
+            "inter.broker.listener.name",
+            "'INTERNAL' is not a listener of CLIENT, BROKERS",
+        ),
+        (
+            "listeners=SSL://:9092,SSL://:9094",
+            "listeners",
+            "named twice",
+        ),
+        (
+            "listener.name.client.ssl.client.auth=sometimes",
+            "listener.name.client.ssl.client.auth",
+            "none, requested, required",
         ),
         ("listeners=kafka:9092", "listeners", "NAME://HOST:PORT"),
         (
@@ -444,8 +470,13 @@ fn serve_security_from_flags_and_from_server_properties() {
         ca,
     ]);
     let c = &flags.config;
-    assert_eq!(c.tls.as_ref().unwrap().cert, pki.server_cert);
-    assert_eq!(c.sasl.as_ref().unwrap().mechanisms, SaslMechanism::ALL);
+    let listener = &c.listeners[0];
+    assert_eq!(listener.name, "SASL_SSL");
+    assert_eq!(listener.tls.as_ref().unwrap().cert, pki.server_cert);
+    assert_eq!(
+        listener.sasl.as_ref().unwrap().mechanisms,
+        SaslMechanism::ALL
+    );
     let login = c.inter_broker.sasl.as_ref().unwrap();
     assert_eq!(
         (login.user.as_str(), login.password.as_str()),
@@ -471,12 +502,7 @@ fn serve_security_from_flags_and_from_server_properties() {
 
     // Apache's keys: a PEM key store holding key and chain, the
     // listener's protocol, mechanisms, the JAAS login, the authorizer.
-    let keystore = data.path().join("keystore.pem");
-    std::fs::write(
-        &keystore,
-        [std::fs::read(key).unwrap(), std::fs::read(cert).unwrap()].concat(),
-    )
-    .unwrap();
+    let keystore = pki.server_keystore().unwrap();
     let file = config_file(&format!(
         "node.id=1\nlog.dirs={d}\n\
          listeners=BROKERS://127.0.0.1:9093\n\
@@ -497,11 +523,11 @@ fn serve_security_from_flags_and_from_server_properties() {
     ));
     let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
     let c = &from_file.config;
-    let tls = c.tls.as_ref().unwrap();
+    let tls = c.listeners[0].tls.as_ref().unwrap();
     assert_eq!((&tls.cert, &tls.key), (&keystore, &keystore));
     assert_eq!(tls.client_auth, ClientAuth::Requested);
     assert_eq!(
-        c.sasl.as_ref().unwrap().mechanisms,
+        c.listeners[0].sasl.as_ref().unwrap().mechanisms,
         [SaslMechanism::from_name("SCRAM-SHA-512").unwrap()]
     );
     let login = c.inter_broker.sasl.as_ref().unwrap();
@@ -548,7 +574,9 @@ fn serve_security_that_cannot_work_is_refused_saying_why() {
     assert!(format!("{:#}", err.unwrap_err()).contains("give --sasl too"));
     // Without security settings: PLAINTEXT, no authorizer, as before.
     let plain = serve(&["serve", "--id", "0", "--data", d]);
-    assert!(plain.config.tls.is_none() && plain.config.sasl.is_none());
+    let listener = &plain.config.listeners[0];
+    assert!(listener.tls.is_none() && listener.sasl.is_none());
+    assert_eq!(listener.name, "PLAINTEXT");
     assert!(plain.config.standard_authorizer.is_none());
 }
 
@@ -565,4 +593,72 @@ fn security_settings_never_print_a_password() {
         "{printed}"
     );
     assert!(!printed.contains("s3cret"), "{printed}");
+}
+
+#[test]
+fn several_listeners_each_with_its_protocol_and_own_settings() {
+    let pki = kaas_testkit::pki::TestPki::new("127.0.0.1").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let keystore = pki.server_keystore().unwrap();
+    let file = config_file(&format!(
+        "node.id=1\nlog.dirs={}\n\
+         listeners=CLIENT://0.0.0.0:19092,BROKERS://127.0.0.1:9093\n\
+         advertised.listeners=CLIENT://kafka.example.com:19092,BROKERS://kaas-1.internal:9093\n\
+         listener.security.protocol.map=CLIENT:SASL_SSL,BROKERS:SSL\n\
+         inter.broker.listener.name=BROKERS\n\
+         ssl.certificate.location.unused=1\n\
+         ssl.keystore.type=PEM\n\
+         listener.name.brokers.ssl.keystore.location={}\n\
+         listener.name.client.ssl.keystore.location={}\n\
+         ssl.truststore.location={}\n\
+         ssl.client.auth=required\n\
+         listener.name.client.ssl.client.auth=none\n\
+         listener.name.client.sasl.enabled.mechanisms=SCRAM-SHA-512\n",
+        data.path().display(),
+        keystore.display(),
+        keystore.display(),
+        pki.ca_cert.display(),
+    ));
+    let s = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    let [brokers, client] = &s.config.listeners[..] else {
+        panic!("two listeners: {:?}", s.config.listeners);
+    };
+    // The inter-broker listener first: the address the assignment names.
+    assert_eq!(brokers.name, "BROKERS");
+    assert_eq!(s.listen, "127.0.0.1:9093".parse().unwrap());
+    assert_eq!(
+        (brokers.advertised_host.as_str(), brokers.advertised_port),
+        ("kaas-1.internal", 9093)
+    );
+    assert!(brokers.sasl.is_none());
+    assert_eq!(
+        brokers.tls.as_ref().unwrap().client_auth,
+        ClientAuth::Required
+    );
+    assert_eq!(client.name, "CLIENT");
+    assert_eq!(s.more_listen, ["0.0.0.0:19092".parse().unwrap()]);
+    assert_eq!(
+        (client.advertised_host.as_str(), client.advertised_port),
+        ("kafka.example.com", 19092)
+    );
+    assert_eq!(client.tls.as_ref().unwrap().client_auth, ClientAuth::None);
+    assert_eq!(
+        client.sasl.as_ref().unwrap().mechanisms,
+        [SaslMechanism::from_name("SCRAM-SHA-512").unwrap()]
+    );
+    // Brokers call each other over TLS, presenting their certificate.
+    assert!(s.config.inter_broker.tls.is_some() && s.config.inter_broker.sasl.is_none());
+    let line = settings::effective_line(&s.effective());
+    for shown in [
+        "listeners=BROKERS://127.0.0.1:9093,CLIENT://0.0.0.0:19092 ",
+        "advertised.listeners=BROKERS://kaas-1.internal:9093,CLIENT://kafka.example.com:19092 ",
+        "listener.security.protocol.map=BROKERS:SSL,CLIENT:SASL_SSL ",
+        "inter.broker.listener.name=BROKERS ",
+    ] {
+        assert!(line.contains(shown), "{shown}: {line}");
+    }
+    assert!(s
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("ssl.certificate.location.unused")));
 }

@@ -146,10 +146,12 @@ impl LocalCluster {
             let addr = listener.local_addr()?;
             let mut broker_config =
                 BrokerConfig::new(id as i32, config.data_dir.clone(), advertised, addr.port());
-            broker_config.tls = config.tls.clone();
+            let own = broker_config.inter_broker_listener();
+            own.tls = config.tls.clone();
+            own.sasl = admin.is_some().then(SaslSettings::default);
+            own.name = own.protocol().into();
             broker_config.inter_broker.tls = client_tls.clone();
             if admin.is_some() {
-                broker_config.sasl = Some(SaslSettings::default());
                 broker_config.standard_authorizer = Some(AuthorizerSettings {
                     super_users: [format!("User:{ADMIN}")].into(),
                     allow_if_no_acl: false,
@@ -188,6 +190,7 @@ impl LocalCluster {
                     id: id as i32,
                     host: advertised.clone(),
                     port: a.port(),
+                    listeners: Vec::new(),
                 })
                 .collect(),
             probe_interval: config.probe_interval,

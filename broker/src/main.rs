@@ -94,11 +94,28 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
             let bound = listener.local_addr()?;
+            let mut more = Vec::new();
+            for addr in &serve.more_listen {
+                more.push(
+                    TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("cannot listen on {addr}"))?,
+                );
+            }
             let id = serve.config.id;
             let drain = Duration::from_millis(serve.config.shutdown_drain_ms);
             let broker = Broker::open(serve.config)?;
             let shutdown = CancellationToken::new();
             let mut tasks = JoinSet::new();
+            // The other listeners; the inter-broker one is served below.
+            for (tcp, listener) in more.into_iter().zip(broker.listeners.iter().skip(1)) {
+                tasks.spawn(kaas_broker::net::server::run_listener(
+                    tcp,
+                    listener.clone(),
+                    broker.clone(),
+                    shutdown.clone(),
+                ));
+            }
             if let Some(addr) = serve.http {
                 let http = TcpListener::bind(addr)
                     .await

@@ -62,7 +62,7 @@ fn ctx(b: &Arc<Broker>, version: i16) -> RequestContext {
         api_version: version,
         client_id: "fencing".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
-        local_addr: "127.0.0.1:9092".parse().unwrap(),
+        listener: b.listeners[0].clone(),
         principal: kaas_broker::auth::Principal::anonymous(),
     }
 }

@@ -23,6 +23,7 @@ fn brokers(states: &[BrokerState]) -> Vec<BrokerInfo> {
             host: "127.0.0.1".into(),
             port: 9092 + id as u16,
             state: *state,
+            listeners: Vec::new(),
         })
         .collect()
 }
@@ -62,7 +63,7 @@ async fn touch(broker: &Arc<Broker>, group: &str) {
         api_version: 8,
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
-        local_addr: "127.0.0.1:9092".parse().unwrap(),
+        listener: broker.listeners[0].clone(),
         principal: kaas_broker::auth::Principal::anonymous(),
     };
     let req = OffsetCommitRequest::default()

@@ -295,7 +295,11 @@ async fn reauth_cluster(dir: &std::path::Path) -> LocalCluster {
     c.base_port = 0;
     c.sasl_admin_password = Some(ADMIN_PASSWORD.into());
     c.tune = |b| {
-        b.sasl.as_mut().expect("a SASL broker").max_reauth_ms = 2_000;
+        b.listeners[0]
+            .sasl
+            .as_mut()
+            .expect("a SASL broker")
+            .max_reauth_ms = 2_000;
         b.groups.core.initial_rebalance_delay_ms = 200;
     };
     LocalCluster::start(c).await.unwrap()
@@ -390,7 +394,13 @@ async fn calls_to_peers_reuse_an_authenticated_connection() {
     let mut c = LocalClusterConfig::new(2, dir.path().to_path_buf());
     c.base_port = 0;
     c.sasl_admin_password = Some(ADMIN_PASSWORD.into());
-    c.tune = |b| b.sasl.as_mut().expect("a SASL broker").max_reauth_ms = 1_000;
+    c.tune = |b| {
+        b.listeners[0]
+            .sasl
+            .as_mut()
+            .expect("a SASL broker")
+            .max_reauth_ms = 1_000
+    };
     let cluster = LocalCluster::start(c).await.unwrap();
     let (from, to) = (&cluster.brokers[0], &cluster.brokers[1]);
     let peer = cluster.addrs[1].to_string();

@@ -36,16 +36,7 @@ fn security(pki: &TestPki, mechanism: &str, user: &str, password: &str) -> Secur
 /// The server.properties every broker reads (`--listen` and `--id` come
 /// from the command line, overriding the listener's address only).
 fn server_properties(pki: &TestPki, dir: &std::path::Path) -> std::path::PathBuf {
-    let keystore = dir.join("broker-keystore.pem");
-    std::fs::write(
-        &keystore,
-        [
-            std::fs::read(&pki.server_key).unwrap(),
-            std::fs::read(&pki.server_cert).unwrap(),
-        ]
-        .concat(),
-    )
-    .unwrap();
+    let keystore = pki.server_keystore().unwrap();
     let file = dir.join("server.properties");
     std::fs::write(
         &file,

@@ -153,6 +153,7 @@ pub fn brokers(kc: &KaasCluster, replicas: i32, pods: &[Pod], slices: &[Slice]) 
                 host,
                 port,
                 state,
+                listeners: Vec::new(),
             }
         })
         .collect()

@@ -233,6 +233,7 @@ mod tests {
                     host: format!("b{id}"),
                     port: 9092,
                     state,
+                    listeners: Vec::new(),
                 })
                 .collect(),
             ..Assignment::default()

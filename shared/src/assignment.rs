@@ -50,6 +50,20 @@ pub struct BrokerInfo {
     pub port: u16,
     /// Liveness as the controller observed it.
     pub state: BrokerState,
+    /// Every listener of a broker with several (Apache's
+    /// `advertised.listeners`), `host:port` among them as the inter-broker
+    /// one; empty when the broker has one listener, `host:port`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<Endpoint>,
+}
+
+/// One named listener's advertised address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Endpoint {
+    /// The listener's name (`CLIENT` of `CLIENT://host:9092`).
+    pub name: String,
+    pub host: String,
+    pub port: u16,
 }
 
 impl BrokerInfo {
@@ -60,7 +74,22 @@ impl BrokerInfo {
             host: host.into(),
             port,
             state: BrokerState::Alive,
+            listeners: Vec::new(),
         }
+    }
+
+    /// Where a client of listener `listener` reaches this broker: that
+    /// listener's address, or `None` when the broker has named listeners
+    /// and not this one (Apache leaves such a broker out of Metadata); a
+    /// broker with a single listener answers every name with it.
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.listeners.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.listeners
+            .iter()
+            .find(|e| e.name == listener)
+            .map(|e| (e.host.as_str(), e.port))
     }
 }
 
@@ -324,12 +353,29 @@ mod tests {
         "consumerGroups": [{"groupId": "orders", "broker": 0}],
         "partitions": [{"topic": "t", "partition": 3, "broker": 1}]}"#;
 
+    #[test]
+    fn a_broker_answers_each_listener_with_its_own_address() {
+        let single = BrokerInfo::alive(0, "b0", 9092);
+        assert_eq!(single.endpoint("CLIENT"), Some(("b0", 9092)));
+        let json = r#"{"id": 1, "host": "b1.internal", "port": 9093, "state": "alive",
+            "listeners": [{"name": "INTERNAL", "host": "b1.internal", "port": 9093},
+                          {"name": "CLIENT", "host": "b1.example.com", "port": 19092}]}"#;
+        let named: BrokerInfo = serde_json::from_str(json).unwrap();
+        assert_eq!(named.endpoint("CLIENT"), Some(("b1.example.com", 19092)));
+        assert_eq!(named.endpoint("INTERNAL"), Some(("b1.internal", 9093)));
+        assert_eq!(named.endpoint("OTHER"), None);
+        // A single listener's document is written as before.
+        let written = serde_json::to_string(&single).unwrap();
+        assert!(!written.contains("listeners"), "{written}");
+    }
+
     fn broker(id: BrokerId, state: BrokerState) -> BrokerInfo {
         BrokerInfo {
             id,
             host: format!("b{id}"),
             port: 9092,
             state,
+            listeners: Vec::new(),
         }
     }
 

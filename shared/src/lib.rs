@@ -24,7 +24,8 @@ pub mod recompute;
 pub mod route;
 
 pub use assignment::{
-    partition_key, Assignment, BrokerInfo, BrokerState, GroupEntry, PartitionEntry, Routing,
+    partition_key, Assignment, BrokerInfo, BrokerState, Endpoint, GroupEntry, PartitionEntry,
+    Routing,
 };
 pub use fnv::{fnv1a32, Fnv1a32};
 pub use ordinal::{parse_ordinal, pod_ordinal};

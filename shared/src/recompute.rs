@@ -145,6 +145,7 @@ mod tests {
             host: format!("demo-{id}.demo-brokers.ns.svc"),
             port: 9092,
             state,
+            listeners: Vec::new(),
         }
     }
 

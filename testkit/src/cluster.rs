@@ -41,6 +41,19 @@ pub struct ClusterOptions {
     pub own_copy: bool,
     /// How long to wait for every broker to be published alive.
     pub start_within: Duration,
+    /// A second listener per broker: see [`ClusterOptions::client_listener`].
+    pub client_listener: Option<ClientListener>,
+}
+
+/// Each broker's inter-broker listener named `inter_broker` (at
+/// [`ProcessCluster::addr`]) and a listener `name` advertised at
+/// `host` (at [`ProcessCluster::client_addr`]); their protocols are the
+/// serve arguments' `listener.security.protocol.map`.
+#[derive(Debug, Clone)]
+pub struct ClientListener {
+    pub inter_broker: String,
+    pub name: String,
+    pub host: String,
 }
 
 impl ClusterOptions {
@@ -53,7 +66,20 @@ impl ClusterOptions {
             http: false,
             own_copy: false,
             start_within: Duration::from_secs(30),
+            client_listener: None,
         }
+    }
+
+    /// Gives each broker two listeners (`--override listeners=…`): the
+    /// inter-broker one, which the controller probes, and `name`,
+    /// advertised at `host`.
+    pub fn client_listener(mut self, inter_broker: &str, name: &str, host: &str) -> ClusterOptions {
+        self.client_listener = Some(ClientListener {
+            inter_broker: inter_broker.into(),
+            name: name.into(),
+            host: host.into(),
+        });
+        self
     }
 
     pub fn serve_arg(mut self, flag: &str, value: impl ToString) -> ClusterOptions {
@@ -75,6 +101,8 @@ pub struct ProcessCluster {
     pub logs: PathBuf,
     ports: Vec<u16>,
     http_ports: Vec<u16>,
+    client_ports: Vec<u16>,
+    client_listener: Option<ClientListener>,
     serve_args: Vec<String>,
     brokers: Mutex<Vec<Option<Child>>>,
     controller: Mutex<Option<Child>>,
@@ -104,14 +132,20 @@ impl ProcessCluster {
             false => opts.bin.clone(),
         };
         let n = opts.brokers;
-        let mut ports = free_ports(if opts.http { 2 * n } else { n })?;
-        let http_ports = ports.split_off(n);
+        let mut ports = free_ports(3 * n)?;
+        let mut http_ports = ports.split_off(n);
+        let client_ports = http_ports.split_off(n);
+        if !opts.http {
+            http_ports.clear();
+        }
         let c = ProcessCluster {
             bin,
             data,
             logs,
             ports,
             http_ports,
+            client_ports,
+            client_listener: opts.client_listener,
             serve_args: opts.serve_args,
             brokers: Mutex::new((0..n).map(|_| None).collect()),
             controller: Mutex::new(None),
@@ -121,7 +155,7 @@ impl ProcessCluster {
             c.spawn_broker(id)?;
         }
         let brokers_arg = (0..n)
-            .map(|id| format!("{id}={}", c.addr(id)))
+            .map(|id| format!("{id}={}", c.advertised_listeners(id)))
             .collect::<Vec<_>>()
             .join(",");
         let controller = Command::new(&c.bin)
@@ -165,6 +199,17 @@ impl ProcessCluster {
             .args(["--listen", &self.addr(id)]);
         if let Some(http) = self.http_addr(id) {
             cmd.args(["--http", &http]);
+        }
+        if let Some(l) = &self.client_listener {
+            let port = self.client_ports[id];
+            let listeners = format!(
+                "listeners={}://{},{}://127.0.0.1:{port}",
+                l.inter_broker,
+                self.addr(id),
+                l.name
+            );
+            let advertised = format!("advertised.listeners={}", self.advertised_listeners(id));
+            cmd.args(["--override", &listeners, "--override", &advertised]);
         }
         let child = cmd
             .args(&self.serve_args)
@@ -220,6 +265,28 @@ impl ProcessCluster {
 
     pub fn addr(&self, id: usize) -> String {
         format!("127.0.0.1:{}", self.ports[id])
+    }
+
+    /// Broker `id`'s address on the client listener, when it has one.
+    pub fn client_addr(&self, id: usize) -> Option<String> {
+        let l = self.client_listener.as_ref()?;
+        Some(format!("{}:{}", l.host, self.client_ports[id]))
+    }
+
+    /// As `advertised.listeners` (and the controller's `--brokers`) write
+    /// broker `id`'s listeners: `HOST:PORT` when it has one.
+    fn advertised_listeners(&self, id: usize) -> String {
+        match (&self.client_listener, self.client_addr(id)) {
+            (Some(l), Some(client)) => {
+                format!(
+                    "{}://{},{}://{client}",
+                    l.inter_broker,
+                    self.addr(id),
+                    l.name
+                )
+            }
+            _ => self.addr(id),
+        }
     }
 
     /// Every broker's address, comma-separated.

@@ -61,6 +61,19 @@ impl TestPki {
         self.dir.path()
     }
 
+    /// The server's key and certificate chain in one PEM file, as Apache's
+    /// `ssl.keystore.location` of type PEM names them.
+    pub fn server_keystore(&self) -> anyhow::Result<PathBuf> {
+        let keystore = self.dir().join("server-keystore.pem");
+        let pem = [
+            std::fs::read(&self.server_key)?,
+            std::fs::read(&self.server_cert)?,
+        ]
+        .concat();
+        std::fs::write(&keystore, pem)?;
+        Ok(keystore)
+    }
+
     /// A new key and certificate for the brokers, over the old files (a
     /// rotation).
     pub fn reissue_server(&self, host: &str) -> anyhow::Result<()> {

@@ -46,7 +46,7 @@ pub(super) async fn call_as(
         api_version: version,
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
-        local_addr: "127.0.0.1:9092".parse().unwrap(),
+        listener: broker.listeners[0].clone(),
         principal: Principal::user(user),
     };
     handle(ctx, req).await.expect("a response")

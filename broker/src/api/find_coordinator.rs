@@ -89,9 +89,17 @@ fn resolve(ctx: &RequestContext, key_type: i8, key: StrBytes) -> Coordinator {
             "no broker is alive",
         );
     };
+    // At its address on this request's listener.
+    let Some((host, port)) = broker.endpoint(ctx.listener.name()) else {
+        return failed(
+            key,
+            Err::CoordinatorNotAvailable.code(),
+            "the coordinator has no such listener",
+        );
+    };
     Coordinator::default()
         .with_key(key)
         .with_node_id(BrokerId(broker.id))
-        .with_host(StrBytes::from_string(broker.host.clone()))
-        .with_port(i32::from(broker.port))
+        .with_host(StrBytes::from_string(host.to_string()))
+        .with_port(i32::from(port))
 }

@@ -19,30 +19,36 @@ pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataRespo
     let routing = broker.routing();
     let mut resp = MetadataResponse::default()
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())));
+    let listener = ctx.listener.name();
     match &routing {
         Some(r) => {
+            // The brokers alive, at their addresses on this request's
+            // listener; one without it is left out, as in Apache.
             for b in r
                 .assignment()
                 .brokers
                 .iter()
                 .filter(|b| b.state == BrokerState::Alive)
             {
-                resp.brokers.push(
-                    MetadataResponseBroker::default()
-                        .with_node_id(BrokerId(b.id))
-                        .with_host(StrBytes::from_string(b.host.clone()))
-                        .with_port(i32::from(b.port)),
-                );
+                if let Some((host, port)) = b.endpoint(listener) {
+                    resp.brokers.push(
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(b.id))
+                            .with_host(StrBytes::from_string(host.to_string()))
+                            .with_port(i32::from(port)),
+                    );
+                }
             }
             resp.controller_id = BrokerId(resp.brokers.first().map_or(-1, |b| b.node_id.0));
         }
         None => {
             // Before the first assignment, a broker only knows itself.
+            let own = &ctx.listener.config;
             resp.brokers.push(
                 MetadataResponseBroker::default()
                     .with_node_id(BrokerId(broker.id()))
-                    .with_host(StrBytes::from_string(broker.config.advertised_host.clone()))
-                    .with_port(i32::from(broker.config.advertised_port)),
+                    .with_host(StrBytes::from_string(own.advertised_host.clone()))
+                    .with_port(i32::from(own.advertised_port)),
             );
             resp.controller_id = BrokerId(broker.id());
         }
@@ -97,7 +103,7 @@ pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataRespo
     for t in topics {
         resp.topics.push(match t {
             Ok(meta) => {
-                let mut topic = describe_topic(&meta, routing.as_deref());
+                let mut topic = describe_topic(&meta, routing.as_deref(), listener, v);
                 if v >= 8 && req.include_topic_authorized_operations {
                     topic.topic_authorized_operations = ctx.authorized_operations(
                         ResourceType::Topic,
@@ -188,18 +194,40 @@ async fn lookup_or_create(
     }
 }
 
-pub fn describe_topic(meta: &TopicMeta, routing: Option<&Routing>) -> MetadataResponseTopic {
+/// A topic's partitions and their leaders, as clients of `listener` see
+/// them (Metadata version `version`).
+pub fn describe_topic(
+    meta: &TopicMeta,
+    routing: Option<&Routing>,
+    listener: &str,
+    version: i16,
+) -> MetadataResponseTopic {
     let partitions = (0..meta.partitions)
         .map(|p| {
             let leader = routing.and_then(|r| r.owner_of_partition(&meta.name, p));
             let mut part = MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_epoch(0);
+            let reachable = |id| {
+                routing
+                    .and_then(|r| r.broker(id))
+                    .is_some_and(|b| b.endpoint(listener).is_some())
+            };
             match leader {
-                Some(id) => {
+                Some(id) if reachable(id) => {
                     part.leader_id = BrokerId(id);
                     part.replica_nodes = vec![BrokerId(id)];
                     part.isr_nodes = vec![BrokerId(id)];
+                }
+                // A leader without this listener: LISTENER_NOT_FOUND from
+                // version 6, as Apache.
+                Some(_) => {
+                    part.leader_id = BrokerId(-1);
+                    part.error_code = if version >= 6 {
+                        Err::ListenerNotFound.code()
+                    } else {
+                        Err::LeaderNotAvailable.code()
+                    };
                 }
                 None => {
                     part.leader_id = BrokerId(-1);

@@ -110,8 +110,9 @@ pub struct RequestContext {
     pub api_version: i16,
     pub client_id: String,
     pub client_addr: SocketAddr,
-    /// The local address the request arrived on (the listener).
-    pub local_addr: SocketAddr,
+    /// The listener the request arrived on: Metadata and FindCoordinator
+    /// answer with its addresses.
+    pub listener: Arc<crate::net::listener::Listener>,
     /// Who sent it (`User:ANONYMOUS` on a PLAINTEXT listener).
     pub principal: Principal,
 }
@@ -406,9 +407,8 @@ pub(crate) fn client_host(ctx: &RequestContext) -> String {
 /// new leader (KIP-951).
 pub(crate) fn broker_endpoint(ctx: &RequestContext, id: i32) -> Option<(String, i32)> {
     let routing = ctx.broker.routing()?;
-    routing
-        .broker(id)
-        .map(|b| (b.host.clone(), i32::from(b.port)))
+    let (host, port) = routing.broker(id)?.endpoint(ctx.listener.name())?;
+    Some((host.to_string(), i32::from(port)))
 }
 
 #[cfg(test)]

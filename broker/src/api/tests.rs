@@ -387,11 +387,11 @@ pub(super) fn txn_id(s: &'static str) -> TransactionalId {
 
 fn context(broker: Arc<Broker>, version: i16) -> RequestContext {
     RequestContext {
+        listener: broker.listeners[0].clone(),
         broker,
         api_version: version,
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
-        local_addr: "127.0.0.1:9092".parse().unwrap(),
         principal: crate::auth::Principal::anonymous(),
     }
 }

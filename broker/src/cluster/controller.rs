@@ -6,37 +6,81 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::join_all;
-use kaas_shared::{recompute, BrokerInfo, BrokerState};
+use kaas_shared::{recompute, BrokerInfo, BrokerState, Endpoint};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use super::assignment_file;
+use crate::settings::HostPort;
 
-#[derive(Debug, Clone)]
+/// `--brokers`' items (split at commas): `ID=HOST:PORT` each, or
+/// `ID=NAME://HOST:PORT` followed by that broker's other listeners,
+/// `NAME://HOST:PORT`.
+pub fn parse_brokers(items: &[String]) -> Result<Vec<BrokerAddress>, String> {
+    let mut specs: Vec<String> = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        match specs.last_mut() {
+            Some(last) if !item.contains('=') => {
+                last.push(',');
+                last.push_str(item);
+            }
+            _ => specs.push(item.to_string()),
+        }
+    }
+    specs.iter().map(|s| s.parse()).collect()
+}
+
+/// A broker as the controller is told of it: its inter-broker address (the
+/// one probed) and, for a broker with several listeners, all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerAddress {
     pub id: i32,
     pub host: String,
     pub port: u16,
+    pub listeners: Vec<Endpoint>,
 }
 
 impl std::str::FromStr for BrokerAddress {
     type Err = String;
-    /// `ID=HOST:PORT`
+    /// `ID=HOST:PORT`, or `ID=NAME://HOST:PORT,NAME2://HOST:PORT,…` for a
+    /// broker with several listeners, the inter-broker one first (as its
+    /// `advertised.listeners`, reordered).
     fn from_str(s: &str) -> Result<Self, String> {
         let (id, addr) = s
             .split_once('=')
             .ok_or_else(|| format!("'{s}' is not ID=HOST:PORT"))?;
-        let (host, port) = addr
-            .rsplit_once(':')
-            .ok_or_else(|| format!("'{addr}' is not HOST:PORT"))?;
+        let id = id
+            .parse()
+            .map_err(|_| format!("'{id}' is not a broker id"))?;
+        if !addr.contains("://") {
+            let HostPort { host, port } = addr.parse()?;
+            return Ok(BrokerAddress {
+                id,
+                host,
+                port,
+                listeners: Vec::new(),
+            });
+        }
+        let mut listeners: Vec<Endpoint> = Vec::new();
+        for item in addr.split(',') {
+            let (name, addr) = item
+                .split_once("://")
+                .ok_or_else(|| format!("'{item}' is not NAME://HOST:PORT"))?;
+            if listeners.iter().any(|l| l.name == name) {
+                return Err(format!("listener '{name}' is named twice"));
+            }
+            let HostPort { host, port } = addr.parse()?;
+            listeners.push(Endpoint {
+                name: name.to_string(),
+                host,
+                port,
+            });
+        }
         Ok(BrokerAddress {
-            id: id
-                .parse()
-                .map_err(|_| format!("'{id}' is not a broker id"))?,
-            host: host.to_string(),
-            port: port
-                .parse()
-                .map_err(|_| format!("'{port}' is not a port"))?,
+            id,
+            host: listeners[0].host.clone(),
+            port: listeners[0].port,
+            listeners,
         })
     }
 }
@@ -108,6 +152,7 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
                 host: b.host.clone(),
                 port: b.port,
                 state,
+                listeners: b.listeners.clone(),
             });
         }
         active_groups.sort();
@@ -136,6 +181,47 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(config.probe_interval) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(s: &str) -> Vec<String> {
+        s.split(',').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn brokers_are_read_with_one_address_or_their_named_listeners() {
+        let one = parse_brokers(&items("0=h0:9092,1=h1:9092")).unwrap();
+        assert_eq!(one.len(), 2);
+        assert_eq!(
+            (one[1].id, one[1].host.as_str(), one[1].port),
+            (1, "h1", 9092)
+        );
+        assert!(one[1].listeners.is_empty());
+
+        let named = parse_brokers(&items(
+            "0=INTERNAL://h0:9093,CLIENT://public:19092,1=INTERNAL://h1:9093,CLIENT://public:19093",
+        ))
+        .unwrap();
+        assert_eq!(named.len(), 2);
+        // The first named listener is the one probed and called.
+        assert_eq!((named[1].host.as_str(), named[1].port), ("h1", 9093));
+        let names: Vec<&str> = named[1].listeners.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["INTERNAL", "CLIENT"]);
+        assert_eq!(named[1].listeners[1].port, 19093);
+
+        for bad in [
+            "0=h0",
+            "x=h0:1",
+            "0=A://h:1,A://h:2",
+            "0=A://h:1,h:2",
+            "0=A://h:port",
+        ] {
+            assert!(parse_brokers(&items(bad)).is_err(), "{bad}");
         }
     }
 }

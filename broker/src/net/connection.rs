@@ -17,6 +17,7 @@ use tracing::{debug, debug_span, error, info, warn, Instrument};
 use crate::api::{self, Incoming, RequestContext};
 use crate::auth::Principal;
 use crate::broker::Broker;
+use crate::net::listener::Listener;
 use crate::net::sasl::{Authenticator, Session, Step};
 use kaas_client::frame::FrameReader;
 
@@ -43,7 +44,7 @@ type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
 pub async fn serve_connection<R, W>(
     (reader, mut writer): (R, W),
     peer: SocketAddr,
-    local: SocketAddr,
+    listener: Arc<Listener>,
     mut principal: Principal,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
@@ -55,14 +56,10 @@ pub async fn serve_connection<R, W>(
     let _open = scopeguard(&broker);
     let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
     // On a SASL listener nobody until the exchange names a user.
-    let mut authenticating = broker.config.sasl.as_ref().map(Authenticator::new);
+    let mut authenticating = listener.sasl().map(Authenticator::new);
     // The SASL session, and when it expires (KIP-368).
     let mut session: Option<(Session, Option<Instant>)> = None;
-    let max_before_authentication = broker
-        .config
-        .sasl
-        .as_ref()
-        .map_or(usize::MAX, |s| s.max_receive_bytes);
+    let max_before_authentication = listener.sasl().map_or(usize::MAX, |s| s.max_receive_bytes);
     let mut reader = FrameReader::new(
         reader,
         broker.config.max_frame_bytes.min(max_before_authentication),
@@ -99,7 +96,7 @@ pub async fn serve_connection<R, W>(
                             // request, however long they were idle); any
                             // other request after the end closes.
                             if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
-                                let settings = broker.config.sasl.as_ref().expect("a SASL session");
+                                let settings = listener.sasl().expect("a SASL session");
                                 authenticating = Some(Authenticator::reauthenticate(settings, s));
                             } else if expires.is_some_and(|at| Instant::now() >= at) {
                                 info!(%peer, user = %s.user,
@@ -115,9 +112,9 @@ pub async fn serve_connection<R, W>(
                                 authenticator,
                                 &broker,
                                 peer,
-                                local,
+                                &listener,
                             ),
-                            None => prepare(frame, &broker, peer, local, &principal)
+                            None => prepare(frame, &broker, peer, &listener, &principal)
                                 .map(|f| Gate::Pass(f, None)),
                         };
                         match prepared {
@@ -233,7 +230,7 @@ fn authenticate(
     authenticator: &mut Authenticator,
     broker: &Arc<Broker>,
     peer: SocketAddr,
-    local: SocketAddr,
+    listener: &Arc<Listener>,
 ) -> Result<Gate, api::RequestError> {
     let incoming = api::decode(frame.clone())?;
     let Incoming::Request {
@@ -242,7 +239,7 @@ fn authenticate(
         request,
     } = &incoming
     else {
-        return prepare(frame, broker, peer, local, &Principal::anonymous())
+        return prepare(frame, broker, peer, listener, &Principal::anonymous())
             .map(|f| Gate::Pass(f, None));
     };
     let (version, correlation_id) = (header.request_api_version, header.correlation_id);
@@ -260,7 +257,7 @@ fn authenticate(
             kaas_client::scram::nonce,
         ) {
             Step::Serve => Gate::Pass(
-                prepare(frame, broker, peer, local, &Principal::anonymous())?,
+                prepare(frame, broker, peer, listener, &Principal::anonymous())?,
                 None,
             ),
             Step::Answer(response) => Gate::Pass(answer(&response), None),
@@ -271,10 +268,8 @@ fn authenticate(
             Step::Refused(response, why) => {
                 warn!(%peer, reason = %why, "SASL authentication failed");
                 broker.metrics.failed_authentications.inc();
-                let delay = broker
-                    .config
-                    .sasl
-                    .as_ref()
+                let delay = listener
+                    .sasl()
                     .map_or(0, |s| s.failed_authentication_delay_ms);
                 let frame = api::encode_response(*api_key, version, correlation_id, &response).ok();
                 // Slow a guesser down; the connection serves nothing meanwhile.
@@ -302,7 +297,7 @@ fn prepare(
     frame: Bytes,
     broker: &Arc<Broker>,
     peer: SocketAddr,
-    local: SocketAddr,
+    listener: &Arc<Listener>,
     principal: &Principal,
 ) -> Result<Option<Pending>, api::RequestError> {
     match api::decode(frame)? {
@@ -327,7 +322,7 @@ fn prepare(
                     .map(|c| c.to_string())
                     .unwrap_or_default(),
                 client_addr: peer,
-                local_addr: local,
+                listener: listener.clone(),
                 principal: principal.clone(),
             };
             let correlation_id = header.correlation_id;

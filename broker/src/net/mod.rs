@@ -1,8 +1,9 @@
-//! The network side: the listener, TLS, one task per connection, SASL,
+//! The network side: the listeners, TLS, one task per connection, SASL,
 //! connection quotas, and connections to the other brokers.
 //! Framing is `kaas_client::frame`, shared with the clients.
 
 pub mod connection;
+pub mod listener;
 pub mod peers;
 pub mod quotas;
 pub mod sasl;

@@ -1,4 +1,5 @@
-//! The accept loop. Takes a bound listener so tests can bind port 0.
+//! The accept loop of a listener. Takes a bound socket so tests can bind
+//! port 0.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,20 +11,32 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::connection::serve_connection;
-use super::quotas::ConnectionQuotas;
+use super::listener::Listener;
 use crate::auth::Principal;
 use crate::broker::Broker;
 
-/// Serves connections until `shutdown` fires, then waits for open
-/// connections to finish the requests they already read.
-pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: CancellationToken) {
+/// Serves the broker's first (inter-broker) listener on `tcp`: see
+/// [`run_listener`].
+pub async fn run(tcp: TcpListener, broker: Arc<Broker>, shutdown: CancellationToken) {
+    let listener = broker.listeners[0].clone();
+    run_listener(tcp, listener, broker, shutdown).await
+}
+
+/// Serves connections to `listener` accepted on `tcp` until `shutdown`
+/// fires, then waits for open connections to finish the requests they
+/// already read.
+pub async fn run_listener(
+    tcp: TcpListener,
+    listener: Arc<Listener>,
+    broker: Arc<Broker>,
+    shutdown: CancellationToken,
+) {
     let tracker = TaskTracker::new();
-    let local = listener.local_addr().ok();
-    let quotas = ConnectionQuotas::new(
-        broker.config.max_connections,
-        broker.config.max_connections_per_ip,
-    );
-    info!(broker = broker.id(), addr = ?local, "listening");
+    let local = tcp.local_addr().ok();
+    // max.connections and max.connections.per.ip count the broker's
+    // connections, whichever listener took them.
+    let quotas = broker.connection_quotas.clone();
+    info!(broker = broker.id(), listener = listener.name(), addr = ?local, "listening");
     loop {
         // At max.connections the listener waits; clients queue in the backlog.
         tokio::select! {
@@ -32,7 +45,7 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
         }
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
+            accepted = tcp.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let slot = match quotas.acquire(peer.ip()) {
                         Ok(slot) => slot,
@@ -43,12 +56,13 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
                     };
                     let _ = stream.set_nodelay(true);
                     let broker = broker.clone();
+                    let listener = listener.clone();
                     let shutdown = shutdown.clone();
                     // Every log line of the connection names the broker and the client.
                     let span = info_span!("connection", broker = broker.id(), client = %peer);
                     tracker.spawn(
                         async move {
-                            serve(stream, peer, broker, shutdown).await;
+                            serve(stream, peer, listener, broker, shutdown).await;
                             drop(slot);
                         }
                         .instrument(span),
@@ -64,7 +78,11 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
     }
     tracker.close();
     tracker.wait().await;
-    info!(broker = broker.id(), "listener stopped");
+    info!(
+        broker = broker.id(),
+        listener = listener.name(),
+        "listener stopped"
+    );
 }
 
 /// A TLS handshake not finished by then closes the connection.
@@ -75,18 +93,16 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
+    listener: Arc<Listener>,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) {
-    let Ok(local) = stream.local_addr() else {
-        return;
-    };
-    let Some(tls) = broker.tls.clone() else {
+    let Some(tls) = listener.tls.clone() else {
         // Plain TCP's owned halves: no lock between reading and writing.
         serve_connection(
             stream.into_split(),
             peer,
-            local,
+            listener,
             Principal::anonymous(),
             broker,
             shutdown,
@@ -122,5 +138,5 @@ async fn serve(
     };
     debug!(client = %peer, %principal, "TLS established");
     let halves = tokio::io::split(stream);
-    serve_connection(halves, peer, local, principal, broker, shutdown).await;
+    serve_connection(halves, peer, listener, principal, broker, shutdown).await;
 }

@@ -161,7 +161,7 @@ fn load(s: &TlsSettings) -> Result<TlsAcceptor, String> {
     let certs = read_certs(&s.cert)?;
     let key = PrivateKeyDer::from_pem_file(&s.key)
         .map_err(|e| format!("cannot read a private key from {}: {e}", s.key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(fastest_first());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
@@ -181,14 +181,35 @@ fn load(s: &TlsSettings) -> Result<TlsAcceptor, String> {
         }
         _ => builder.with_no_client_auth(),
     };
-    let config = builder.with_single_cert(certs, key).map_err(|e| {
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| {
         format!(
             "the certificate in {} and the key in {} do not make a server identity: {e}",
             s.cert.display(),
             s.key.display()
         )
     })?;
+    // Ours, not the client's: OpenSSL (librdkafka, kafka-python) and Java
+    // list AES-256-GCM first.
+    config.ignore_client_order = true;
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// ring's cipher suites with AES-128-GCM first: as safe, and cheaper than
+/// AES-256-GCM (10 AES rounds instead of 14) for every byte produced and
+/// fetched, on both ends.
+fn fastest_first() -> rustls::crypto::CryptoProvider {
+    use rustls::CipherSuite::*;
+    let mut provider = rustls::crypto::ring::default_provider();
+    // A stable sort: the rest keep ring's order.
+    provider.cipher_suites.sort_by_key(|s| {
+        !matches!(
+            s.suite(),
+            TLS13_AES_128_GCM_SHA256
+                | TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+                | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        )
+    });
+    provider
 }
 
 fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -269,6 +290,40 @@ mod tests {
         assert_eq!(
             mapper.name(&subject_name(&der).unwrap()).unwrap(),
             "CLIENT-1"
+        );
+    }
+
+    #[tokio::test]
+    async fn aes_128_gcm_is_chosen_over_a_client_preferring_aes_256() {
+        let pki = TestPki::new("localhost").unwrap();
+        let listener = TlsListener::new(settings(&pki, ClientAuth::None)).unwrap();
+        // rustls' client lists AES-256-GCM first, as OpenSSL does.
+        let mut roots = RootCertStore::empty();
+        for c in read_certs(&pki.ca_cert).unwrap() {
+            roots.add(c).unwrap();
+        }
+        let client = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let (near, far) = tokio::io::duplex(64 * 1024);
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let (server, client) = tokio::join!(
+            listener.acceptor().accept(far),
+            tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, near)
+        );
+        let (server, _client) = (server.unwrap(), client.unwrap());
+        assert_eq!(
+            server
+                .get_ref()
+                .1
+                .negotiated_cipher_suite()
+                .unwrap()
+                .suite(),
+            rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
         );
     }
 

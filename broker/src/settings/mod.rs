@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 pub mod security;
 
+use crate::net::listener::ListenerConfig;
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
 use security::SecuritySettings;
@@ -63,8 +64,12 @@ impl FromStr for HostPort {
 pub struct Settings {
     pub id: Option<i32>,
     pub data: Option<PathBuf>,
+    /// The inter-broker listener's address, name and advertised address.
     pub listen: Option<SocketAddr>,
+    pub listener_name: Option<String>,
     pub advertise: Option<HostPort>,
+    /// The other listeners.
+    pub more_listeners: Option<Vec<MoreListener>>,
     pub http: Option<SocketAddr>,
     pub assignment_configmap: Option<String>,
     pub assignment_namespace: Option<String>,
@@ -174,17 +179,20 @@ fn protocol_of(map: &[(String, String)], name: &str) -> String {
         .to_string()
 }
 
-/// The one client listener kaas serves, of a `listeners`-style value, and
-/// its security protocol (SASL, TLS): controller listeners are skipped
-/// (kaas has no KRaft quorum).
-fn client_listener(
+/// A security protocol: (SASL, TLS).
+type Protocol = (bool, bool);
+
+/// The client listeners of a `listeners`-style value, each with its
+/// security protocol (SASL, TLS): controller listeners are skipped (kaas
+/// has no KRaft quorum).
+fn client_listeners(
     key: &str,
     value: &str,
     map: &[(String, String)],
     controller_names: &[String],
     warnings: &mut Vec<String>,
-) -> Result<(Listener, (bool, bool)), SettingError> {
-    let mut served = Vec::new();
+) -> Result<Vec<(Listener, Protocol)>, SettingError> {
+    let mut served: Vec<(Listener, Protocol)> = Vec::new();
     for l in listeners(key, value)? {
         if controller_names.contains(&l.name) {
             warnings.push(format!(
@@ -193,20 +201,139 @@ fn client_listener(
             ));
             continue;
         }
-        served.push(l);
+        if served.iter().any(|(s, _)| s.name == l.name) {
+            return Err(refuse(key, format!("listener '{}' is named twice", l.name)));
+        }
+        let protocol = security::protocol(key, &protocol_of(map, &l.name))?;
+        served.push((l, protocol));
     }
-    let listener = match served.len() {
-        0 => return Err(refuse(key, "no client listener")),
-        1 => served.pop().expect("one"),
-        _ => {
-            return Err(refuse(
-                key,
-                "kaas serves one client listener; give exactly one",
-            ))
+    if served.is_empty() {
+        return Err(refuse(key, "no client listener"));
+    }
+    Ok(served)
+}
+
+/// A listener beyond the inter-broker one (`listeners` names several).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoreListener {
+    pub name: String,
+    pub listen: SocketAddr,
+    /// From `advertised.listeners`; else the listen address.
+    pub advertise: Option<HostPort>,
+    /// Its protocol: SASL, TLS.
+    pub sasl: bool,
+    pub ssl: bool,
+}
+
+/// `listeners` and `advertised.listeners` onto `s`: the inter-broker
+/// listener (`inter.broker.listener.name`, else the one listener, else the
+/// one named after `security.inter.broker.protocol`) as `listen` and
+/// `advertise`, the others as `more_listeners`.
+fn read_listeners<'a>(
+    get: impl Fn(&str) -> Option<&'a String>,
+    map: &[(String, String)],
+    controllers: &[String],
+    warnings: &mut Vec<String>,
+    s: &mut Settings,
+) -> Result<(), SettingError> {
+    let bound = get("listeners")
+        .map(|v| client_listeners("listeners", v, map, controllers, warnings))
+        .transpose()?;
+    let advertised = get("advertised.listeners")
+        .map(|v| client_listeners("advertised.listeners", v, map, controllers, &mut Vec::new()))
+        .transpose()?;
+    let Some(named) = bound.as_ref().or(advertised.as_ref()) else {
+        return Ok(());
+    };
+    let names: Vec<&str> = named.iter().map(|(l, _)| l.name.as_str()).collect();
+    let inter_broker = match get("inter.broker.listener.name") {
+        Some(n) => {
+            let n = n.trim();
+            if !names.contains(&n) {
+                return Err(refuse(
+                    "inter.broker.listener.name",
+                    format!("'{n}' is not a listener of {}", names.join(", ")),
+                ));
+            }
+            n.to_string()
+        }
+        None if names.len() == 1 => names[0].to_string(),
+        None => {
+            let protocol = get("security.inter.broker.protocol").map_or("PLAINTEXT", |p| p.trim());
+            names
+                .iter()
+                .find(|n| **n == protocol)
+                .ok_or_else(|| {
+                    refuse(
+                        "inter.broker.listener.name",
+                        format!(
+                            "several listeners ({}) and none named {protocol}: name the one \
+                             brokers call each other on",
+                            names.join(", ")
+                        ),
+                    )
+                })?
+                .to_string()
         }
     };
-    let protocol = security::protocol(key, &protocol_of(map, &listener.name))?;
-    Ok((listener, protocol))
+    s.listener_name = Some(inter_broker.clone());
+    if let Some(bound) = &bound {
+        let mut more = Vec::new();
+        for (l, (sasl, ssl)) in bound {
+            let listen = listen_addr("listeners", l)?;
+            if l.name == inter_broker {
+                s.listen = Some(listen);
+                s.security.sasl = Some(*sasl);
+                s.security.ssl = Some(*ssl);
+            } else {
+                more.push(MoreListener {
+                    name: l.name.clone(),
+                    listen,
+                    advertise: None,
+                    sasl: *sasl,
+                    ssl: *ssl,
+                });
+            }
+        }
+        s.more_listeners = Some(more);
+    }
+    for (l, _) in advertised.into_iter().flatten() {
+        let key = "advertised.listeners";
+        if l.host.is_empty() {
+            return Err(refuse(key, "an advertised listener needs a host"));
+        }
+        // A name's protocol is the same in both (one map): only the names
+        // can disagree.
+        if bound
+            .as_ref()
+            .is_some_and(|b| !b.iter().any(|(b, _)| b.name == l.name))
+        {
+            return Err(refuse(
+                key,
+                format!("'{}' is not a listener of `listeners`", l.name),
+            ));
+        }
+        let host_port = HostPort {
+            host: l.host,
+            port: l.port,
+        };
+        if l.name == inter_broker {
+            s.advertise = Some(host_port);
+        } else if let Some(more) = s
+            .more_listeners
+            .iter_mut()
+            .flatten()
+            .find(|m| m.name == l.name)
+        {
+            more.advertise = Some(host_port);
+        } else {
+            return Err(refuse(
+                key,
+                format!("'{}' is not a listener of `listeners`", l.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn listen_addr(key: &str, l: &Listener) -> Result<SocketAddr, SettingError> {
@@ -311,40 +438,13 @@ impl Settings {
                         s.data = Some(PathBuf::from(dirs[0]));
                     }
                 }
-                "listeners" => {
-                    let (l, (sasl, ssl)) =
-                        client_listener(key, value, &map, &controllers, &mut warnings)?;
-                    s.listen = Some(listen_addr(key, &l)?);
-                    s.security.sasl = Some(sasl);
-                    s.security.ssl = Some(ssl);
-                }
-                "advertised.listeners" => {
-                    let (l, protocol) =
-                        client_listener(key, value, &map, &controllers, &mut warnings)?;
-                    if let Some(served) = get("listeners") {
-                        let (_, p) = client_listener(
-                            "listeners",
-                            served,
-                            &map,
-                            &controllers,
-                            &mut Vec::new(),
-                        )?;
-                        if p != protocol {
-                            return Err(refuse(key, "its security protocol is not the listener's"));
-                        }
-                    }
-                    if l.host.is_empty() {
-                        return Err(refuse(key, "an advertised listener needs a host"));
-                    }
-                    s.advertise = Some(HostPort {
-                        host: l.host,
-                        port: l.port,
-                    });
-                }
-                "listener.security.protocol.map" | "controller.listener.names" => {}
-                "inter.broker.listener.name" => warnings.push(format!(
-                    "{key}: ignored (kaas brokers do not replicate to each other)"
-                )),
+                // Read together below.
+                "listeners"
+                | "advertised.listeners"
+                | "listener.security.protocol.map"
+                | "controller.listener.names"
+                | "inter.broker.listener.name"
+                | "security.inter.broker.protocol" => {}
                 "socket.request.max.bytes" => s.max_frame_bytes = Some(at_least(key, value, 1)?),
                 "max.connections" => {
                     s.max_connections = Some(limit(key, value)?.unwrap_or(usize::MAX))
@@ -416,6 +516,7 @@ impl Settings {
                 }
             }
         }
+        read_listeners(get, &map, &controllers, &mut warnings, &mut s)?;
         if let (Some(min), Some(max)) = (
             s.group_min_session_timeout_ms,
             s.group_max_session_timeout_ms,
@@ -439,7 +540,9 @@ impl Settings {
             id: self.id.or(lower.id),
             data: self.data.or(lower.data),
             listen: self.listen.or(lower.listen),
+            listener_name: self.listener_name.or(lower.listener_name),
             advertise: self.advertise.or(lower.advertise),
+            more_listeners: self.more_listeners.or(lower.more_listeners),
             http: self.http.or(lower.http),
             assignment_configmap: self.assignment_configmap.or(lower.assignment_configmap),
             assignment_namespace: self.assignment_namespace.or(lower.assignment_namespace),
@@ -560,9 +663,10 @@ impl Settings {
 
 /// A broker's effective configuration by `server.properties` key, in the
 /// order a user reads it; secrets masked.
+/// `listen` are the listeners' bound addresses, in `c.listeners`' order.
 pub fn effective(
     c: &BrokerConfig,
-    listen: Option<SocketAddr>,
+    listen: &[SocketAddr],
     http: Option<SocketAddr>,
 ) -> Vec<(&'static str, String)> {
     let unlimited = |n: usize| match n {
@@ -570,16 +674,25 @@ pub fn effective(
         n => n.to_string(),
     };
     let g = &c.groups;
-    let protocol = security::listener_protocol(c);
+    let each = |f: &dyn Fn(&ListenerConfig) -> String| {
+        c.listeners.iter().map(f).collect::<Vec<_>>().join(",")
+    };
     let mut out = vec![("node.id", c.id.to_string())];
-    if let Some(l) = listen {
-        out.push(("listeners", format!("{protocol}://{l}")));
+    if !listen.is_empty() {
+        let bound = c.listeners.iter().zip(listen);
+        let bound: Vec<String> = bound.map(|(l, a)| format!("{}://{a}", l.name)).collect();
+        out.push(("listeners", bound.join(",")));
     }
     out.extend([
         (
             "advertised.listeners",
-            format!("{protocol}://{}:{}", c.advertised_host, c.advertised_port),
+            each(&|l| format!("{}://{}:{}", l.name, l.advertised_host, l.advertised_port)),
         ),
+        (
+            "listener.security.protocol.map",
+            each(&|l| format!("{}:{}", l.name, l.protocol())),
+        ),
+        ("inter.broker.listener.name", c.listeners[0].name.clone()),
         ("log.dirs", c.data_dir.display().to_string()),
         ("socket.request.max.bytes", c.max_frame_bytes.to_string()),
         ("max.connections", unlimited(c.max_connections)),

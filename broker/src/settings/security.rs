@@ -2,7 +2,7 @@
 //! listener's protocol, TLS, SASL and the authorizer, and the `--sasl`,
 //! `--admin-password` and `--tls-*` flags, merged and applied to a broker.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -52,6 +52,9 @@ pub struct SecuritySettings {
     /// `--admin-password`: `User:admin`'s password, written to the volume's
     /// SCRAM credentials at start.
     pub admin_password: Option<String>,
+    /// One listener's own settings (`listener.name.<name>.<key>`), by the
+    /// listener's name in lower case, over these.
+    pub listeners: BTreeMap<String, SecuritySettings>,
 }
 
 impl std::fmt::Debug for SecuritySettings {
@@ -72,6 +75,7 @@ impl std::fmt::Debug for SecuritySettings {
                 &self.inter_broker_login.as_ref().map(|(u, _)| u),
             )
             .field("admin_password", &hidden(self.admin_password.is_some()))
+            .field("listeners", &self.listeners)
             .finish_non_exhaustive()
     }
 }
@@ -88,20 +92,6 @@ pub fn protocol(key: &str, name: &str) -> Result<(bool, bool), SettingError> {
             format!("'{other}' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
         )),
     }
-}
-
-fn protocol_name(sasl: bool, ssl: bool) -> &'static str {
-    match (sasl, ssl) {
-        (false, false) => "PLAINTEXT",
-        (false, true) => "SSL",
-        (true, false) => "SASL_PLAINTEXT",
-        (true, true) => "SASL_SSL",
-    }
-}
-
-/// The broker's listener protocol, as `listeners` writes it.
-pub fn listener_protocol(c: &BrokerConfig) -> &'static str {
-    protocol_name(c.sasl.is_some(), c.tls.is_some())
 }
 
 /// Key stores and trust stores are PEM files in kaas.
@@ -211,7 +201,21 @@ impl SecuritySettings {
             {
                 self.inter_broker_login = Some(jaas_login(key, value)?)
             }
-            _ => return Ok(false),
+            k => {
+                // `listener.name.<name>.<key>`: that listener's own setting.
+                let Some((name, own)) = k
+                    .strip_prefix("listener.name.")
+                    .and_then(|rest| rest.split_once('.'))
+                else {
+                    return Ok(false);
+                };
+                return self
+                    .listeners
+                    .entry(name.to_lowercase())
+                    .or_default()
+                    .parse(own, value)
+                    .map_err(|e| refuse(key, e.reason));
+            }
         }
         Ok(true)
     }
@@ -242,6 +246,37 @@ impl SecuritySettings {
             inter_broker_mechanism: self.inter_broker_mechanism.or(lower.inter_broker_mechanism),
             inter_broker_login: self.inter_broker_login.or(lower.inter_broker_login),
             admin_password: self.admin_password.or(lower.admin_password),
+            listeners: if self.listeners.is_empty() {
+                lower.listeners
+            } else {
+                self.listeners
+            },
+        }
+    }
+
+    /// The settings of listener `name`: its own over these.
+    fn of_listener(&self, name: &str) -> SecuritySettings {
+        let shared = SecuritySettings {
+            listeners: BTreeMap::new(),
+            ..self.clone()
+        };
+        match self.listeners.get(&name.to_lowercase()) {
+            Some(own) => own.clone().or(shared),
+            None => shared,
+        }
+    }
+
+    fn sasl_settings(&self) -> SaslSettings {
+        let defaults = SaslSettings::default();
+        SaslSettings {
+            mechanisms: self.sasl_mechanisms.clone().unwrap_or(defaults.mechanisms),
+            failed_authentication_delay_ms: self
+                .failed_authentication_delay_ms
+                .unwrap_or(defaults.failed_authentication_delay_ms),
+            max_receive_bytes: self
+                .sasl_max_receive_bytes
+                .unwrap_or(defaults.max_receive_bytes),
+            max_reauth_ms: self.max_reauth_ms.unwrap_or(defaults.max_reauth_ms),
         }
     }
 
@@ -250,6 +285,10 @@ impl SecuritySettings {
         if self.ssl != Some(true) {
             return Ok(None);
         }
+        self.tls_settings().map(Some)
+    }
+
+    fn tls_settings(&self) -> anyhow::Result<TlsSettings> {
         let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
             anyhow::bail!(
                 "the listener speaks TLS: give ssl.keystore.location (a PEM file with the key and \
@@ -261,37 +300,45 @@ impl SecuritySettings {
                 .map_err(|e| anyhow::anyhow!("ssl.principal.mapping.rules: {e}"))?,
             None => SslPrincipalMapper::default(),
         };
-        Ok(Some(TlsSettings {
+        Ok(TlsSettings {
             cert: cert.clone(),
             key: key.clone(),
             client_ca: self.truststore.clone(),
             client_auth: self.client_auth.unwrap_or_default(),
             principal_mapper,
-        }))
+        })
     }
 
-    /// Sets the broker's listener security, authorizer and inter-broker
-    /// identity from these settings; writes `User:admin`'s credentials to
-    /// the volume when `--admin-password` is given. Refuses settings that
-    /// cannot work together, saying which.
-    pub fn apply(&self, c: &mut BrokerConfig) -> anyhow::Result<()> {
-        c.tls = self.tls()?;
-        if let Some(tls) = &c.tls {
+    /// Sets the security of the broker's listeners, the authorizer and the
+    /// inter-broker identity from these settings; writes `User:admin`'s
+    /// credentials to the volume when `--admin-password` is given. The
+    /// first listener's protocol is `sasl` and `ssl`'s, the others' are
+    /// `others`' (SASL, TLS) in order. Refuses settings that cannot work
+    /// together, saying which.
+    pub fn apply(&self, c: &mut BrokerConfig, others: &[(bool, bool)]) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            c.listeners.len() == others.len() + 1,
+            "one protocol per listener"
+        );
+        let first = (self.sasl == Some(true), self.ssl == Some(true));
+        let protocols = std::iter::once(first).chain(others.iter().copied());
+        for (l, (sasl, ssl)) in c.listeners.iter_mut().zip(protocols) {
+            let own = self.of_listener(&l.name);
+            l.tls = match ssl {
+                true => Some(
+                    own.tls_settings()
+                        .with_context(|| format!("listener {}", l.name))?,
+                ),
+                false => None,
+            };
+            l.sasl = sasl.then(|| own.sasl_settings());
+        }
+        let inter_broker = &c.listeners[0];
+        if let Some(tls) = &inter_broker.tls {
             c.inter_broker.tls = Some(inter_broker_tls(tls)?);
         }
         let admin = self.admin_password.as_ref();
-        if self.sasl == Some(true) {
-            let defaults = SaslSettings::default();
-            c.sasl = Some(SaslSettings {
-                mechanisms: self.sasl_mechanisms.clone().unwrap_or(defaults.mechanisms),
-                failed_authentication_delay_ms: self
-                    .failed_authentication_delay_ms
-                    .unwrap_or(defaults.failed_authentication_delay_ms),
-                max_receive_bytes: self
-                    .sasl_max_receive_bytes
-                    .unwrap_or(defaults.max_receive_bytes),
-                max_reauth_ms: self.max_reauth_ms.unwrap_or(defaults.max_reauth_ms),
-            });
+        if inter_broker.sasl.is_some() {
             let (user, password) = match (&self.inter_broker_login, admin) {
                 (Some((u, p)), _) => (u.clone(), p.clone()),
                 (None, Some(p)) => (ADMIN.to_string(), p.clone()),
@@ -309,7 +356,7 @@ impl SecuritySettings {
                 user,
                 password,
             });
-        } else if admin.is_some() {
+        } else if admin.is_some() && c.listeners.iter().all(|l| l.sasl.is_none()) {
             anyhow::bail!("--admin-password is for a SASL listener: give --sasl too");
         }
         // `--sasl` with `--admin-password` is `local --sasl`'s setup: the
@@ -366,14 +413,16 @@ pub fn seed_admin(data_dir: &Path, password: &str) -> anyhow::Result<kaas_client
 /// The effective security settings of a broker, by `server.properties` key.
 pub fn effective(c: &BrokerConfig) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    if let Some(tls) = &c.tls {
+    // The first listener's with TLS, with SASL (the others' own settings
+    // are theirs: `listener.name.<name>.`).
+    if let Some(tls) = c.listeners.iter().find_map(|l| l.tls.as_ref()) {
         out.push(("ssl.keystore.location", tls.cert.display().to_string()));
         if let Some(ca) = &tls.client_ca {
             out.push(("ssl.truststore.location", ca.display().to_string()));
         }
         out.push(("ssl.client.auth", tls.client_auth.to_string()));
     }
-    if let Some(sasl) = &c.sasl {
+    if let Some(sasl) = c.listeners.iter().find_map(|l| l.sasl.as_ref()) {
         let names: Vec<&str> = sasl.mechanisms.iter().map(|m| m.name()).collect();
         out.push(("sasl.enabled.mechanisms", names.join(",")));
         out.push((

@@ -29,8 +29,12 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
 /// broker was published alive makes librdkafka drop the broker it was
 /// asking (DestroyBroker). A retry that finds the topic made takes it.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(bootstrap).create().expect("admin");
+    create_topic_with(&client_config(bootstrap), name, partitions).await
+}
+
+/// [`create_topic`] by a client of `config` (address and security).
+pub async fn create_topic_with(config: &ClientConfig, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = config.create().expect("admin");
     let mut attempt = 0;
     loop {
         attempt += 1;
