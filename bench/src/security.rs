@@ -34,7 +34,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
 }
 
 async fn tls_data_plane(env: &Env) -> anyhow::Result<()> {
-    let rounds = if env.quick { 1 } else { 2 };
+    let rounds = if env.quick { 1 } else { 3 };
     let messages: usize = if env.quick { 30_000 } else { 150_000 };
     section(&format!(
         "TLS data plane: librdkafka, {messages} x {} B messages, acks=all, 3 brokers; SSL vs PLAINTEXT, {rounds} rounds",
@@ -51,21 +51,34 @@ async fn tls_data_plane(env: &Env) -> anyhow::Result<()> {
         pki.ca_cert.display().to_string(),
     ];
     let tls = ChildServer::kaas_with(3, &env.dir("tls-ssl"), &tls_args)?;
+    let client_of = |i: usize| {
+        let mut client = dataplane::client(if i == 0 {
+            &plain.bootstrap
+        } else {
+            &tls.bootstrap
+        });
+        if i == 1 {
+            client
+                .set("security.protocol", "SSL")
+                .set("ssl.ca.location", pki.ca_cert.to_str().expect("utf-8 path"));
+        }
+        client
+    };
+    // Unmeasured: the first run on a fresh machine is the slowest
+    // (caches, the volume's first segments), whichever side it is.
+    for i in [0, 1] {
+        let client = client_of(i);
+        tokio::task::spawn_blocking(move || {
+            dataplane::one_run(&client, "bench-tls-warm-up", messages / 5)
+        })
+        .await??;
+    }
     let mut results: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
     for round in 0..rounds {
         // Alternate which goes first.
         let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            let mut client = dataplane::client(if i == 0 {
-                &plain.bootstrap
-            } else {
-                &tls.bootstrap
-            });
-            if i == 1 {
-                client
-                    .set("security.protocol", "SSL")
-                    .set("ssl.ca.location", pki.ca_cert.to_str().expect("utf-8 path"));
-            }
+            let client = client_of(i);
             let topic = format!("bench-tls-{round}");
             let r =
                 tokio::task::spawn_blocking(move || dataplane::one_run(&client, &topic, messages))
