@@ -452,6 +452,88 @@ async fn every_advertised_version_reaches_a_handler_and_encodes() {
     stop.cancel();
 }
 
+#[tokio::test]
+async fn a_broker_without_the_requests_listener_is_left_out_as_apache_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(BrokerConfig::new(0, dir.path().into(), "127.0.0.1", 9092)).unwrap();
+    let endpoint = |name: &str, host: &str, port| kaas_shared::Endpoint {
+        name: name.into(),
+        host: host.into(),
+        port,
+    };
+    // Broker 1 has no PLAINTEXT listener, the one these requests come in on.
+    let mut assignment = two_broker_assignment();
+    assignment.brokers[0].listeners = vec![
+        endpoint("PLAINTEXT", "127.0.0.1", 9092),
+        endpoint("CLIENT", "b0.example.com", 19092),
+    ];
+    assignment.brokers[1].listeners = vec![endpoint("CLIENT", "b1.example.com", 19093)];
+    broker.apply_assignment(assignment);
+    broker
+        .storage
+        .topics
+        .create_blocking("t", PARTITIONS, Default::default(), false)
+        .unwrap();
+    let routing = broker.routing().unwrap();
+    let metadata = |version| {
+        let ctx = context(broker.clone(), version);
+        async move {
+            let req = MetadataRequest::default().with_topics(Some(vec![
+                metadata_request::MetadataRequestTopic::default().with_name(Some(name("t"))),
+            ]));
+            match handle(ctx, RequestKind::Metadata(req)).await.unwrap() {
+                ResponseKind::Metadata(m) => m,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    for (version, missing) in [(12, Err::ListenerNotFound), (5, Err::LeaderNotAvailable)] {
+        let md = metadata(version).await;
+        let brokers: Vec<(i32, &str, i32)> = md
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, b.host.as_str(), b.port))
+            .collect();
+        assert_eq!(brokers, [(0, "127.0.0.1", 9092)], "v{version}");
+        for p in &md.topics[0].partitions {
+            let leader = routing.owner_of_partition("t", p.partition_index).unwrap();
+            match leader {
+                0 => assert_eq!((p.error_code, p.leader_id.0), (0, 0)),
+                _ => assert_eq!(
+                    (p.error_code, p.leader_id.0),
+                    (missing.code(), -1),
+                    "v{version}"
+                ),
+            }
+        }
+    }
+    let find = |group: &str| {
+        let req = FindCoordinatorRequest::default()
+            .with_coordinator_keys(vec![StrBytes::from_string(group.into())]);
+        handle(
+            context(broker.clone(), 4),
+            RequestKind::FindCoordinator(req),
+        )
+    };
+    let ResponseKind::FindCoordinator(ours) = find(OURS).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (
+            ours.coordinators[0].host.as_str(),
+            ours.coordinators[0].port
+        ),
+        ("127.0.0.1", 9092)
+    );
+    let ResponseKind::FindCoordinator(theirs) = find(THEIRS).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        theirs.coordinators[0].error_code,
+        Err::CoordinatorNotAvailable.code()
+    );
+}
+
 #[test]
 fn unknown_keys_and_versions_are_refused() {
     let frame = |key: i16, version: i16| {
