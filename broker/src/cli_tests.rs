@@ -662,3 +662,61 @@ fn several_listeners_each_with_its_protocol_and_own_settings() {
         .iter()
         .any(|w| w.starts_with("ssl.certificate.location.unused")));
 }
+
+#[test]
+fn override_lines_go_over_the_file_as_apaches_override() {
+    let file = config_file("node.id=1\nlog.dirs=/d\nnum.partitions=3\ngroup.max.size=7\n");
+    let path = file.path().to_str().unwrap();
+    let s = serve(&[
+        "serve",
+        "--config",
+        path,
+        "--override",
+        "num.partitions=5",
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:9095,CLIENT://127.0.0.1:9096",
+        "--override",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+    ]);
+    assert_eq!(s.config.default_partitions, 5, "the override's");
+    assert_eq!(s.config.groups.core.max_group_size, 7, "the file's");
+    assert_eq!(s.listen, "127.0.0.1:9095".parse().unwrap());
+    assert_eq!(s.config.listeners[1].name, "CLIENT");
+    // Without a file too; a flag still wins.
+    let s = serve(&[
+        "serve",
+        "--id",
+        "2",
+        "--data",
+        "/d",
+        "--override",
+        "node.id=9",
+        "--override",
+        "num.partitions=4",
+    ]);
+    assert_eq!((s.config.id, s.config.default_partitions), (2, 4));
+    let err = resolve(&[
+        "serve",
+        "--id",
+        "0",
+        "--data",
+        "/d",
+        "--override",
+        "num.partitions",
+    ]);
+    assert!(format!("{:#}", err.unwrap_err()).contains("not KEY=VALUE"));
+    let err = resolve(&[
+        "serve",
+        "--id",
+        "0",
+        "--data",
+        "/d",
+        "--override",
+        "num.partitions=x",
+    ]);
+    let text = format!("{:#}", err.unwrap_err());
+    assert!(
+        text.contains("the --override lines") && text.contains("num.partitions"),
+        "{text}"
+    );
+}
