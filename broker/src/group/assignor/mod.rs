@@ -1,0 +1,204 @@
+//! The server-side partition assignors of the KIP-848 consumer protocol,
+//! as Apache's `group-coordinator` `assignor` package: `uniform` (the
+//! default) and `range`, chosen by a member's `server_assignor`. Pure: a
+//! group's members, their subscriptions and current target assignment in,
+//! the new target assignment out.
+//!
+//! Iteration is over sorted maps, so an assignment is a function of its
+//! input alone (Apache's follows Java's hash order where the algorithm
+//! leaves a choice).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use uuid::Uuid;
+
+pub mod range;
+pub mod uniform;
+
+/// A member's partitions, by topic id.
+pub type MemberAssignment = BTreeMap<Uuid, BTreeSet<i32>>;
+
+/// The new target assignment, by member id.
+pub type GroupAssignment = BTreeMap<String, MemberAssignment>;
+
+/// What the assignor knows of one member.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberSubscription {
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    pub subscribed_topic_ids: BTreeSet<Uuid>,
+    /// Its partitions in the current target assignment.
+    pub assignment: MemberAssignment,
+}
+
+/// Whether every member subscribes to the same topics (Apache's
+/// `SubscriptionType`): the assignors have a faster path for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionType {
+    Homogeneous,
+    Heterogeneous,
+}
+
+/// The group as an assignor sees it (Apache's `GroupSpec`).
+#[derive(Debug, Clone)]
+pub struct GroupSpec {
+    pub members: BTreeMap<String, MemberSubscription>,
+    pub subscription_type: SubscriptionType,
+    /// Who holds each partition in the current target assignment.
+    owners: HashMap<(Uuid, i32), String>,
+}
+
+impl GroupSpec {
+    /// The spec of `members`; the subscription type is computed.
+    pub fn new(members: BTreeMap<String, MemberSubscription>) -> GroupSpec {
+        let mut subscriptions = members.values().map(|m| &m.subscribed_topic_ids);
+        let first = subscriptions.next();
+        let subscription_type = match subscriptions.all(|s| Some(s) == first) {
+            true => SubscriptionType::Homogeneous,
+            false => SubscriptionType::Heterogeneous,
+        };
+        let mut owners = HashMap::new();
+        for (id, m) in &members {
+            for (topic, partitions) in &m.assignment {
+                for p in partitions {
+                    owners.insert((*topic, *p), id.clone());
+                }
+            }
+        }
+        GroupSpec {
+            members,
+            subscription_type,
+            owners,
+        }
+    }
+
+    /// Whether a member holds `topic`/`partition` in the current target
+    /// assignment.
+    pub fn is_partition_assigned(&self, topic: Uuid, partition: i32) -> bool {
+        self.owners.contains_key(&(topic, partition))
+    }
+
+    /// The member holding `topic`/`partition` in the current target
+    /// assignment.
+    pub fn owner(&self, topic: Uuid, partition: i32) -> Option<&str> {
+        self.owners.get(&(topic, partition)).map(String::as_str)
+    }
+}
+
+/// The partition counts of the subscribed topics (Apache's
+/// `SubscribedTopicDescriber`).
+pub trait SubscribedTopicDescriber {
+    /// `None` for a topic that does not exist.
+    fn num_partitions(&self, topic: Uuid) -> Option<i32>;
+}
+
+impl SubscribedTopicDescriber for BTreeMap<Uuid, i32> {
+    fn num_partitions(&self, topic: Uuid) -> Option<i32> {
+        self.get(&topic).copied()
+    }
+}
+
+impl SubscribedTopicDescriber for HashMap<Uuid, i32> {
+    fn num_partitions(&self, topic: Uuid) -> Option<i32> {
+        self.get(&topic).copied()
+    }
+}
+
+/// Apache's `PartitionAssignorException`: the group keeps its current
+/// target assignment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AssignorError(pub String);
+
+/// A server-side assignor (Apache's `ConsumerGroupPartitionAssignor`).
+pub trait PartitionAssignor: Send + Sync {
+    /// The name a client asks for in `server_assignor`.
+    fn name(&self) -> &'static str;
+
+    fn assign(
+        &self,
+        group: &GroupSpec,
+        topics: &dyn SubscribedTopicDescriber,
+    ) -> Result<GroupAssignment, AssignorError>;
+}
+
+/// Apache's `group.consumer.assignors` default: uniform first (the
+/// default), then range.
+pub fn defaults() -> Vec<Box<dyn PartitionAssignor>> {
+    vec![
+        Box::new(uniform::UniformAssignor),
+        Box::new(range::RangeAssignor),
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub const TOPIC1: Uuid = Uuid::from_u128(1);
+    pub const TOPIC2: Uuid = Uuid::from_u128(2);
+    pub const TOPIC3: Uuid = Uuid::from_u128(3);
+
+    /// `mkAssignment(mkTopicAssignment(...), ...)`.
+    pub fn assignment(topics: &[(Uuid, &[i32])]) -> MemberAssignment {
+        topics
+            .iter()
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(t, p)| (*t, p.iter().copied().collect()))
+            .collect()
+    }
+
+    pub fn member(topics: &[Uuid], current: MemberAssignment) -> MemberSubscription {
+        MemberSubscription {
+            subscribed_topic_ids: topics.iter().copied().collect(),
+            assignment: current,
+            ..Default::default()
+        }
+    }
+
+    pub fn static_member(instance: &str, topics: &[Uuid]) -> MemberSubscription {
+        MemberSubscription {
+            instance_id: Some(instance.into()),
+            ..member(topics, MemberAssignment::new())
+        }
+    }
+
+    pub fn group(members: &[(&str, MemberSubscription)]) -> GroupSpec {
+        GroupSpec::new(
+            members
+                .iter()
+                .map(|(id, m)| (id.to_string(), m.clone()))
+                .collect(),
+        )
+    }
+
+    pub fn topics(counts: &[(Uuid, i32)]) -> BTreeMap<Uuid, i32> {
+        counts.iter().copied().collect()
+    }
+
+    /// Every subscribed partition assigned exactly once, only to a
+    /// subscriber.
+    pub fn assert_valid(group: &GroupSpec, topics: &BTreeMap<Uuid, i32>, out: &GroupAssignment) {
+        let mut seen = BTreeSet::new();
+        for (member, assignment) in out {
+            let subscribed = &group.members[member].subscribed_topic_ids;
+            for (topic, partitions) in assignment {
+                assert!(
+                    subscribed.contains(topic),
+                    "{member} got {topic} unsubscribed"
+                );
+                for p in partitions {
+                    assert!(seen.insert((*topic, *p)), "{topic}/{p} assigned twice");
+                }
+            }
+        }
+        let subscribed: BTreeSet<Uuid> = group
+            .members
+            .values()
+            .flat_map(|m| m.subscribed_topic_ids.iter().copied())
+            .collect();
+        let all: usize = subscribed.iter().map(|t| topics[t] as usize).sum();
+        assert_eq!(seen.len(), all, "every subscribed partition assigned");
+    }
+}
