@@ -4,6 +4,7 @@
 //! on loopback and prints one line per figure: value, baseline, ratio,
 //! target, PASS/FAIL. See docs/benchmarks.md.
 
+mod assignors;
 mod commit;
 mod controller;
 mod dataplane;
@@ -68,6 +69,8 @@ enum Cmd {
     Txn,
     /// TLS data plane, SASL logins per core, the authorizer's check.
     Security,
+    /// The consumer protocol's server-side assignors (KIP-848).
+    Assignors,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -195,6 +198,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Dataplane, "dataplane", dataplane::run(&env));
     bench!(Cmd::Txn, "txn", txn::run(&env));
     bench!(Cmd::Security, "security", security::run(&env));
+    bench!(Cmd::Assignors, "assignors", assignors::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{
     AssignorError, GroupAssignment, GroupSpec, MemberAssignment, PartitionAssignor,
-    SubscribedTopicDescriber,
+    SubscribedTopicDescriber, SubscriptionType,
 };
 
 pub struct RangeAssignor;
@@ -98,10 +98,21 @@ impl PartitionAssignor for RangeAssignor {
         let mut out = GroupAssignment::new();
         for id in members {
             let mut assignment = MemberAssignment::new();
-            for topic in &group.members[id].subscribed_topic_ids {
-                let range = ranges.get_mut(topic).expect("counted above").next_range();
+            let subscribed = &group.members[id].subscribed_topic_ids;
+            let mut take = |topic: &Uuid, r: &mut TopicRanges| {
+                let range = r.next_range();
                 if !range.is_empty() {
                     assignment.insert(*topic, range.collect());
+                }
+            };
+            if group.subscription_type == SubscriptionType::Homogeneous {
+                // Every member has every topic: no lookup per topic.
+                for (topic, r) in ranges.iter_mut() {
+                    take(topic, r);
+                }
+            } else {
+                for topic in subscribed {
+                    take(topic, ranges.get_mut(topic).expect("counted above"));
                 }
             }
             out.insert(id.to_string(), assignment);
