@@ -71,18 +71,31 @@ fn homogeneous(
     }
     let members = group.members.len();
     let min_quota = total / members;
-    let mut with_extra = total % members;
+    let extra = total % members;
+    // Who gets one partition more than the minimum: first the members that
+    // already hold more, so that a balanced assignment stays as it is when
+    // assigned again (Apache's KAFKA-18688), then the others in id order.
+    let held = |m: &super::MemberSubscription| -> usize {
+        m.assignment
+            .iter()
+            .filter(|(topic, _)| subscribed.contains(topic))
+            .map(|(_, partitions)| partitions.len())
+            .sum()
+    };
+    let holding_more = group.members.iter().filter(|(_, m)| held(m) > min_quota);
+    let others = group.members.iter().filter(|(_, m)| held(m) <= min_quota);
+    let with_extra: BTreeSet<&String> = holding_more
+        .chain(others)
+        .map(|(id, _)| id)
+        .take(extra)
+        .collect();
 
     // Keep what each member has within its quota and its subscription;
     // the rest goes back to be assigned.
     let mut out = GroupAssignment::new();
     let mut unfilled: Vec<(&str, usize)> = Vec::new();
     for (id, member) in &group.members {
-        let mut quota = min_quota;
-        if with_extra > 0 {
-            quota += 1;
-            with_extra -= 1;
-        }
+        let mut quota = min_quota + usize::from(with_extra.contains(id));
         let mut kept = member.assignment.clone();
         kept.retain(|topic, _| subscribed.contains(topic));
         for (topic, partitions) in kept.iter_mut() {
@@ -329,6 +342,45 @@ mod tests {
         let out = assign(&group, &topics(&[(TOPIC1, 2), (TOPIC2, 2)]));
         assert_eq!(out["A"], assignment(&[(TOPIC2, &[0])]));
         assert_eq!(out["B"], assignment(&[(TOPIC2, &[1])]));
+    }
+
+    #[test]
+    fn a_balanced_assignment_is_kept_when_assigned_again() {
+        // B holds the extra partition: it keeps it, though A comes first.
+        let subscribed = [TOPIC1];
+        let group1 = group(&[
+            ("A", member(&subscribed, assignment(&[(TOPIC1, &[0])]))),
+            ("B", member(&subscribed, assignment(&[(TOPIC1, &[1, 2])]))),
+        ]);
+        let counts = topics(&[(TOPIC1, 3)]);
+        let out = assign(&group1, &counts);
+        assert_eq!(kept(&group1, &out), 3, "{out:?}");
+        // And any assignment, assigned again, stays.
+        let members: Vec<(String, MemberSubscription)> = (0..7)
+            .map(|i| {
+                (
+                    format!("m{i}"),
+                    member(&[TOPIC1, TOPIC2], MemberAssignment::new()),
+                )
+            })
+            .collect();
+        let counts = topics(&[(TOPIC1, 10), (TOPIC2, 13)]);
+        let first = {
+            let m: Vec<(&str, MemberSubscription)> = members
+                .iter()
+                .map(|(id, m)| (id.as_str(), m.clone()))
+                .collect();
+            assign(&group(&m), &counts)
+        };
+        let again: Vec<(&str, MemberSubscription)> = members
+            .iter()
+            .map(|(id, m)| {
+                let mut m = m.clone();
+                m.assignment = first[id].clone();
+                (id.as_str(), m)
+            })
+            .collect();
+        assert_eq!(assign(&group(&again), &counts), first);
     }
 
     #[test]
