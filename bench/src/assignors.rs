@@ -1,8 +1,10 @@
 //! The consumer protocol's server-side assignors (KIP-848), in the shapes
-//! of Apache's `ServerSideAssignorBenchmark`: `memberCount` members all
+//! of Apache's `ServerSideAssignorBenchmark`: `memberCount` members
 //! subscribed to `topicCount` topics of `memberCount x ratio / topicCount`
-//! partitions; FULL is a first assignment, INCREMENTAL one member joining a
-//! group assigned by the same assignor. The uniform assignor against the
+//! partitions (all of them, or for heterogeneous subscriptions 5 buckets
+//! of members each on its own slice of the topics); FULL is a first
+//! assignment, INCREMENTAL one member joining a group assigned by the same
+//! assignor. The uniform assignor against the
 //! range assignor on the same group, in the same run.
 
 use std::collections::BTreeMap;
@@ -16,35 +18,59 @@ use uuid::Uuid;
 use crate::report::{emit, median, note, section, Figure};
 use crate::Env;
 
-/// A homogeneous group as Apache's benchmark builds it; with
-/// `incremental`, all but the last member hold `assignor`'s assignment
-/// and the last has nothing.
+/// Apache's `MAX_BUCKET_COUNT`: heterogeneous members in this many
+/// buckets, each subscribed to its own slice of the topics.
+const BUCKETS: usize = 5;
+
+/// A group as Apache's benchmark builds it (homogeneous: everyone on every
+/// topic; heterogeneous: buckets); with `incremental`, all but the last
+/// member hold `assignor`'s assignment and a new member (subscribed as the
+/// one before it) has nothing.
 fn group(
     members: usize,
     ratio: usize,
     topic_count: usize,
+    heterogeneous: bool,
     incremental: Option<&dyn PartitionAssignor>,
 ) -> (GroupSpec, BTreeMap<Uuid, i32>) {
     let per_topic = (members * ratio / topic_count) as i32;
-    let topics: BTreeMap<Uuid, i32> = (0..topic_count)
-        .map(|i| (Uuid::from_u128(i as u128 + 1), per_topic))
+    let ids: Vec<Uuid> = (0..topic_count)
+        .map(|i| Uuid::from_u128(i as u128 + 1))
         .collect();
-    let subscription = MemberSubscription {
-        subscribed_topic_ids: topics.keys().copied().collect(),
-        ..Default::default()
+    let topics: BTreeMap<Uuid, i32> = ids.iter().map(|t| (*t, per_topic)).collect();
+    let assigned = if incremental.is_some() {
+        members - 1
+    } else {
+        members
     };
-    let mut spec: BTreeMap<String, MemberSubscription> = (0..members)
-        .map(|i| (format!("member{i}"), subscription.clone()))
+    let topics_per_bucket = topic_count.div_ceil(BUCKETS);
+    let members_per_bucket = assigned.div_ceil(BUCKETS);
+    let subscription = |i: usize| {
+        let subscribed = match heterogeneous {
+            false => ids.iter().copied().collect(),
+            true => {
+                let bucket = i / members_per_bucket;
+                let from = (bucket * topics_per_bucket).min(topic_count);
+                let to = ((bucket + 1) * topics_per_bucket).min(topic_count);
+                ids[from..to].iter().copied().collect()
+            }
+        };
+        MemberSubscription {
+            subscribed_topic_ids: subscribed,
+            ..Default::default()
+        }
+    };
+    let mut spec: BTreeMap<String, MemberSubscription> = (0..assigned)
+        .map(|i| (format!("member{i}"), subscription(i)))
         .collect();
     if let Some(assignor) = incremental {
-        spec.remove(&format!("member{}", members - 1));
         let first = assignor
             .assign(&GroupSpec::new(spec.clone()), &topics)
-            .expect("a homogeneous group is assigned");
+            .expect("the group is assigned");
         for (id, assignment) in first {
             spec.get_mut(&id).expect("a member").assignment = assignment;
         }
-        spec.insert("newMember".into(), subscription);
+        spec.insert("newMember".into(), subscription(assigned - 1));
     }
     (GroupSpec::new(spec), topics)
 }
@@ -69,8 +95,8 @@ fn time_ms(
 pub async fn run(env: &Env) -> anyhow::Result<()> {
     let rounds = if env.quick { 3 } else { 15 };
     section(&format!(
-        "Server-side assignors (KIP-848): Apache's ServerSideAssignorBenchmark shapes, homogeneous \
-         subscriptions, median of {rounds} assignments"
+        "Server-side assignors (KIP-848): Apache's ServerSideAssignorBenchmark shapes, median of {rounds} \
+         assignments"
     ));
     let shapes: &[(usize, usize, usize)] = if env.quick {
         &[(1_000, 10, 100)]
@@ -78,33 +104,34 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         &[(1_000, 10, 100), (10_000, 10, 1_000)]
     };
     for &(members, ratio, topic_count) in shapes {
-        for incremental in [false, true] {
-            let kind = if incremental { "INCREMENTAL" } else { "FULL" };
-            let (uniform_group, topics) = group(
-                members,
-                ratio,
-                topic_count,
-                incremental.then_some(&UniformAssignor as _),
-            );
-            let (range_group, _) = group(
-                members,
-                ratio,
-                topic_count,
-                incremental.then_some(&RangeAssignor as _),
-            );
-            let uniform = time_ms(&UniformAssignor, &uniform_group, &topics, rounds);
-            let range = time_ms(&RangeAssignor, &range_group, &topics, rounds);
-            emit(
-                Figure::new(
-                    format!(
-                        "assignor: uniform, {members} members x {} partitions ({topic_count} topics), {kind}",
-                        members * ratio
-                    ),
-                    uniform,
-                    "ms",
-                )
-                .baseline("range", range),
-            );
+        for heterogeneous in [false, true] {
+            let subscriptions = match heterogeneous {
+                false => "HOMOGENEOUS",
+                true => "HETEROGENEOUS",
+            };
+            for incremental in [false, true] {
+                let kind = if incremental { "INCREMENTAL" } else { "FULL" };
+                let shape = |assignor: &dyn PartitionAssignor| {
+                    let previous = incremental.then_some(assignor);
+                    group(members, ratio, topic_count, heterogeneous, previous)
+                };
+                let (uniform_group, topics) = shape(&UniformAssignor);
+                let (range_group, _) = shape(&RangeAssignor);
+                let uniform = time_ms(&UniformAssignor, &uniform_group, &topics, rounds);
+                let range = time_ms(&RangeAssignor, &range_group, &topics, rounds);
+                let partitions = members * ratio;
+                emit(
+                    Figure::new(
+                        format!(
+                            "assignor: uniform, {members} members x {partitions} partitions \
+                             ({topic_count} topics), {subscriptions}, {kind}"
+                        ),
+                        uniform,
+                        "ms",
+                    )
+                    .baseline("range", range),
+                );
+            }
         }
     }
     note(

@@ -45,8 +45,6 @@ pub enum SubscriptionType {
 pub struct GroupSpec {
     pub members: BTreeMap<String, MemberSubscription>,
     pub subscription_type: SubscriptionType,
-    /// Who holds each partition in the current target assignment.
-    owners: HashMap<(Uuid, i32), String>,
 }
 
 impl GroupSpec {
@@ -58,31 +56,10 @@ impl GroupSpec {
             true => SubscriptionType::Homogeneous,
             false => SubscriptionType::Heterogeneous,
         };
-        let mut owners = HashMap::new();
-        for (id, m) in &members {
-            for (topic, partitions) in &m.assignment {
-                for p in partitions {
-                    owners.insert((*topic, *p), id.clone());
-                }
-            }
-        }
         GroupSpec {
             members,
             subscription_type,
-            owners,
         }
-    }
-
-    /// Whether a member holds `topic`/`partition` in the current target
-    /// assignment.
-    pub fn is_partition_assigned(&self, topic: Uuid, partition: i32) -> bool {
-        self.owners.contains_key(&(topic, partition))
-    }
-
-    /// The member holding `topic`/`partition` in the current target
-    /// assignment.
-    pub fn owner(&self, topic: Uuid, partition: i32) -> Option<&str> {
-        self.owners.get(&(topic, partition)).map(String::as_str)
     }
 }
 
