@@ -1,8 +1,10 @@
 //! The consumer-group coordinator: a sans-IO core (`core`) driven by an
 //! injected clock, and the shell that feeds it requests, timers and storage;
-//! `assignor` holds the consumer protocol's server-side assignors (KIP-848).
+//! `assignor` and `consumer` hold the consumer protocol's (KIP-848)
+//! server-side assignors and member reconciliation.
 
 pub mod assignor;
+pub mod consumer;
 pub mod core;
 pub mod manager;
 pub mod store;
