@@ -570,6 +570,16 @@ fn serve_security_that_cannot_work_is_refused_saying_why() {
         refused("listeners=SASL_PLAINTEXT://:9093\n").contains("brokers' own login"),
         "a SASL listener without the brokers' login"
     );
+    let refusal = refused(
+        "listeners=SASL_PLAINTEXT://:9093\nsasl.enabled.mechanisms=PLAIN\n\
+         sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"b\" password=\"p\";\n",
+    );
+    assert!(
+        refusal
+            .contains("SCRAM-SHA-512 is not enabled on the inter-broker listener SASL_PLAINTEXT"),
+        "the brokers' mechanism not enabled: {refusal}"
+    );
     let err = resolve(&["serve", "--id", "0", "--data", d, "--admin-password", "pw"]);
     assert!(format!("{:#}", err.unwrap_err()).contains("give --sasl too"));
     // Without security settings: PLAINTEXT, no authorizer, as before.

@@ -338,7 +338,7 @@ impl SecuritySettings {
             c.inter_broker.tls = Some(inter_broker_tls(tls)?);
         }
         let admin = self.admin_password.as_ref();
-        if inter_broker.sasl.is_some() {
+        if let Some(sasl) = &inter_broker.sasl {
             let (user, password) = match (&self.inter_broker_login, admin) {
                 (Some((u, p)), _) => (u.clone(), p.clone()),
                 (None, Some(p)) => (ADMIN.to_string(), p.clone()),
@@ -348,11 +348,23 @@ impl SecuritySettings {
                      and password"
                 ),
             };
+            let mechanism = self
+                .inter_broker_mechanism
+                .clone()
+                .unwrap_or_else(|| "SCRAM-SHA-512".into());
+            // As Apache: brokers must be able to log in to each other.
+            let enabled = &sasl.mechanisms;
+            if !enabled.iter().any(|m| m.name() == mechanism) {
+                let names: Vec<&str> = enabled.iter().map(|m| m.name()).collect();
+                anyhow::bail!(
+                    "sasl.mechanism.inter.broker.protocol {mechanism} is not enabled on the \
+                     inter-broker listener {} (sasl.enabled.mechanisms: {})",
+                    inter_broker.name,
+                    names.join(",")
+                );
+            }
             c.inter_broker.sasl = Some(kaas_client::SaslCredentials {
-                mechanism: self
-                    .inter_broker_mechanism
-                    .clone()
-                    .unwrap_or_else(|| "SCRAM-SHA-512".into()),
+                mechanism,
                 user,
                 password,
             });
