@@ -147,6 +147,21 @@ pub(crate) fn create_topic(
     Ok(())
 }
 
+/// Deletes `topic` (blocking), so long benchmarks do not fill the disk.
+pub(crate) fn delete_topic(client: &ClientConfig, topic: &str) -> anyhow::Result<()> {
+    let admin: AdminClient<DefaultClientContext> = client.create()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for r in rt.block_on(admin.delete_topics(
+        &[topic],
+        &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+    ))? {
+        r.map_err(|(t, e)| anyhow::anyhow!("delete {t}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Produces `messages` to a new `topic` and fetches them back with the
 /// settings of `client`.
 pub(crate) fn one_run(client: &ClientConfig, topic: &str, messages: usize) -> anyhow::Result<Run> {

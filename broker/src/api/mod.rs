@@ -252,7 +252,13 @@ pub fn encode_response(
     correlation_id: i32,
     response: &ResponseKind,
 ) -> anyhow::Result<Bytes> {
-    kaas_client::frame::encode_frame(256, |buf| {
+    // A fetch response carries megabytes: sized up front, it is written
+    // once instead of copied on each doubling of a small buffer.
+    let capacity = match response {
+        ResponseKind::Fetch(r) => r.compute_size(version).unwrap_or(0) + 64,
+        _ => 256,
+    };
+    kaas_client::frame::encode_frame(capacity, |buf| {
         ResponseHeader::default()
             .with_correlation_id(correlation_id)
             .encode(buf, api_key.response_header_version(version))?;

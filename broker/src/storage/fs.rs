@@ -25,6 +25,35 @@ pub fn syncfs(on: &File) -> io::Result<()> {
     }
 }
 
+/// `len` bytes of `file` from `offset`, read into a fresh buffer that is
+/// not zeroed first (a fetch reads megabytes: zeroing them cost as much as
+/// the read). An end of file before `len` bytes is `UnexpectedEof`.
+pub fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    while buf.len() < len {
+        let done = buf.len();
+        let at = libc::off_t::try_from(offset + done as u64)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset past off_t"))?;
+        let spare = &mut buf.spare_capacity_mut()[..len - done];
+        // SAFETY: `spare` is writable memory of `spare.len()` bytes owned by
+        // `buf`; pread writes at most that many and reports how many.
+        let n =
+            unsafe { libc::pread(file.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), at) };
+        match n {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n if n < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            // SAFETY: pread initialised the first `n` bytes of `spare`.
+            n => unsafe { buf.set_len(done + n as usize) },
+        }
+    }
+    Ok(buf)
+}
+
 /// Creates (or truncates) `path` with `bytes` and fsyncs it. The name is
 /// not durable until its folder is synced.
 pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -183,6 +212,23 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("counter")]);
+    }
+
+    #[test]
+    fn read_at_reads_the_range_and_refuses_one_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("segment");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        assert_eq!(read_at(&file, 0, 0).unwrap(), b"");
+        assert_eq!(
+            read_at(&file, 1_000, 150_000).unwrap(),
+            &bytes[1_000..151_000]
+        );
+        assert_eq!(read_at(&file, 199_990, 10).unwrap(), &bytes[199_990..]);
+        let past = read_at(&file, 199_990, 11).unwrap_err();
+        assert_eq!(past.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

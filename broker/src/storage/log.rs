@@ -20,7 +20,7 @@ use bytes::Bytes;
 use tracing::warn;
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
-use super::fs::sync_dir;
+use super::fs::{read_at, sync_dir};
 use super::producer_snapshot;
 use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
 use super::txn_index::{AbortedTxn, AbortedTxns};
@@ -817,9 +817,11 @@ impl Log {
                 }
                 end += h.size as u64;
             }
-            let mut buf = vec![0u8; (end - start) as usize];
-            seg.file.read_exact_at(&mut buf, start)?;
-            return Ok(Bytes::from(buf));
+            return Ok(Bytes::from(read_at(
+                &seg.file,
+                start,
+                (end - start) as usize,
+            )?));
         }
         Ok(Bytes::new())
     }
