@@ -1,5 +1,11 @@
 //! The KIP-848 consumer group protocol (issue #16), sans-IO as the classic
-//! coordinator's core: so far `reconcile`, the reconciliation of one member
-//! towards its target assignment (Apache's `CurrentAssignmentBuilder`).
+//! coordinator's core. So far: a group's records and their replay
+//! (`records`, `group`, `member`), the target assignment (`target`, Apache's
+//! `TargetAssignmentBuilder`) and the reconciliation of one member towards
+//! it (`reconcile`, Apache's `CurrentAssignmentBuilder`).
 
+pub mod group;
+pub mod member;
 pub mod reconcile;
+pub mod records;
+pub mod target;

@@ -1,0 +1,801 @@
+//! A consumer group's state (Apache's `ConsumerGroup`), changed only by
+//! replaying its records: [`ConsumerGroup::replay`] is the one path for a
+//! group built live and for one loaded from its log.
+
+use std::collections::{BTreeMap, HashMap};
+
+use uuid::Uuid;
+
+use super::member::ConsumerGroupMember;
+use super::reconcile::{MemberAssignmentState, MemberState};
+use super::records::{ConsumerGroupRecord, TopicMetadata};
+use crate::group::assignor::MemberAssignment;
+
+/// The epoch of a member that left (Apache's `LEAVE_GROUP_MEMBER_EPOCH`).
+pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
+
+/// Apache's `ConsumerGroupState` (a deleted group is gone, not Dead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerGroupState {
+    Empty,
+    /// The group epoch is ahead of the target assignment's.
+    Assigning,
+    /// Some member is not yet stable at the target epoch.
+    Reconciling,
+    Stable,
+}
+
+impl ConsumerGroupState {
+    /// As ListGroups and DescribeGroups name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsumerGroupState::Empty => "Empty",
+            ConsumerGroupState::Assigning => "Assigning",
+            ConsumerGroupState::Reconciling => "Reconciling",
+            ConsumerGroupState::Stable => "Stable",
+        }
+    }
+}
+
+/// A record that does not fit the group it is replayed on (Apache throws
+/// IllegalStateException): the group is left as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("consumer group {group_id}: {reason}")]
+pub struct InconsistentRecord {
+    pub group_id: String,
+    pub reason: String,
+}
+
+/// What a replayed record did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replayed {
+    Applied,
+    /// The group tombstone: the caller forgets the group.
+    GroupDeleted,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerGroup {
+    group_id: String,
+    group_epoch: i32,
+    subscription_metadata: BTreeMap<String, TopicMetadata>,
+    target_assignment_epoch: i32,
+    target_assignment: BTreeMap<String, MemberAssignment>,
+    members: BTreeMap<String, ConsumerGroupMember>,
+    /// Instance id → member id.
+    static_members: BTreeMap<String, String>,
+    /// Topic → partition → the epoch of the member holding it (assigned or
+    /// pending revocation).
+    partition_epochs: HashMap<Uuid, HashMap<i32, i32>>,
+    /// `server_assignor` → how many members ask for it.
+    server_assignors: BTreeMap<String, usize>,
+    /// Subscribed topic name → how many members subscribe to it.
+    subscribed_topic_names: BTreeMap<String, usize>,
+}
+
+impl ConsumerGroup {
+    pub fn new(group_id: impl Into<String>) -> ConsumerGroup {
+        ConsumerGroup {
+            group_id: group_id.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    pub fn group_epoch(&self) -> i32 {
+        self.group_epoch
+    }
+
+    pub fn target_assignment_epoch(&self) -> i32 {
+        self.target_assignment_epoch
+    }
+
+    pub fn subscription_metadata(&self) -> &BTreeMap<String, TopicMetadata> {
+        &self.subscription_metadata
+    }
+
+    pub fn target_assignment(&self) -> &BTreeMap<String, MemberAssignment> {
+        &self.target_assignment
+    }
+
+    pub fn members(&self) -> &BTreeMap<String, ConsumerGroupMember> {
+        &self.members
+    }
+
+    pub fn member(&self, member_id: &str) -> Option<&ConsumerGroupMember> {
+        self.members.get(member_id)
+    }
+
+    pub fn static_members(&self) -> &BTreeMap<String, String> {
+        &self.static_members
+    }
+
+    pub fn static_member_id(&self, instance_id: &str) -> Option<&str> {
+        self.static_members.get(instance_id).map(String::as_str)
+    }
+
+    pub fn static_member(&self, instance_id: &str) -> Option<&ConsumerGroupMember> {
+        self.static_member_id(instance_id)
+            .and_then(|id| self.members.get(id))
+    }
+
+    /// Subscribed topic names, each with how many members subscribe to it.
+    pub fn subscribed_topic_names(&self) -> &BTreeMap<String, usize> {
+        &self.subscribed_topic_names
+    }
+
+    /// The epoch of the member holding the partition, -1 if none does.
+    pub fn current_partition_epoch(&self, topic: Uuid, partition: i32) -> i32 {
+        self.partition_epochs
+            .get(&topic)
+            .and_then(|ps| ps.get(&partition))
+            .copied()
+            .unwrap_or(-1)
+    }
+
+    /// The assignor most members ask for (ties: the first name).
+    pub fn preferred_server_assignor(&self) -> Option<&str> {
+        let mut best: Option<(&String, usize)> = None;
+        for (name, &count) in &self.server_assignors {
+            if best.is_none_or(|(_, c)| count > c) {
+                best = Some((name, count));
+            }
+        }
+        best.map(|(name, _)| name.as_str())
+    }
+
+    pub fn state(&self) -> ConsumerGroupState {
+        if self.members.is_empty() {
+            ConsumerGroupState::Empty
+        } else if self.group_epoch > self.target_assignment_epoch {
+            ConsumerGroupState::Assigning
+        } else if self
+            .members
+            .values()
+            .any(|m| !m.is_reconciled_to(self.target_assignment_epoch))
+        {
+            ConsumerGroupState::Reconciling
+        } else {
+            ConsumerGroupState::Stable
+        }
+    }
+
+    /// Whether `member` waits for a partition of its target that another
+    /// member still holds.
+    pub fn waiting_on_unreleased_partition(&self, member: &ConsumerGroupMember) -> bool {
+        if member.assignment.state != MemberState::UnreleasedPartitions {
+            return false;
+        }
+        let Some(target) = self.target_assignment.get(&member.member_id) else {
+            return false;
+        };
+        target.iter().any(|(topic, partitions)| {
+            let assigned = member.assignment.assigned.get(topic);
+            partitions.iter().any(|p| {
+                !assigned.is_some_and(|a| a.contains(p))
+                    && self.current_partition_epoch(*topic, *p) != -1
+            })
+        })
+    }
+
+    /// Applies one record (Apache's `GroupMetadataManager.replay` for the
+    /// consumer group records).
+    pub fn replay(&mut self, record: &ConsumerGroupRecord) -> Result<Replayed, InconsistentRecord> {
+        use ConsumerGroupRecord as R;
+        match record {
+            R::GroupEpoch { epoch } => self.group_epoch = *epoch,
+            R::GroupTombstone => {
+                if !self.members.is_empty() {
+                    return Err(self.inconsistent(format!(
+                        "a group tombstone while the group still has {} members",
+                        self.members.len()
+                    )));
+                }
+                if !self.target_assignment.is_empty() {
+                    return Err(self.inconsistent(format!(
+                        "a group tombstone while the target assignment still has {} members",
+                        self.target_assignment.len()
+                    )));
+                }
+                if self.target_assignment_epoch != -1 {
+                    return Err(self.inconsistent(
+                        "a group tombstone before the target assignment epoch's tombstone".into(),
+                    ));
+                }
+                return Ok(Replayed::GroupDeleted);
+            }
+            R::SubscriptionMetadata { topics } => self.subscription_metadata = topics.clone(),
+            R::SubscriptionMetadataTombstone => self.subscription_metadata.clear(),
+            R::Member {
+                member_id,
+                metadata,
+            } => {
+                let mut member = self
+                    .members
+                    .get(member_id)
+                    .cloned()
+                    .unwrap_or_else(|| ConsumerGroupMember::new(member_id.clone()));
+                member.metadata = metadata.clone();
+                self.update_member(member)?;
+            }
+            R::MemberTombstone { member_id } => {
+                let Some(member) = self.members.get(member_id) else {
+                    return Ok(Replayed::Applied);
+                };
+                if member.member_epoch() != LEAVE_GROUP_MEMBER_EPOCH {
+                    return Err(self.inconsistent(format!(
+                        "a tombstone of member {member_id} before its current assignment's tombstone"
+                    )));
+                }
+                if self.target_assignment.contains_key(member_id) {
+                    return Err(self.inconsistent(format!(
+                        "a tombstone of member {member_id} before its target assignment's tombstone"
+                    )));
+                }
+                self.remove_member(member_id)?;
+            }
+            R::TargetMember {
+                member_id,
+                partitions,
+            } => {
+                self.target_assignment
+                    .insert(member_id.clone(), partitions.clone());
+            }
+            R::TargetMemberTombstone { member_id } => {
+                self.target_assignment.remove(member_id);
+            }
+            R::TargetEpoch { assignment_epoch } => self.target_assignment_epoch = *assignment_epoch,
+            R::TargetEpochTombstone => {
+                if !self.target_assignment.is_empty() {
+                    return Err(self.inconsistent(format!(
+                        "a target assignment epoch tombstone while the assignment still has {} members",
+                        self.target_assignment.len()
+                    )));
+                }
+                self.target_assignment_epoch = -1;
+            }
+            R::CurrentAssignment {
+                member_id,
+                state,
+                member_epoch,
+                previous_member_epoch,
+                assigned,
+                pending_revocation,
+            } => {
+                let mut member = self
+                    .members
+                    .get(member_id)
+                    .cloned()
+                    .unwrap_or_else(|| ConsumerGroupMember::new(member_id.clone()));
+                member.assignment = MemberAssignmentState {
+                    state: MemberState::from_value(*state),
+                    member_epoch: *member_epoch,
+                    previous_member_epoch: *previous_member_epoch,
+                    assigned: assigned.clone(),
+                    pending_revocation: pending_revocation.clone(),
+                };
+                self.update_member(member)?;
+            }
+            R::CurrentAssignmentTombstone { member_id } => {
+                let Some(member) = self.members.get(member_id) else {
+                    return Ok(Replayed::Applied);
+                };
+                let mut member = member.clone();
+                member.assignment = MemberAssignmentState {
+                    state: member.assignment.state,
+                    member_epoch: LEAVE_GROUP_MEMBER_EPOCH,
+                    previous_member_epoch: LEAVE_GROUP_MEMBER_EPOCH,
+                    assigned: MemberAssignment::new(),
+                    pending_revocation: MemberAssignment::new(),
+                };
+                self.update_member(member)?;
+            }
+        }
+        Ok(Replayed::Applied)
+    }
+
+    fn inconsistent(&self, reason: String) -> InconsistentRecord {
+        InconsistentRecord {
+            group_id: self.group_id.clone(),
+            reason,
+        }
+    }
+
+    /// Adds or replaces a member, moving its partitions' epochs; refused,
+    /// with nothing changed, if it would take a partition another member
+    /// holds.
+    pub(crate) fn update_member(
+        &mut self,
+        member: ConsumerGroupMember,
+    ) -> Result<(), InconsistentRecord> {
+        let old = self.members.get(&member.member_id);
+        let mut released = Vec::new();
+        if let Some(old) = old {
+            self.check_removable(&old.assignment)?;
+            released = held_partitions(&old.assignment).collect();
+        }
+        for (topic, partition) in held_partitions(&member.assignment) {
+            let epoch = self.current_partition_epoch(topic, partition);
+            if epoch != -1 && !released.contains(&(topic, partition)) {
+                return Err(self.inconsistent(format!(
+                    "cannot give {topic}-{partition} to member {} at epoch {}: it is still held at epoch {epoch}",
+                    member.member_id,
+                    member.member_epoch()
+                )));
+            }
+        }
+        let old = self.members.remove(&member.member_id);
+        if let Some(old) = &old {
+            self.forget(old);
+        }
+        self.remember(&member);
+        self.members.insert(member.member_id.clone(), member);
+        Ok(())
+    }
+
+    /// Removes a member and releases its partitions.
+    pub(crate) fn remove_member(&mut self, member_id: &str) -> Result<(), InconsistentRecord> {
+        if let Some(old) = self.members.get(member_id) {
+            self.check_removable(&old.assignment)?;
+        }
+        if let Some(old) = self.members.remove(member_id) {
+            self.forget(&old);
+        }
+        Ok(())
+    }
+
+    /// Whether the partitions of `assignment` are held at its epoch.
+    fn check_removable(
+        &self,
+        assignment: &MemberAssignmentState,
+    ) -> Result<(), InconsistentRecord> {
+        for (topic, partition) in held_partitions(assignment) {
+            let epoch = self.current_partition_epoch(topic, partition);
+            if epoch != assignment.member_epoch {
+                return Err(self.inconsistent(format!(
+                    "cannot release {topic}-{partition} at epoch {}: it is held at epoch {epoch}",
+                    assignment.member_epoch
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops what `old` contributed to the indexes.
+    fn forget(&mut self, old: &ConsumerGroupMember) {
+        for (topic, partition) in held_partitions(&old.assignment) {
+            if let Some(ps) = self.partition_epochs.get_mut(&topic) {
+                ps.remove(&partition);
+                if ps.is_empty() {
+                    self.partition_epochs.remove(&topic);
+                }
+            }
+        }
+        if let Some(instance) = old.instance_id() {
+            if self.static_members.get(instance) == Some(&old.member_id) {
+                self.static_members.remove(instance);
+            }
+        }
+        if let Some(name) = &old.metadata.server_assignor {
+            decrement(&mut self.server_assignors, name);
+        }
+        for name in &old.metadata.subscribed_topic_names {
+            decrement(&mut self.subscribed_topic_names, name);
+        }
+    }
+
+    /// Adds what `new` contributes to the indexes.
+    fn remember(&mut self, new: &ConsumerGroupMember) {
+        for (topic, partition) in held_partitions(&new.assignment) {
+            self.partition_epochs
+                .entry(topic)
+                .or_default()
+                .insert(partition, new.member_epoch());
+        }
+        if let Some(instance) = new.instance_id() {
+            self.static_members
+                .insert(instance.to_string(), new.member_id.clone());
+        }
+        if let Some(name) = &new.metadata.server_assignor {
+            *self.server_assignors.entry(name.clone()).or_default() += 1;
+        }
+        for name in &new.metadata.subscribed_topic_names {
+            *self.subscribed_topic_names.entry(name.clone()).or_default() += 1;
+        }
+    }
+}
+
+/// The partitions a member holds: assigned or pending revocation.
+fn held_partitions(assignment: &MemberAssignmentState) -> impl Iterator<Item = (Uuid, i32)> + '_ {
+    assignment
+        .assigned
+        .iter()
+        .chain(&assignment.pending_revocation)
+        .flat_map(|(topic, ps)| ps.iter().map(move |p| (*topic, *p)))
+}
+
+fn decrement(counts: &mut BTreeMap<String, usize>, name: &str) {
+    if let Some(n) = counts.get_mut(name) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(name);
+        }
+    }
+}
+
+/// Ported from Apache's `ConsumerGroupTest`, by name.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::assignor::testing::assignment;
+
+    fn member(
+        id: &str,
+        epoch: i32,
+        assigned: MemberAssignment,
+        pending: MemberAssignment,
+    ) -> ConsumerGroupMember {
+        let mut m = ConsumerGroupMember::new(id);
+        m.assignment.member_epoch = epoch;
+        m.assignment.assigned = assigned;
+        m.assignment.pending_revocation = pending;
+        m
+    }
+
+    fn empty() -> MemberAssignment {
+        MemberAssignment::new()
+    }
+
+    #[test]
+    fn test_update_member() {
+        let mut group = ConsumerGroup::new("foo");
+        let mut m = ConsumerGroupMember::new("member");
+        m.metadata.subscribed_topic_names = ["foo".to_string(), "bar".to_string()].into();
+        group.update_member(m.clone()).unwrap();
+        assert_eq!(group.member("member"), Some(&m));
+    }
+
+    #[test]
+    fn test_no_static_member() {
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .update_member(ConsumerGroupMember::new("member"))
+            .unwrap();
+        assert_eq!(group.static_member("instance-id"), None);
+    }
+
+    #[test]
+    fn test_get_static_member_by_instance_id() {
+        let mut group = ConsumerGroup::new("foo");
+        let mut m = ConsumerGroupMember::new("member");
+        m.metadata.subscribed_topic_names = ["foo".to_string(), "bar".to_string()].into();
+        m.metadata.instance_id = Some("instance".into());
+        group.update_member(m.clone()).unwrap();
+        assert_eq!(group.static_member("instance"), Some(&m));
+        assert_eq!(group.static_member_id("instance"), Some("member"));
+    }
+
+    #[test]
+    fn test_remove_member() {
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .update_member(ConsumerGroupMember::new("member"))
+            .unwrap();
+        assert!(group.member("member").is_some());
+        group.remove_member("member").unwrap();
+        assert!(group.member("member").is_none());
+    }
+
+    #[test]
+    fn test_remove_static_member() {
+        let mut group = ConsumerGroup::new("foo");
+        let mut m = ConsumerGroupMember::new("member");
+        m.metadata.instance_id = Some("instance".into());
+        group.update_member(m).unwrap();
+        group.remove_member("member").unwrap();
+        assert!(group.member("member").is_none());
+        assert_eq!(group.static_member("instance"), None);
+        assert_eq!(group.static_member_id("instance"), None);
+    }
+
+    #[test]
+    fn test_updating_member_updates_partition_epoch() {
+        let (foo, bar, zar) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let mut group = ConsumerGroup::new("foo");
+        let m = member(
+            "member",
+            10,
+            assignment(&[(foo, &[1, 2, 3])]),
+            assignment(&[(bar, &[4, 5, 6])]),
+        );
+        group.update_member(m).unwrap();
+        for p in [1, 2, 3] {
+            assert_eq!(group.current_partition_epoch(foo, p), 10);
+        }
+        for p in [4, 5, 6] {
+            assert_eq!(group.current_partition_epoch(bar, p), 10);
+        }
+        for p in [7, 8, 9] {
+            assert_eq!(group.current_partition_epoch(zar, p), -1);
+        }
+        let m = member(
+            "member",
+            11,
+            assignment(&[(bar, &[1, 2, 3])]),
+            assignment(&[(zar, &[4, 5, 6])]),
+        );
+        group.update_member(m).unwrap();
+        for p in [1, 2, 3] {
+            assert_eq!(group.current_partition_epoch(bar, p), 11);
+        }
+        for p in [4, 5, 6] {
+            assert_eq!(group.current_partition_epoch(zar, p), 11);
+        }
+        for p in [7, 8, 9] {
+            assert_eq!(group.current_partition_epoch(foo, p), -1);
+        }
+        // The old partitions are released.
+        assert_eq!(group.current_partition_epoch(foo, 1), -1);
+    }
+
+    #[test]
+    fn test_updating_member_updates_partition_epoch_when_partition_is_reassigned_before_being_revoked(
+    ) {
+        let foo = Uuid::new_v4();
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .update_member(member("member", 10, empty(), assignment(&[(foo, &[1])])))
+            .unwrap();
+        assert_eq!(group.current_partition_epoch(foo, 1), 10);
+        group
+            .update_member(member("member", 11, assignment(&[(foo, &[1])]), empty()))
+            .unwrap();
+        assert_eq!(group.current_partition_epoch(foo, 1), 11);
+    }
+
+    #[test]
+    fn test_updating_member_updates_partition_epoch_when_partition_is_not_released() {
+        let foo = Uuid::new_v4();
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .update_member(member("m1", 10, assignment(&[(foo, &[1])]), empty()))
+            .unwrap();
+        // m2 cannot take foo-1: m1 still holds it; nothing changes.
+        let m2 = member("m2", 10, assignment(&[(foo, &[1])]), empty());
+        assert!(group.update_member(m2).is_err());
+        assert!(group.member("m2").is_none());
+        assert_eq!(group.current_partition_epoch(foo, 1), 10);
+    }
+
+    #[test]
+    fn test_remove_partition_epochs() {
+        let foo = Uuid::new_v4();
+        let mut group = ConsumerGroup::new("foo");
+        // A member whose partitions are held at another epoch cannot be
+        // removed (Apache: removing an epoch that is not set, or not the
+        // expected one, fails).
+        group
+            .update_member(member("m1", 10, assignment(&[(foo, &[1])]), empty()))
+            .unwrap();
+        group.partition_epochs.get_mut(&foo).unwrap().insert(1, 11);
+        assert!(group.remove_member("m1").is_err());
+        assert!(group.member("m1").is_some());
+        group.partition_epochs.clear();
+        assert!(group.remove_member("m1").is_err());
+    }
+
+    #[test]
+    fn test_deleting_member_removes_partition_epoch() {
+        let (foo, bar) = (Uuid::new_v4(), Uuid::new_v4());
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .update_member(member(
+                "member",
+                10,
+                assignment(&[(foo, &[1, 2, 3])]),
+                assignment(&[(bar, &[4, 5, 6])]),
+            ))
+            .unwrap();
+        group.remove_member("member").unwrap();
+        for p in 1..=9 {
+            assert_eq!(group.current_partition_epoch(foo, p), -1);
+            assert_eq!(group.current_partition_epoch(bar, p), -1);
+        }
+        assert!(group.partition_epochs.is_empty());
+    }
+
+    #[test]
+    fn test_waiting_on_unreleased_partition() {
+        let (foo, bar, zar) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let mut group = ConsumerGroup::new("foo");
+        group
+            .replay(&ConsumerGroupRecord::TargetMember {
+                member_id: "member-1".into(),
+                partitions: assignment(&[(foo, &[1, 2, 3]), (zar, &[7, 8, 9])]),
+            })
+            .unwrap();
+        let mut member1 = member(
+            "member-1",
+            10,
+            assignment(&[(foo, &[1, 2, 3])]),
+            assignment(&[(bar, &[4, 5, 6])]),
+        );
+        member1.assignment.state = MemberState::UnreleasedPartitions;
+        group.update_member(member1.clone()).unwrap();
+        assert!(!group.waiting_on_unreleased_partition(&member1));
+        group
+            .update_member(member("member-2", 10, empty(), assignment(&[(zar, &[7])])))
+            .unwrap();
+        assert!(group.waiting_on_unreleased_partition(&member1));
+    }
+
+    #[test]
+    fn test_group_state() {
+        let mut group = ConsumerGroup::new("foo");
+        assert_eq!(group.state(), ConsumerGroupState::Empty);
+        let stable = |id: &str, epoch: i32, state: MemberState| {
+            let mut m = member(id, epoch, empty(), empty());
+            m.assignment.previous_member_epoch = epoch - 1;
+            m.assignment.state = state;
+            m
+        };
+        group
+            .update_member(stable("member1", 1, MemberState::Stable))
+            .unwrap();
+        group
+            .replay(&ConsumerGroupRecord::GroupEpoch { epoch: 1 })
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Assigning);
+        group
+            .update_member(stable("member2", 1, MemberState::Stable))
+            .unwrap();
+        group
+            .replay(&ConsumerGroupRecord::GroupEpoch { epoch: 2 })
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Assigning);
+        group
+            .replay(&ConsumerGroupRecord::TargetEpoch {
+                assignment_epoch: 2,
+            })
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Reconciling);
+        group
+            .update_member(stable("member1", 2, MemberState::Stable))
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Reconciling);
+        // Member 2 is not stable, so the group stays reconciling.
+        group
+            .update_member(stable("member2", 2, MemberState::UnrevokedPartitions))
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Reconciling);
+        group
+            .update_member(stable("member2", 2, MemberState::Stable))
+            .unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Stable);
+        group.remove_member("member1").unwrap();
+        group.remove_member("member2").unwrap();
+        assert_eq!(group.state(), ConsumerGroupState::Empty);
+    }
+
+    #[test]
+    fn test_preferred_server_assignor() {
+        let mut group = ConsumerGroup::new("foo");
+        let with_assignor = |id: &str, name: &str| {
+            let mut m = ConsumerGroupMember::new(id);
+            m.metadata.server_assignor = Some(name.into());
+            m
+        };
+        assert_eq!(group.preferred_server_assignor(), None);
+        group
+            .update_member(with_assignor("member1", "range"))
+            .unwrap();
+        group
+            .update_member(with_assignor("member2", "range"))
+            .unwrap();
+        group
+            .update_member(with_assignor("member3", "uniform"))
+            .unwrap();
+        assert_eq!(group.preferred_server_assignor(), Some("range"));
+        group
+            .update_member(with_assignor("member1", "uniform"))
+            .unwrap();
+        assert_eq!(group.preferred_server_assignor(), Some("uniform"));
+        group.remove_member("member1").unwrap();
+        group.remove_member("member3").unwrap();
+        assert_eq!(group.preferred_server_assignor(), Some("range"));
+    }
+
+    #[test]
+    fn test_update_subscribed_topic_names() {
+        let mut group = ConsumerGroup::new("group-foo");
+        let subscribing = |id: &str, topics: &[&str]| {
+            let mut m = ConsumerGroupMember::new(id);
+            m.metadata.subscribed_topic_names = topics.iter().map(|t| t.to_string()).collect();
+            m
+        };
+        group
+            .update_member(subscribing("member1", &["foo"]))
+            .unwrap();
+        group
+            .update_member(subscribing("member2", &["foo", "bar"]))
+            .unwrap();
+        assert_eq!(
+            group.subscribed_topic_names(),
+            &[("bar".to_string(), 1), ("foo".to_string(), 2)].into()
+        );
+        group
+            .update_member(subscribing("member2", &["zar"]))
+            .unwrap();
+        group.remove_member("member1").unwrap();
+        assert_eq!(
+            group.subscribed_topic_names(),
+            &[("zar".to_string(), 1)].into()
+        );
+    }
+
+    /// The replay path: a member leaves as Apache writes it (current
+    /// assignment, target, member tombstones), then the group is deleted;
+    /// tombstones out of that order are refused and change nothing.
+    #[test]
+    fn replaying_a_group_from_records_and_deleting_it() {
+        let foo = Uuid::new_v4();
+        let mut group = ConsumerGroup::new("g");
+        let records = [
+            ConsumerGroupRecord::Member {
+                member_id: "m".into(),
+                metadata: Default::default(),
+            },
+            ConsumerGroupRecord::GroupEpoch { epoch: 1 },
+            ConsumerGroupRecord::TargetMember {
+                member_id: "m".into(),
+                partitions: assignment(&[(foo, &[0, 1])]),
+            },
+            ConsumerGroupRecord::TargetEpoch {
+                assignment_epoch: 1,
+            },
+            ConsumerGroupRecord::CurrentAssignment {
+                member_id: "m".into(),
+                state: 0,
+                member_epoch: 1,
+                previous_member_epoch: 0,
+                assigned: assignment(&[(foo, &[0, 1])]),
+                pending_revocation: empty(),
+            },
+        ];
+        for r in &records {
+            assert_eq!(group.replay(r), Ok(Replayed::Applied));
+        }
+        assert_eq!(group.state(), ConsumerGroupState::Stable);
+        assert_eq!(group.current_partition_epoch(foo, 1), 1);
+
+        let member_tombstone = ConsumerGroupRecord::MemberTombstone {
+            member_id: "m".into(),
+        };
+        assert!(group.replay(&member_tombstone).is_err());
+        assert!(group.replay(&ConsumerGroupRecord::GroupTombstone).is_err());
+        group
+            .replay(&ConsumerGroupRecord::CurrentAssignmentTombstone {
+                member_id: "m".into(),
+            })
+            .unwrap();
+        assert_eq!(group.current_partition_epoch(foo, 1), -1);
+        assert!(group.replay(&member_tombstone).is_err(), "target first");
+        group
+            .replay(&ConsumerGroupRecord::TargetMemberTombstone {
+                member_id: "m".into(),
+            })
+            .unwrap();
+        group.replay(&member_tombstone).unwrap();
+        assert!(group.replay(&ConsumerGroupRecord::GroupTombstone).is_err());
+        group
+            .replay(&ConsumerGroupRecord::TargetEpochTombstone)
+            .unwrap();
+        assert_eq!(
+            group.replay(&ConsumerGroupRecord::GroupTombstone),
+            Ok(Replayed::GroupDeleted)
+        );
+    }
+}

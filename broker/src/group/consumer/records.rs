@@ -1,0 +1,135 @@
+//! The records a consumer group is made of, as Apache's group coordinator
+//! writes them to `__consumer_offsets` (one variant per record type and
+//! one per tombstone, the group id being the log's). The coordinator
+//! computes records, then replays them ([`super::group::ConsumerGroup::replay`]):
+//! the same path builds the group live and when its log is loaded.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::member::MemberSubscriptionMetadata;
+use crate::group::assignor::MemberAssignment;
+
+/// A subscribed topic as the group last saw it (Apache's `TopicMetadata`
+/// in `ConsumerGroupPartitionMetadataValue`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMetadata {
+    pub id: Uuid,
+    pub name: String,
+    pub num_partitions: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum ConsumerGroupRecord {
+    /// `ConsumerGroupMetadataValue`: the group epoch.
+    GroupEpoch {
+        epoch: i32,
+    },
+    /// Its tombstone: the group is gone (members, target and target epoch
+    /// must be gone first).
+    GroupTombstone,
+    /// `ConsumerGroupPartitionMetadataValue`: the subscribed topics, by name.
+    SubscriptionMetadata {
+        topics: BTreeMap<String, TopicMetadata>,
+    },
+    SubscriptionMetadataTombstone,
+    /// `ConsumerGroupMemberMetadataValue`: a member's declaration.
+    Member {
+        member_id: String,
+        metadata: MemberSubscriptionMetadata,
+    },
+    /// Its tombstone (after the member's current assignment and target
+    /// tombstones).
+    MemberTombstone {
+        member_id: String,
+    },
+    /// `ConsumerGroupTargetAssignmentMemberValue`.
+    TargetMember {
+        member_id: String,
+        partitions: MemberAssignment,
+    },
+    TargetMemberTombstone {
+        member_id: String,
+    },
+    /// `ConsumerGroupTargetAssignmentMetadataValue`: the epoch the target
+    /// assignment was computed at.
+    TargetEpoch {
+        assignment_epoch: i32,
+    },
+    TargetEpochTombstone,
+    /// `ConsumerGroupCurrentMemberAssignmentValue`: where reconciliation
+    /// has taken a member (`state` is Apache's `MemberState` value).
+    CurrentAssignment {
+        member_id: String,
+        state: i8,
+        member_epoch: i32,
+        previous_member_epoch: i32,
+        assigned: MemberAssignment,
+        pending_revocation: MemberAssignment,
+    },
+    /// Its tombstone: the member has left (epoch -1, nothing assigned).
+    CurrentAssignmentTombstone {
+        member_id: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::assignor::testing::{assignment, TOPIC1, TOPIC2};
+
+    #[test]
+    fn every_record_survives_json() {
+        let records = vec![
+            ConsumerGroupRecord::GroupEpoch { epoch: 7 },
+            ConsumerGroupRecord::GroupTombstone,
+            ConsumerGroupRecord::SubscriptionMetadata {
+                topics: [(
+                    "foo".to_string(),
+                    TopicMetadata {
+                        id: TOPIC1,
+                        name: "foo".into(),
+                        num_partitions: 6,
+                    },
+                )]
+                .into(),
+            },
+            ConsumerGroupRecord::Member {
+                member_id: "m".into(),
+                metadata: MemberSubscriptionMetadata {
+                    instance_id: Some("i".into()),
+                    subscribed_topic_names: ["foo".to_string()].into(),
+                    server_assignor: Some("range".into()),
+                    rebalance_timeout_ms: 45_000,
+                    ..Default::default()
+                },
+            },
+            ConsumerGroupRecord::TargetMember {
+                member_id: "m".into(),
+                partitions: assignment(&[(TOPIC1, &[0, 1]), (TOPIC2, &[3])]),
+            },
+            ConsumerGroupRecord::TargetEpoch {
+                assignment_epoch: 7,
+            },
+            ConsumerGroupRecord::CurrentAssignment {
+                member_id: "m".into(),
+                state: 1,
+                member_epoch: 7,
+                previous_member_epoch: 6,
+                assigned: assignment(&[(TOPIC1, &[0])]),
+                pending_revocation: assignment(&[(TOPIC2, &[3])]),
+            },
+            ConsumerGroupRecord::CurrentAssignmentTombstone {
+                member_id: "m".into(),
+            },
+        ];
+        for record in records {
+            let json = serde_json::to_string(&record).unwrap();
+            let back: ConsumerGroupRecord = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, record, "{json}");
+        }
+    }
+}
