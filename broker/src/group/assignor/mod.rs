@@ -150,6 +150,58 @@ pub(crate) mod testing {
         )
     }
 
+    /// Apache's `MockPartitionAssignor`: answers a prepared assignment and
+    /// keeps the specs it was called with.
+    pub struct MockAssignor {
+        pub name: &'static str,
+        pub prepared: std::sync::Mutex<GroupAssignment>,
+        pub called_with: std::sync::Mutex<Vec<GroupSpec>>,
+    }
+
+    impl MockAssignor {
+        pub fn new(name: &'static str) -> MockAssignor {
+            MockAssignor {
+                name,
+                prepared: Default::default(),
+                called_with: Default::default(),
+            }
+        }
+
+        pub fn prepare(&self, assignment: GroupAssignment) {
+            *self.prepared.lock().unwrap() = assignment;
+        }
+    }
+
+    impl PartitionAssignor for MockAssignor {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+
+        fn assign(
+            &self,
+            group: &GroupSpec,
+            _topics: &dyn SubscribedTopicDescriber,
+        ) -> Result<GroupAssignment, AssignorError> {
+            self.called_with.lock().unwrap().push(group.clone());
+            Ok(self.prepared.lock().unwrap().clone())
+        }
+    }
+
+    /// Shared, so a test keeps a handle on the mock it gave away.
+    impl PartitionAssignor for std::sync::Arc<MockAssignor> {
+        fn name(&self) -> &'static str {
+            self.as_ref().name()
+        }
+
+        fn assign(
+            &self,
+            group: &GroupSpec,
+            topics: &dyn SubscribedTopicDescriber,
+        ) -> Result<GroupAssignment, AssignorError> {
+            self.as_ref().assign(group, topics)
+        }
+    }
+
     pub fn topics(counts: &[(Uuid, i32)]) -> BTreeMap<Uuid, i32> {
         counts.iter().copied().collect()
     }

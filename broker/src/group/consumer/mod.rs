@@ -5,6 +5,7 @@
 //! it (`reconcile`, Apache's `CurrentAssignmentBuilder`).
 
 pub mod group;
+pub mod heartbeat;
 pub mod member;
 pub mod reconcile;
 pub mod records;

@@ -162,36 +162,12 @@ fn subscription(
 
 /// Ported from Apache's `TargetAssignmentBuilderTest`, by name. Apache's
 /// tests mock the assignor to return a prepared assignment and verify the
-/// spec it was called with; `Prepared` does both.
+/// spec it was called with; `MockAssignor` does both.
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
-    use crate::group::assignor::testing::assignment;
-    use crate::group::assignor::SubscribedTopicDescriber;
+    use crate::group::assignor::testing::{assignment, MockAssignor};
     use uuid::Uuid;
-
-    #[derive(Default)]
-    struct Prepared {
-        assignment: GroupAssignment,
-        called_with: Mutex<Vec<GroupSpec>>,
-    }
-
-    impl PartitionAssignor for Prepared {
-        fn name(&self) -> &'static str {
-            "prepared"
-        }
-
-        fn assign(
-            &self,
-            group: &GroupSpec,
-            _topics: &dyn SubscribedTopicDescriber,
-        ) -> Result<GroupAssignment, AssignorError> {
-            self.called_with.lock().unwrap().push(group.clone());
-            Ok(self.assignment.clone())
-        }
-    }
 
     /// Apache's `TargetAssignmentBuilderTestContext`.
     struct Context {
@@ -201,7 +177,7 @@ mod tests {
         updated: Vec<(String, Option<ConsumerGroupMember>)>,
         target: BTreeMap<String, MemberAssignment>,
         static_members: BTreeMap<String, String>,
-        assignor: Prepared,
+        assignor: MockAssignor,
     }
 
     fn member(id: &str, instance: Option<&str>, topics: &[&str]) -> ConsumerGroupMember {
@@ -220,7 +196,7 @@ mod tests {
                 updated: Vec::new(),
                 target: BTreeMap::new(),
                 static_members: BTreeMap::new(),
-                assignor: Prepared::default(),
+                assignor: MockAssignor::new("range"),
             }
         }
 
@@ -278,7 +254,11 @@ mod tests {
         }
 
         fn prepare_member_assignment(&mut self, id: &str, partitions: MemberAssignment) {
-            self.assignor.assignment.insert(id.into(), partitions);
+            self.assignor
+                .prepared
+                .lock()
+                .unwrap()
+                .insert(id.into(), partitions);
         }
 
         fn build(&self) -> (TargetAssignmentResult, GroupSpec) {

@@ -34,6 +34,11 @@ pub mod code {
     pub const FENCED_INSTANCE_ID: i16 = E::FencedInstanceId.code();
     pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
     pub const UNSTABLE_OFFSET_COMMIT: i16 = E::UnstableOffsetCommit.code();
+    pub const INVALID_REQUEST: i16 = E::InvalidRequest.code();
+    pub const UNSUPPORTED_ASSIGNOR: i16 = E::UnsupportedAssignor.code();
+    pub const FENCED_MEMBER_EPOCH: i16 = E::FencedMemberEpoch.code();
+    pub const UNRELEASED_INSTANCE_ID: i16 = E::UnreleasedInstanceId.code();
+    pub const STALE_MEMBER_EPOCH: i16 = E::StaleMemberEpoch.code();
 }
 
 /// Apache's `appendGroupMetadataErrorToResponseError`: a failed write of group
