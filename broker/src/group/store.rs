@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::consumer::group::{replay_change, ConsumerGroup};
+use super::consumer::records::ConsumerGroupRecord;
 use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata, StoredTxnOffsets};
 pub use crate::store::{Durable, StoreError};
 
@@ -21,6 +23,8 @@ pub struct StoredGroup {
     /// Offsets of open transactions, by producer id: not the group's until
     /// the transaction commits.
     pub pending_txn_offsets: StoredTxnOffsets,
+    /// A KIP-848 consumer group's state.
+    pub consumer: Option<ConsumerGroup>,
 }
 
 /// Where group state lives. Every write method orders the write when
@@ -46,6 +50,9 @@ pub trait GroupStore: Send + Sync + 'static {
     /// group's (commit) or are dropped.
     fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable;
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable;
+    /// One change of the group's consumer group state, its records in
+    /// order, durable all together or not at all.
+    fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable;
     fn delete_group(&self, group_id: &str) -> Durable;
     /// Ids of every group with a log (blocking I/O).
     fn list_groups(&self) -> io::Result<Vec<String>>;
@@ -213,6 +220,13 @@ impl GroupStore for MemoryStore {
                     group.metadata = None;
                 }
             }
+        })
+    }
+
+    fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable {
+        self.write(group_id, |groups| {
+            let stored = groups.entry(group_id.to_string()).or_default();
+            replay_change(&mut stored.consumer, group_id, records);
         })
     }
 

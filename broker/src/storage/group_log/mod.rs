@@ -46,6 +46,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tracing::{error, info, warn};
 
+use crate::group::consumer::group::ConsumerGroup;
+use crate::group::consumer::records::ConsumerGroupRecord;
 use crate::group::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
@@ -123,6 +125,8 @@ pub struct LoadedGroup {
     pub txn: Option<TxnTransit>,
     /// A group's transactional offsets, pending by producer id.
     pub pending_txn_offsets: crate::group::core::StoredTxnOffsets,
+    /// A KIP-848 consumer group's state.
+    pub consumer: Option<ConsumerGroup>,
 }
 
 /// A torn or corrupt tail found (and truncated) when a log was opened.
@@ -395,6 +399,7 @@ impl Logs {
                         .map(|(p, o)| (*p, o.clone()))
                         .collect(),
                     metadata: log.table.metadata.clone(),
+                    consumer: log.table.consumer.clone(),
                     offsets: log.table.offsets(),
                     damage: replay.damage,
                     replayed_snapshots: replay.snapshots,
@@ -468,6 +473,18 @@ impl Logs {
         let create = record.is_some();
         let ordered =
             self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
+        durable(ordered)
+    }
+
+    /// Appends one change of the group's consumer group state (its records,
+    /// in one frame: all of them or none survive a crash), creating the log
+    /// if needed; the future resolves once it is durable.
+    pub fn write_consumer_records(
+        &self,
+        group_id: &str,
+        records: &[ConsumerGroupRecord],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let ordered = self.append_record(group_id, Record::Consumer(records.to_vec()), true);
         durable(ordered)
     }
 
@@ -712,6 +729,7 @@ impl crate::group::store::GroupStore for GroupLogStore {
         let loaded = self.load_ordered(group_id)?;
         Ok(loaded.map(|g| StoredGroup {
             metadata: g.metadata,
+            consumer: g.consumer,
             offsets: g.offsets,
             pending_txn_offsets: g.pending_txn_offsets,
         }))
@@ -753,6 +771,13 @@ impl crate::group::store::GroupStore for GroupLogStore {
         let record = record.cloned();
         self.ordered(group_id, move |logs, group| {
             logs.write_metadata(group, record.as_ref())
+        })
+    }
+
+    fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable {
+        let records = records.to_vec();
+        self.ordered(group_id, move |logs, group| {
+            logs.write_consumer_records(group, &records)
         })
     }
 

@@ -16,6 +16,7 @@
 //! | 9    | Transaction   | JSON: a transactional id's state (below) or `null`       |
 //! | 10   | TxnOffsets    | `i64 producer id`, then binary offsets: pending until the transaction ends |
 //! | 11   | TxnEnd        | `i64 producer id`, `u8` 1 commit / 0 abort               |
+//! | 12   | ConsumerGroup | JSON: one change of a KIP-848 consumer group, its records in order (`[{"record":…}…]`, [`ConsumerGroupRecord`]) |
 //!
 //! Commits and snapshots are most of what a coordinator writes, so they are
 //! binary (big-endian, as Kafka's own records): encoding a 1000-offset
@@ -31,8 +32,9 @@
 //! sections follow, each a `u8` tag: 1 (a transaction log's state: `u32
 //! length` and the transaction as JSON, as in kind 9) and 2 (a group's
 //! pending transactional offsets: `u32 count`, then per producer `i64
-//! producer id` and binary offsets). A snapshot with neither ends after the
-//! claim, as group snapshots always have.
+//! producer id` and binary offsets) and 3 (a consumer group: `u32 length`
+//! and, as JSON, the records that rebuild it, as in kind 12). A snapshot
+//! with none ends after the claim, as group snapshots always have.
 //!
 //! The logs of transactional ids (`__cluster/__transaction_state`) are
 //! the same files: a header, claims, kind 9 records and snapshots. A
@@ -49,6 +51,8 @@ use std::io;
 use bytes::{Buf, BufMut, Bytes};
 use serde::{Deserialize, Serialize};
 
+use crate::group::consumer::group::{replay_change, ConsumerGroup};
+use crate::group::consumer::records::ConsumerGroupRecord;
 use crate::group::core::vecmap::VecMap;
 use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
 use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
@@ -69,9 +73,11 @@ const KIND_SNAPSHOT: u8 = 8;
 const KIND_TXN: u8 = 9;
 const KIND_TXN_OFFSETS: u8 = 10;
 const KIND_TXN_END: u8 = 11;
+const KIND_CONSUMER: u8 = 12;
 
 const SECTION_TXN: u8 = 1;
 const SECTION_PENDING: u8 = 2;
+const SECTION_CONSUMER: u8 = 3;
 
 /// Offsets as the store takes and returns them: (topic, partition, offset).
 pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
@@ -154,6 +160,8 @@ pub(super) struct Snapshot {
     claim: Option<ClaimBody>,
     txn: Option<TxnTransit>,
     pending: PendingTxnOffsets,
+    /// The records that rebuild the group's consumer group state.
+    consumer: Option<Vec<ConsumerGroupRecord>>,
 }
 
 /// Transactional offsets by producer id, pending until their transaction
@@ -247,6 +255,8 @@ pub(super) enum Record {
         producer_id: i64,
         commit: bool,
     },
+    /// One change of a consumer group: its records, replayed in order.
+    Consumer(Vec<ConsumerGroupRecord>),
 }
 
 impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
@@ -478,6 +488,7 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
             f.0.put_u8(u8::from(*commit));
             f.finish()
         }
+        Record::Consumer(records) => FrameBuf::json(KIND_CONSUMER, records),
         Record::Commit(offsets) => encode_commit(offsets),
         Record::Snapshot(_) => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -611,6 +622,7 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
     // Optional sections, each once, by tag.
     let mut txn = None;
     let mut pending = PendingTxnOffsets::new();
+    let mut consumer = None;
     while !r.0.is_empty() {
         match r.u8()? {
             SECTION_TXN if txn.is_none() => {
@@ -632,6 +644,12 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
                     pending.insert(producer_id, r.offsets()?);
                 }
             }
+            SECTION_CONSUMER if consumer.is_none() => {
+                let len = r.u32()? as usize;
+                let records: Vec<ConsumerGroupRecord> =
+                    serde_json::from_slice(r.bytes(len)?).map_err(|e| e.to_string())?;
+                consumer = Some(records);
+            }
             other => return Err(format!("bad snapshot section {other}")),
         }
     }
@@ -641,6 +659,7 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
         claim,
         txn,
         pending,
+        consumer,
     })
 }
 
@@ -669,6 +688,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
                     claim: s.claim,
                     txn: None,
                     pending: PendingTxnOffsets::new(),
+                    consumer: None,
                 })
             })
             .map_err(json_err),
@@ -716,6 +736,9 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
                 commit,
             })
         }
+        KIND_CONSUMER => serde_json::from_slice(body)
+            .map(Record::Consumer)
+            .map_err(json_err),
         other => Err(format!("unknown record kind {other}")),
     }
 }
@@ -775,6 +798,10 @@ pub(super) struct Table {
     pub txn: Option<TxnTransit>,
     /// A group's transactional offsets, pending by producer.
     pub pending: PendingTxnOffsets,
+    /// A KIP-848 consumer group's state.
+    pub consumer: Option<ConsumerGroup>,
+    /// The group id, from the header (named in replay errors).
+    group_id: String,
 }
 
 impl Table {
@@ -794,7 +821,7 @@ impl Table {
 
     pub fn apply(&mut self, record: Record) {
         match record {
-            Record::Header(_) => {}
+            Record::Header(h) => self.group_id = h.group_id,
             Record::Commit(offsets) => {
                 for (t, p, o) in offsets {
                     self.commit(&t, p, o);
@@ -835,12 +862,19 @@ impl Table {
                     }
                 }
             }
+            Record::Consumer(records) => {
+                replay_change(&mut self.consumer, &self.group_id, &records)
+            }
             Record::Snapshot(s) => {
                 self.offsets = VecMap::default();
                 self.metadata = s.metadata;
                 self.claim = s.claim;
                 self.txn = s.txn;
                 self.pending = s.pending;
+                self.consumer = None;
+                if let Some(records) = s.consumer {
+                    replay_change(&mut self.consumer, &self.group_id, &records);
+                }
                 self.apply(Record::Commit(s.offsets));
             }
         }
@@ -899,6 +933,12 @@ impl Table {
                     offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o)),
                 )?;
             }
+        }
+        if let Some(group) = &self.consumer {
+            let json = serde_json::to_vec(&group.to_records()).map_err(io::Error::other)?;
+            f.0.put_u8(SECTION_CONSUMER);
+            f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
+            f.0.put_slice(&json);
         }
         f.finish()
     }

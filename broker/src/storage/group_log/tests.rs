@@ -1158,3 +1158,120 @@ async fn volume_mode_makes_appends_durable_without_a_journal() {
         .unwrap();
     assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
 }
+
+/// One heartbeat's worth of consumer group records: `member` joins at
+/// `epoch` holding partitions 0..n of one topic.
+fn consumer_join(member: &str, epoch: i32, partitions: &[i32]) -> Vec<ConsumerGroupRecord> {
+    use crate::group::consumer::member::MemberSubscriptionMetadata;
+    let topic = uuid::Uuid::from_u128(7);
+    let assigned: crate::group::assignor::MemberAssignment =
+        [(topic, partitions.iter().copied().collect())].into();
+    vec![
+        ConsumerGroupRecord::Member {
+            member_id: member.into(),
+            metadata: MemberSubscriptionMetadata {
+                subscribed_topic_names: ["t".to_string()].into(),
+                rebalance_timeout_ms: 45_000,
+                ..Default::default()
+            },
+        },
+        ConsumerGroupRecord::GroupEpoch { epoch },
+        ConsumerGroupRecord::TargetMember {
+            member_id: member.into(),
+            partitions: assigned.clone(),
+        },
+        ConsumerGroupRecord::TargetEpoch {
+            assignment_epoch: epoch,
+        },
+        ConsumerGroupRecord::CurrentAssignment {
+            member_id: member.into(),
+            state: 0,
+            member_epoch: epoch,
+            previous_member_epoch: epoch - 1,
+            assigned,
+            pending_revocation: Default::default(),
+        },
+    ]
+}
+
+fn replayed(changes: &[Vec<ConsumerGroupRecord>]) -> Option<ConsumerGroup> {
+    let mut group = None;
+    for change in changes {
+        crate::group::consumer::group::replay_change(&mut group, "g", change);
+    }
+    group
+}
+
+#[tokio::test]
+async fn consumer_group_records_survive_a_reload_and_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let changes = vec![
+        consumer_join("m1", 1, &[0, 1]),
+        consumer_join("m2", 2, &[2]),
+    ];
+    for change in &changes {
+        store.write_consumer_records("g", change).await.unwrap();
+    }
+    commit_t0(&store, "g", 5).await;
+    let expected = replayed(&changes);
+    assert_eq!(expected.as_ref().unwrap().members().len(), 2);
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.consumer, expected);
+    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+
+    // Enough commits for snapshots: the group is carried in them.
+    for i in 0..3 * SNAPSHOT_EVERY {
+        commit_t0(&store, "g", i as i64).await;
+    }
+    store.turn_free("g").await;
+    assert!(store.snapshot_count() >= 1);
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.replayed_snapshots, 1);
+    assert_eq!(loaded.consumer, expected);
+}
+
+#[tokio::test]
+async fn a_torn_consumer_group_change_is_dropped_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let first = consumer_join("m1", 1, &[0, 1]);
+    store.write_consumer_records("g", &first).await.unwrap();
+    let path = store.log_path("g");
+    let before = file_len(&path);
+    store
+        .write_consumer_records("g", &consumer_join("m2", 2, &[2]))
+        .await
+        .unwrap();
+    store.close("g");
+    // kill -9 halfway through the second change's frame.
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(before + (file_len(&path) - before) / 2).unwrap();
+    drop(f);
+    let loaded = store.load("g").unwrap().unwrap();
+    assert!(loaded.damage.is_some());
+    // None of the second change: m2 is not half there.
+    assert_eq!(loaded.consumer, replayed(&[first]));
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_consumer_groups_as_the_log_does() {
+    use crate::group::store::{GroupStore, MemoryStore};
+    let store = MemoryStore::new();
+    let changes = vec![
+        consumer_join("m1", 1, &[0, 1]),
+        consumer_join("m2", 2, &[2]),
+    ];
+    for change in &changes {
+        store.write_consumer_records("g", change).await.unwrap();
+    }
+    assert_eq!(store.stored("g").unwrap().consumer, replayed(&changes));
+}
