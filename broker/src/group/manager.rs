@@ -310,10 +310,14 @@ impl GroupManager {
                   members = s.metadata.as_ref().map_or(0, |m| m.members.len()),
                   offsets = s.offsets.len(), "now coordinating group (loaded from its log)");
         }
-        let (record, offsets, pending) = stored.map_or((None, Vec::new(), Vec::new()), |s| {
-            (s.metadata, s.offsets, s.pending_txn_offsets)
-        });
+        let (record, offsets, pending, consumer) = stored
+            .map_or((None, Vec::new(), Vec::new(), None), |s| {
+                (s.metadata, s.offsets, s.pending_txn_offsets, s.consumer)
+            });
         let now = self.now_ms();
+        if let Some(consumer) = consumer {
+            st.core.load_consumer_group(consumer, now);
+        }
         let fx = st.core.load_group(group_id, record, offsets, now);
         st.core.load_pending_txn_offsets(group_id, pending, now);
         touch(&mut st.touched, group_id, now);
@@ -573,6 +577,22 @@ impl GroupManager {
                         move |core, result, now| match result {
                             Ok(()) => core.complete_delete_groups(token, now),
                             Err(code) => core.fail_delete_groups(token, code, now),
+                        },
+                    ));
+                }
+                Effect::PersistConsumerRecords {
+                    group_id,
+                    records,
+                    write,
+                } => {
+                    let durable = self.store.write_consumer_records(&group_id, &records);
+                    let group = group_id.clone();
+                    tokio::spawn(self.report_on_durable(
+                        durable,
+                        "consumer group change",
+                        group_id,
+                        move |core, result, now| {
+                            core.complete_consumer_write(&group, write, result, now)
                         },
                     ));
                 }

@@ -150,7 +150,7 @@ pub fn heartbeat(
     if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
         || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
     {
-        return leave(group, request, cx);
+        return leave(group, request);
     }
     join_or_heartbeat(group, request, cx, new_member_id)
 }
@@ -553,6 +553,19 @@ fn subscription_metadata(
     new: Option<&ConsumerGroupMember>,
     topics: &dyn TopicsView,
 ) -> BTreeMap<String, TopicMetadata> {
+    subscribed_names(group, old, new)
+        .keys()
+        .filter_map(|name| topics.topic(name).map(|t| (name.clone(), t)))
+        .collect()
+}
+
+/// The group's subscribed names and their subscriber counts, with `old`
+/// replaced by `new` (Apache's `computeSubscribedTopicNames`).
+fn subscribed_names(
+    group: &ConsumerGroup,
+    old: Option<&ConsumerGroupMember>,
+    new: Option<&ConsumerGroupMember>,
+) -> BTreeMap<String, usize> {
     let mut names = group.subscribed_topic_names().clone();
     if let Some(old) = old {
         for name in &old.metadata.subscribed_topic_names {
@@ -570,9 +583,6 @@ fn subscription_metadata(
         }
     }
     names
-        .keys()
-        .filter_map(|name| topics.topic(name).map(|t| (name.clone(), t)))
-        .collect()
 }
 
 /// Apache's `updateTargetAssignment`.
@@ -657,7 +667,6 @@ fn remove_member_records(member_id: &str) -> [ConsumerGroupRecord; 3] {
 fn leave(
     group: Option<&ConsumerGroup>,
     request: &HeartbeatRequest,
-    cx: &Context<'_>,
 ) -> Result<HeartbeatResult, HeartbeatError> {
     let group = group.ok_or_else(|| group_not_found(&request.group_id))?;
     let response = HeartbeatResponse {
@@ -703,7 +712,7 @@ fn leave(
             member
         }
     };
-    let (records, timers) = fence_member(group, member, cx.topics);
+    let (records, timers) = fence_member(group, member);
     Ok(HeartbeatResult {
         records,
         response,
@@ -713,13 +722,16 @@ fn leave(
 
 /// Apache's `consumerGroupFenceMember`: the member's tombstones, the
 /// subscribed topics without it, a new group epoch; its timers cancelled.
+/// (Only topics only it subscribed to leave the metadata; a topic created,
+/// grown or deleted meanwhile is seen at the next heartbeat.)
 pub fn fence_member(
     group: &ConsumerGroup,
     member: &ConsumerGroupMember,
-    topics: &dyn TopicsView,
 ) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
     let mut records = remove_member_records(&member.member_id).to_vec();
-    let metadata = subscription_metadata(group, Some(member), None, topics);
+    let remaining = subscribed_names(group, Some(member), None);
+    let mut metadata = group.subscription_metadata().clone();
+    metadata.retain(|name, _| remaining.contains_key(name));
     if &metadata != group.subscription_metadata() {
         records.push(ConsumerGroupRecord::SubscriptionMetadata { topics: metadata });
     }
@@ -738,13 +750,9 @@ pub fn fence_member(
 }
 
 /// A member's session expired: fenced if it is still there.
-pub fn on_session_timeout(
-    group: &ConsumerGroup,
-    member_id: &str,
-    topics: &dyn TopicsView,
-) -> Vec<ConsumerGroupRecord> {
+pub fn on_session_timeout(group: &ConsumerGroup, member_id: &str) -> Vec<ConsumerGroupRecord> {
     match group.member(member_id) {
-        Some(member) => fence_member(group, member, topics).0,
+        Some(member) => fence_member(group, member).0,
         None => Vec::new(),
     }
 }
@@ -755,12 +763,9 @@ pub fn on_rebalance_timeout(
     group: &ConsumerGroup,
     member_id: &str,
     member_epoch: i32,
-    topics: &dyn TopicsView,
 ) -> Vec<ConsumerGroupRecord> {
     match group.member(member_id) {
-        Some(member) if member.member_epoch() == member_epoch => {
-            fence_member(group, member, topics).0
-        }
+        Some(member) if member.member_epoch() == member_epoch => fence_member(group, member).0,
         _ => Vec::new(),
     }
 }

@@ -225,6 +225,11 @@ impl GroupCoordinator {
             tracing::warn!(group = %group_id, "load of a group already resident ignored");
             return fx;
         }
+        if self.consumer.groups.contains_key(group_id) {
+            // A consumer group (loaded first): only its offsets here.
+            self.load_offsets(group_id, offsets);
+            return fx;
+        }
         if record.is_none() && offsets.is_empty() {
             return fx;
         }
@@ -242,14 +247,7 @@ impl GroupCoordinator {
         }
         tracing::info!(group = %group_id, members = g.num_members(), generation = g.generation_id, "loaded classic group");
         self.groups.insert(group_id.to_string(), g);
-        if !offsets.is_empty() {
-            let table = self.offsets.entry(group_id.to_string()).or_default();
-            for (t, p, o) in offsets {
-                table.get_or_default(t).insert(p, o);
-            }
-            table.values_mut().for_each(|parts| parts.shrink_to_fit());
-            table.shrink_to_fit();
-        }
+        self.load_offsets(group_id, offsets);
         let max = self.config.max_group_size;
         self.with_group(group_id, now_ms, &mut fx, |g, cx| {
             for id in g.member_ids() {
@@ -273,7 +271,11 @@ impl GroupCoordinator {
     /// nothing is written.
     pub fn unload_group(&mut self, group_id: &str, now_ms: u64) -> Vec<Effect> {
         let mut fx = Vec::new();
+        let consumer = self.unload_consumer_group(group_id, &mut fx);
         let Some(mut g) = self.groups.remove(group_id) else {
+            if consumer {
+                self.drop_group_state(group_id);
+            }
             return fx;
         };
         tracing::info!(group = %group_id, generation = g.generation_id, "unloading group metadata");
@@ -306,12 +308,31 @@ impl GroupCoordinator {
                 }
             }
         }
+        self.drop_group_state(group_id);
+        fx
+    }
+
+    /// What an unloaded group leaves besides its members: timers, offsets
+    /// and pending transactional offsets (the log keeps them; a reload
+    /// reads them back).
+    fn drop_group_state(&mut self, group_id: &str) {
         self.timers.cancel_group(group_id);
         self.offsets.remove(group_id);
-        // The log keeps them; a reload reads them back.
         self.pending_txn.remove(group_id);
         self.orphan_pending_offsets(group_id);
-        fx
+    }
+
+    /// Holds a loaded group's committed offsets.
+    fn load_offsets(&mut self, group_id: &str, offsets: Vec<(String, i32, OffsetAndMetadata)>) {
+        if offsets.is_empty() {
+            return;
+        }
+        let table = self.offsets.entry(group_id.to_string()).or_default();
+        for (t, p, o) in offsets {
+            table.get_or_default(t).insert(p, o);
+        }
+        table.values_mut().for_each(|parts| parts.shrink_to_fit());
+        table.shrink_to_fit();
     }
 
     /// Unloads every group and stops the retention sweep.

@@ -415,6 +415,12 @@ pub enum Response {
     TxnOffsetCommit(OffsetCommitResponse),
     /// A transaction marker applied to the group's pending offsets.
     TxnMarker(i16),
+    ConsumerGroupHeartbeat(
+        Result<
+            crate::group::consumer::heartbeat::HeartbeatResponse,
+            crate::group::consumer::heartbeat::HeartbeatError,
+        >,
+    ),
 }
 
 /// What the shell must do, in order.
@@ -448,6 +454,13 @@ pub enum Effect {
     DeleteGroups(DeleteGroupsPlan),
     /// The periodic retention sweep removed these (delete them durably).
     OffsetsExpired(ExpiredOffsets),
+    /// Write one change of a consumer group (its records, all or none),
+    /// then `complete_consumer_write(group_id, write, result)`.
+    PersistConsumerRecords {
+        group_id: String,
+        records: Vec<crate::group::consumer::records::ConsumerGroupRecord>,
+        write: u64,
+    },
 }
 
 pub(crate) fn join_error(token: RequestToken, member_id: &str, error: i16) -> Effect {

@@ -9,6 +9,7 @@
 
 mod admin;
 mod api;
+mod consumer;
 mod errors;
 mod group;
 mod heartbeat;
@@ -29,6 +30,7 @@ mod tests;
 use std::collections::HashMap;
 
 pub use api::*;
+pub use consumer::Assignors;
 pub use errors::{append_error_to_response_error, code};
 pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
@@ -57,6 +59,8 @@ pub struct GroupCoordinatorConfig {
     pub offsets_retention_ms: u64,
     /// offsets.retention.check.interval.ms
     pub offsets_retention_check_interval_ms: u64,
+    /// The `group.consumer.*` settings of KIP-848 consumer groups.
+    pub consumer: crate::group::consumer::heartbeat::ConsumerGroupConfig,
 }
 
 impl Default for GroupCoordinatorConfig {
@@ -70,6 +74,7 @@ impl Default for GroupCoordinatorConfig {
             offset_metadata_max_bytes: 4_096,
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1_000,
             offsets_retention_check_interval_ms: 600_000,
+            consumer: Default::default(),
         }
     }
 }
@@ -163,6 +168,9 @@ pub struct GroupCoordinator {
         HashMap<String, std::collections::BTreeMap<i64, txn_offsets::PendingOffsets>>,
     pub(crate) pending_txn_commits: HashMap<RequestToken, txn_offsets::PendingTxnCommit>,
     pub(crate) pending_txn_ends: HashMap<RequestToken, txn_offsets::PendingTxnEnd>,
+    /// KIP-848 consumer groups (a group id is classic or consumer, never
+    /// both); their offsets are in `offsets` with the classic groups'.
+    pub(crate) consumer: consumer::ConsumerGroups,
 }
 
 impl GroupCoordinator {
@@ -180,6 +188,7 @@ impl GroupCoordinator {
             pending_txn: HashMap::new(),
             pending_txn_commits: HashMap::new(),
             pending_txn_ends: HashMap::new(),
+            consumer: Default::default(),
         }
     }
 
@@ -201,12 +210,12 @@ impl GroupCoordinator {
     }
 
     pub fn is_resident(&self, group_id: &str) -> bool {
-        self.groups.contains_key(group_id)
+        self.groups.contains_key(group_id) || self.consumer.groups.contains_key(group_id)
     }
 
     /// How many groups are held in memory.
     pub fn num_resident_groups(&self) -> usize {
-        self.groups.len()
+        self.groups.len() + self.consumer.groups.len()
     }
 
     /// Gives memory back once many groups have left (unload, expiry): maps
@@ -226,7 +235,12 @@ impl GroupCoordinator {
 
     /// Every group id held in memory (the takeover sweep walks this set).
     pub fn resident_groups(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.groups.keys().cloned().collect();
+        let mut v: Vec<String> = self
+            .groups
+            .keys()
+            .chain(self.consumer.groups.keys())
+            .cloned()
+            .collect();
         v.sort();
         v
     }
@@ -267,6 +281,9 @@ impl GroupCoordinator {
             TimerKey::Sync(group_id) => self.on_sync_timer(&group_id, now_ms, &mut fx),
             TimerKey::Heartbeat(group_id, member_id) => {
                 self.on_heartbeat_timer(&group_id, &member_id, now_ms, &mut fx)
+            }
+            TimerKey::ConsumerSession(..) | TimerKey::ConsumerRebalance(..) => {
+                self.on_consumer_timer(key, &mut fx)
             }
             TimerKey::OffsetsRetention => {
                 let expired = self.expire_offsets_into(now_ms);

@@ -18,13 +18,22 @@ pub enum TimerKey {
     Heartbeat(String, String),
     /// Periodic offsets retention sweep (`offsets.retention.check.interval.ms`).
     OffsetsRetention,
+    /// `session-timeout-<group>-<member>` of a consumer-protocol member.
+    ConsumerSession(String, String),
+    /// `rebalance-timeout-<group>-<member>`: a consumer-protocol member must
+    /// revoke by then.
+    ConsumerRebalance(String, String),
 }
 
 impl TimerKey {
     /// The group this timer belongs to, if any.
     pub fn group_id(&self) -> Option<&str> {
         match self {
-            TimerKey::Join(g) | TimerKey::Sync(g) | TimerKey::Heartbeat(g, _) => Some(g),
+            TimerKey::Join(g)
+            | TimerKey::Sync(g)
+            | TimerKey::Heartbeat(g, _)
+            | TimerKey::ConsumerSession(g, _)
+            | TimerKey::ConsumerRebalance(g, _) => Some(g),
             TimerKey::OffsetsRetention => None,
         }
     }
@@ -37,6 +46,8 @@ impl fmt::Display for TimerKey {
             TimerKey::Sync(g) => write!(f, "sync-{g}"),
             TimerKey::Heartbeat(g, m) => write!(f, "heartbeat-{g}-{m}"),
             TimerKey::OffsetsRetention => write!(f, "offsets-retention"),
+            TimerKey::ConsumerSession(g, m) => write!(f, "session-timeout-{g}-{m}"),
+            TimerKey::ConsumerRebalance(g, m) => write!(f, "rebalance-timeout-{g}-{m}"),
         }
     }
 }

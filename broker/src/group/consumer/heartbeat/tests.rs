@@ -905,7 +905,7 @@ fn test_session_timeout_expiration() {
         deadline_ms: 46_000,
     }));
     // The session expires: the member is fenced and the group epoch bumps.
-    let records = on_session_timeout(c.group(), "member-1", &c.topics);
+    let records = on_session_timeout(c.group(), "member-1");
     assert_eq!(
         records,
         vec![
@@ -928,7 +928,7 @@ fn test_session_timeout_expiration() {
         c.replay(r);
     }
     assert_eq!(c.group().state(), ConsumerGroupState::Empty);
-    assert!(on_session_timeout(c.group(), "member-1", &c.topics).is_empty());
+    assert!(on_session_timeout(c.group(), "member-1").is_empty());
 }
 
 #[test]
@@ -961,9 +961,9 @@ fn test_rebalance_timeout_expiration() {
         deadline_ms: 5_000,
     }));
     // Another epoch: the timer does nothing.
-    assert!(on_rebalance_timeout(c.group(), "member-1", 9, &c.topics).is_empty());
+    assert!(on_rebalance_timeout(c.group(), "member-1", 9).is_empty());
     // Still at epoch 10 when it fires: fenced, its partitions released.
-    let records = on_rebalance_timeout(c.group(), "member-1", 10, &c.topics);
+    let records = on_rebalance_timeout(c.group(), "member-1", 10);
     assert!(records.contains(&ConsumerGroupRecord::MemberTombstone {
         member_id: "member-1".into()
     }));

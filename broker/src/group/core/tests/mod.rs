@@ -2,6 +2,7 @@
 //! mock shell with an injected clock (no sleeping).
 
 mod admin;
+mod consumer;
 mod join;
 mod offsets;
 mod rebalance;
@@ -43,6 +44,12 @@ pub(crate) struct Shell {
     pub txn_offset_plans: Vec<TxnOffsetsPlan>,
     /// Transaction markers waiting for their write: (token, commit).
     pub txn_ends: Vec<(RequestToken, bool)>,
+    /// Consumer group changes waiting for their write: (group, records, write).
+    pub consumer_writes: Vec<(
+        String,
+        Vec<crate::group::consumer::records::ConsumerGroupRecord>,
+        u64,
+    )>,
 }
 
 impl Shell {
@@ -65,6 +72,7 @@ impl Shell {
             expired: Vec::new(),
             txn_offset_plans: Vec::new(),
             txn_ends: Vec::new(),
+            consumer_writes: Vec::new(),
         }
     }
 
@@ -99,6 +107,11 @@ impl Shell {
                 Effect::OffsetsExpired(e) => self.expired.push(e),
                 Effect::PersistTxnOffsets(p) => self.txn_offset_plans.push(p),
                 Effect::EndTxnOffsets { token, commit, .. } => self.txn_ends.push((token, commit)),
+                Effect::PersistConsumerRecords {
+                    group_id,
+                    records,
+                    write,
+                } => self.consumer_writes.push((group_id, records, write)),
             }
         }
     }

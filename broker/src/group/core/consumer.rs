@@ -1,0 +1,333 @@
+//! KIP-848 consumer groups in the coordinator core, beside classic groups
+//! and sharing their offsets: ConsumerGroupHeartbeat through the pure
+//! [`crate::group::consumer::heartbeat`], the member timers, and the
+//! writes of each change.
+//!
+//! A change is replayed on the in-memory group when it is computed (the
+//! next heartbeat sees it, as Apache's coordinator does) and answered once
+//! it is durable; an answer that changed nothing waits behind the group's
+//! writes still in flight, so no client hears of state that might yet be
+//! lost. A write that fails drops the group from memory: its log, which
+//! never got the change, is the truth the next request reads back.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use super::{code, Effect, GroupCoordinator, RequestToken, Response, TimerKey};
+use crate::group::assignor::{self, PartitionAssignor};
+use crate::group::consumer::group::{replay_change, ConsumerGroup};
+use crate::group::consumer::heartbeat::{
+    self, on_rebalance_timeout, on_session_timeout, HeartbeatError, HeartbeatRequest, TimerOp,
+    TopicsView,
+};
+use crate::group::consumer::reconcile::MemberState;
+use crate::group::consumer::records::ConsumerGroupRecord;
+
+/// `group.consumer.assignors`, the default first.
+pub struct Assignors(pub Vec<Box<dyn PartitionAssignor>>);
+
+impl Default for Assignors {
+    fn default() -> Self {
+        Assignors(assignor::defaults())
+    }
+}
+
+impl fmt::Debug for Assignors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|a| a.name()))
+            .finish()
+    }
+}
+
+/// An answer waiting for its group's writes.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    /// The write this entry is, if it is one.
+    write: Option<u64>,
+    answer: Option<(RequestToken, Response)>,
+    durable: bool,
+}
+
+/// The core's consumer groups.
+#[derive(Debug, Default)]
+pub(crate) struct ConsumerGroups {
+    pub(crate) groups: HashMap<String, ConsumerGroup>,
+    /// (group, member) → the epoch its armed rebalance timer fences at.
+    rebalance_epochs: HashMap<(String, String), i32>,
+    /// Group → its writes not yet durable and the answers behind them.
+    pending: HashMap<String, VecDeque<Pending>>,
+    next_write: u64,
+    pub(crate) assignors: Assignors,
+}
+
+impl GroupCoordinator {
+    pub fn consumer_group(&self, group_id: &str) -> Option<&ConsumerGroup> {
+        self.consumer.groups.get(group_id)
+    }
+
+    /// Makes a consumer group read from its log resident: every member's
+    /// session timer is armed, and the rebalance timer of every member
+    /// still revoking (Apache's `onLoaded`).
+    pub fn load_consumer_group(&mut self, group: ConsumerGroup, now_ms: u64) {
+        let group_id = group.group_id().to_string();
+        tracing::info!(group = %group_id, members = group.members().len(), epoch = group.group_epoch(),
+                       "loaded consumer group");
+        let mut ops = Vec::new();
+        for member in group.members().values() {
+            ops.push(TimerOp::ScheduleSession {
+                member_id: member.member_id.clone(),
+                deadline_ms: now_ms + self.config.consumer.session_timeout_ms.max(0) as u64,
+            });
+            if member.assignment.state == MemberState::UnrevokedPartitions {
+                ops.push(TimerOp::ScheduleRebalance {
+                    member_id: member.member_id.clone(),
+                    member_epoch: member.member_epoch(),
+                    deadline_ms: now_ms + member.metadata.rebalance_timeout_ms.max(0) as u64,
+                });
+            }
+        }
+        self.consumer.groups.insert(group_id.clone(), group);
+        self.apply_timer_ops(&group_id, ops);
+    }
+
+    /// ConsumerGroupHeartbeat. `topics`: the topics that exist now.
+    pub fn consumer_group_heartbeat(
+        &mut self,
+        token: RequestToken,
+        request: HeartbeatRequest,
+        topics: &dyn TopicsView,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let group_id = request.group_id.clone();
+        if let Some(classic) = self.groups.get(&group_id) {
+            if classic.num_members() > 0 {
+                return vec![heartbeat_answer(
+                    token,
+                    Err(HeartbeatError {
+                        code: code::GROUP_ID_NOT_FOUND,
+                        message: format!("Group {group_id} is not a consumer group."),
+                    }),
+                )];
+            }
+            // An empty classic group (offsets only) becomes a consumer
+            // group, keeping its offsets (Apache deletes the empty classic
+            // group and creates the consumer group).
+            if request.member_epoch == 0 {
+                self.groups.remove(&group_id);
+            }
+        }
+        let cx = heartbeat::Context {
+            config: &self.config.consumer,
+            assignors: &self.consumer.assignors.0,
+            topics,
+            now_ms,
+        };
+        let result =
+            heartbeat::heartbeat(self.consumer.groups.get(&group_id), &request, &cx, || {
+                uuid::Uuid::new_v4().to_string()
+            });
+        match result {
+            Err(e) => vec![heartbeat_answer(token, Err(e))],
+            Ok(result) => {
+                self.apply_timer_ops(&group_id, result.timers);
+                let answer = (token, Response::ConsumerGroupHeartbeat(Ok(result.response)));
+                self.write_consumer_change(&group_id, result.records, Some(answer))
+            }
+        }
+    }
+
+    /// The outcome of a [`Effect::PersistConsumerRecords`] write.
+    pub fn complete_consumer_write(
+        &mut self,
+        group_id: &str,
+        write: u64,
+        result: Result<(), i16>,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let Some(queue) = self.consumer.pending.get_mut(group_id) else {
+            return fx;
+        };
+        if let Err(e) = result {
+            let error = super::append_error_to_response_error(e);
+            tracing::warn!(group = %group_id, error, "a consumer group change was not written; unloading the group");
+            fx.extend(self.unload_group(group_id, now_ms));
+            return fx;
+        }
+        if let Some(entry) = queue.iter_mut().find(|p| p.write == Some(write)) {
+            entry.durable = true;
+        }
+        while queue.front().is_some_and(|p| p.durable) {
+            let entry = queue.pop_front().expect("a front");
+            if let Some((token, response)) = entry.answer {
+                fx.push(Effect::Respond(token, response));
+            }
+        }
+        if queue.is_empty() {
+            self.consumer.pending.remove(group_id);
+        }
+        fx
+    }
+
+    /// A consumer member's timer fired.
+    pub(crate) fn on_consumer_timer(&mut self, key: TimerKey, fx: &mut Vec<Effect>) {
+        let (group_id, records) = match &key {
+            TimerKey::ConsumerSession(g, m) => {
+                let Some(group) = self.consumer.groups.get(g) else {
+                    return;
+                };
+                tracing::info!(group = %g, member = %m, "consumer group member fenced: its session expired");
+                (g.clone(), on_session_timeout(group, m))
+            }
+            TimerKey::ConsumerRebalance(g, m) => {
+                let epoch = self
+                    .consumer
+                    .rebalance_epochs
+                    .remove(&(g.clone(), m.clone()));
+                let (Some(group), Some(epoch)) = (self.consumer.groups.get(g), epoch) else {
+                    return;
+                };
+                let records = on_rebalance_timeout(group, m, epoch);
+                if !records.is_empty() {
+                    tracing::info!(group = %g, member = %m, epoch,
+                                   "consumer group member fenced: it did not revoke its partitions within its rebalance timeout");
+                }
+                (g.clone(), records)
+            }
+            _ => return,
+        };
+        if let Some(member) = member_fenced(&records) {
+            self.apply_timer_ops(
+                &group_id,
+                vec![
+                    TimerOp::CancelSession {
+                        member_id: member.clone(),
+                    },
+                    TimerOp::CancelRebalance { member_id: member },
+                ],
+            );
+        }
+        fx.extend(self.write_consumer_change(&group_id, records, None));
+    }
+
+    /// Forgets a consumer group held in memory; answers waiting for its
+    /// writes get NOT_COORDINATOR. Whether there was one.
+    pub(crate) fn unload_consumer_group(&mut self, group_id: &str, fx: &mut Vec<Effect>) -> bool {
+        for entry in self.consumer.pending.remove(group_id).into_iter().flatten() {
+            if let Some((token, _)) = entry.answer {
+                fx.push(heartbeat_answer(
+                    token,
+                    Err(HeartbeatError {
+                        code: code::NOT_COORDINATOR,
+                        message: "This is not the correct coordinator.".into(),
+                    }),
+                ));
+            }
+        }
+        self.consumer
+            .rebalance_epochs
+            .retain(|(g, _), _| g != group_id);
+        self.consumer.groups.remove(group_id).is_some()
+    }
+
+    /// Replays a change on the group now and writes it; `answer` goes out
+    /// once it, and every write before it, is durable.
+    fn write_consumer_change(
+        &mut self,
+        group_id: &str,
+        records: Vec<ConsumerGroupRecord>,
+        answer: Option<(RequestToken, Response)>,
+    ) -> Vec<Effect> {
+        let queue = self
+            .consumer
+            .pending
+            .entry(group_id.to_string())
+            .or_default();
+        if records.is_empty() {
+            if queue.is_empty() {
+                self.consumer.pending.remove(group_id);
+                return answer
+                    .map(|(t, r)| Effect::Respond(t, r))
+                    .into_iter()
+                    .collect();
+            }
+            queue.push_back(Pending {
+                write: None,
+                answer,
+                durable: true,
+            });
+            return Vec::new();
+        }
+        self.consumer.next_write += 1;
+        let write = self.consumer.next_write;
+        queue.push_back(Pending {
+            write: Some(write),
+            answer,
+            durable: false,
+        });
+        let mut group = self.consumer.groups.remove(group_id);
+        replay_change(&mut group, group_id, &records);
+        if let Some(group) = group {
+            self.consumer.groups.insert(group_id.to_string(), group);
+        }
+        vec![Effect::PersistConsumerRecords {
+            group_id: group_id.to_string(),
+            records,
+            write,
+        }]
+    }
+
+    fn apply_timer_ops(&mut self, group_id: &str, ops: Vec<TimerOp>) {
+        let key = |m: &str| (group_id.to_string(), m.to_string());
+        for op in ops {
+            match op {
+                TimerOp::ScheduleSession {
+                    member_id,
+                    deadline_ms,
+                } => self.timers.schedule(
+                    TimerKey::ConsumerSession(group_id.to_string(), member_id),
+                    deadline_ms,
+                ),
+                TimerOp::ScheduleRebalance {
+                    member_id,
+                    member_epoch,
+                    deadline_ms,
+                } => {
+                    self.consumer
+                        .rebalance_epochs
+                        .insert(key(&member_id), member_epoch);
+                    self.timers.schedule(
+                        TimerKey::ConsumerRebalance(group_id.to_string(), member_id),
+                        deadline_ms,
+                    );
+                }
+                TimerOp::CancelSession { member_id } => self
+                    .timers
+                    .cancel(&TimerKey::ConsumerSession(group_id.to_string(), member_id)),
+                TimerOp::CancelRebalance { member_id } => {
+                    self.consumer.rebalance_epochs.remove(&key(&member_id));
+                    self.timers.cancel(&TimerKey::ConsumerRebalance(
+                        group_id.to_string(),
+                        member_id,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn heartbeat_answer(
+    token: RequestToken,
+    answer: Result<heartbeat::HeartbeatResponse, HeartbeatError>,
+) -> Effect {
+    Effect::Respond(token, Response::ConsumerGroupHeartbeat(answer))
+}
+
+/// The member a fencing change removes (its member tombstone).
+fn member_fenced(records: &[ConsumerGroupRecord]) -> Option<String> {
+    records.iter().find_map(|r| match r {
+        ConsumerGroupRecord::MemberTombstone { member_id } => Some(member_id.clone()),
+        _ => None,
+    })
+}

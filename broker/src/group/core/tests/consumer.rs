@@ -1,0 +1,190 @@
+//! KIP-848 consumer groups in the core: answers wait for their change to
+//! be durable, a failed write drops the group, timers fence members.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::group::consumer::heartbeat::HeartbeatRequest as ConsumerHeartbeat;
+use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatResponse};
+use crate::group::consumer::records::{ConsumerGroupRecord, TopicMetadata};
+
+fn topics() -> BTreeMap<String, TopicMetadata> {
+    [(
+        "foo".to_string(),
+        TopicMetadata {
+            id: uuid::Uuid::from_u128(1),
+            name: "foo".into(),
+            num_partitions: 4,
+        },
+    )]
+    .into()
+}
+
+fn join(member: &str) -> ConsumerHeartbeat {
+    ConsumerHeartbeat {
+        group_id: "g".into(),
+        member_id: member.into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["foo".into()]),
+        owned: Some(Default::default()),
+        ..Default::default()
+    }
+}
+
+fn beat(member: &str, epoch: i32) -> ConsumerHeartbeat {
+    ConsumerHeartbeat {
+        group_id: "g".into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: -1,
+        ..Default::default()
+    }
+}
+
+impl Shell {
+    fn consumer_heartbeat(&mut self, request: ConsumerHeartbeat) -> RequestToken {
+        let t = self.token();
+        let fx = self
+            .c
+            .consumer_group_heartbeat(t, request, &topics(), self.now);
+        self.apply(fx);
+        t
+    }
+
+    fn consumer_answer(
+        &mut self,
+        t: RequestToken,
+    ) -> Option<Result<HeartbeatResponse, HeartbeatError>> {
+        match self.responses.remove(&t) {
+            Some(Response::ConsumerGroupHeartbeat(r)) => Some(r),
+            None => None,
+            other => panic!("not a consumer heartbeat answer: {other:?}"),
+        }
+    }
+
+    /// Reports the oldest consumer group write.
+    fn finish_consumer_write(&mut self, result: Result<(), i16>) {
+        let (group, _, write) = self.consumer_writes.remove(0);
+        let fx = self
+            .c
+            .complete_consumer_write(&group, write, result, self.now);
+        self.apply(fx);
+    }
+}
+
+#[test]
+fn an_answer_waits_until_its_change_is_durable() {
+    let mut s = Shell::new();
+    let t = s.consumer_heartbeat(join("m1"));
+    assert_eq!(s.consumer_writes.len(), 1);
+    assert!(s.consumer_answer(t).is_none(), "not before the write");
+    // The change is visible at once to the next request (as Apache's).
+    assert_eq!(s.c.consumer_group("g").unwrap().group_epoch(), 1);
+    // A heartbeat that changes nothing waits behind the write.
+    let t2 = s.consumer_heartbeat(beat("m1", 1));
+    assert_eq!(s.consumer_writes.len(), 1);
+    assert!(s.consumer_answer(t2).is_none());
+    s.finish_consumer_write(Ok(()));
+    let answer = s.consumer_answer(t).unwrap().unwrap();
+    assert_eq!((answer.member_id.as_str(), answer.member_epoch), ("m1", 1));
+    assert_eq!(
+        answer
+            .assignment
+            .unwrap()
+            .values()
+            .map(|p| p.len())
+            .sum::<usize>(),
+        4
+    );
+    assert_eq!(s.consumer_answer(t2).unwrap().unwrap().member_epoch, 1);
+    // Nothing in flight: answered at once.
+    let t3 = s.consumer_heartbeat(beat("m1", 1));
+    assert!(s.consumer_answer(t3).is_some());
+}
+
+#[test]
+fn a_failed_write_drops_the_group_and_answers_not_coordinator() {
+    let mut s = Shell::new();
+    let t = s.consumer_heartbeat(join("m1"));
+    let t2 = s.consumer_heartbeat(beat("m1", 1));
+    s.finish_consumer_write(Err(code::KAFKA_STORAGE_ERROR));
+    for t in [t, t2] {
+        assert_eq!(
+            s.consumer_answer(t).unwrap().unwrap_err().code,
+            code::NOT_COORDINATOR
+        );
+    }
+    assert!(!s.c.is_resident("g"));
+    let session = TimerKey::ConsumerSession("g".into(), "m1".into());
+    assert_eq!(
+        s.c.timer_deadline(&session),
+        None,
+        "its timers went with it"
+    );
+}
+
+#[test]
+fn an_expired_session_fences_the_member() {
+    let mut s = Shell::new();
+    let t = s.consumer_heartbeat(join("m1"));
+    s.finish_consumer_write(Ok(()));
+    assert!(s.consumer_answer(t).unwrap().is_ok());
+    let session = s.c.config().consumer.session_timeout_ms as u64;
+    s.sleep(session - 1);
+    assert!(s.consumer_writes.is_empty());
+    s.sleep(1);
+    let (_, records, _) = &s.consumer_writes[0];
+    assert!(records.contains(&ConsumerGroupRecord::MemberTombstone {
+        member_id: "m1".into()
+    }));
+    s.finish_consumer_write(Ok(()));
+    let group = s.c.consumer_group("g").unwrap();
+    assert!(group.members().is_empty());
+    assert_eq!(group.group_epoch(), 2);
+}
+
+#[test]
+fn a_loaded_group_arms_its_members_sessions() {
+    let mut s = Shell::new();
+    s.consumer_heartbeat(join("m1"));
+    s.finish_consumer_write(Ok(()));
+    let group = s.c.consumer_group("g").unwrap().clone();
+    let fx = s.c.unload_group("g", s.now);
+    s.apply(fx);
+    assert!(!s.c.is_resident("g"));
+    s.c.load_consumer_group(group, s.now);
+    assert!(s.c.is_resident("g"));
+    let key = TimerKey::ConsumerSession("g".into(), "m1".into());
+    assert_eq!(s.c.timer_deadline(&key), Some(s.now + 45_000));
+    // The member carries on at its epoch.
+    let t = s.consumer_heartbeat(beat("m1", 1));
+    assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 1);
+}
+
+#[test]
+fn a_classic_group_with_members_is_not_a_consumer_group() {
+    let mut s = Shell::new();
+    // A member joins (and waits out the initial rebalance delay).
+    s.join(JoinGroupRequest {
+        group_id: "g".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: String::new(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![Protocol {
+            name: "range".into(),
+            metadata: Bytes::new(),
+        }],
+        reason: None,
+        api_version: 3,
+        client_id: "c".into(),
+        client_host: "h".into(),
+    });
+    assert_eq!(s.c.group("g").map(|g| g.num_members()), Some(1));
+    let t = s.consumer_heartbeat(join("m1"));
+    let e = s.consumer_answer(t).unwrap().unwrap_err();
+    assert_eq!(e.code, code::GROUP_ID_NOT_FOUND);
+    assert_eq!(e.message, "Group g is not a consumer group.");
+}
