@@ -76,6 +76,17 @@ impl GroupCoordinator {
             return fx;
         }
         let is_unknown = req.member_id.is_empty();
+        if self.consumer.groups.contains_key(&req.group_id) {
+            // A consumer group: classic members cannot join it until kaas
+            // converts groups online (Apache with the migration policy
+            // disabled answers the same).
+            fx.push(join_error(
+                token,
+                &req.member_id,
+                code::INCONSISTENT_GROUP_PROTOCOL,
+            ));
+            return fx;
+        }
         if !self.groups.contains_key(&req.group_id) {
             // A known member id cannot create a group.
             if !is_unknown {

@@ -68,6 +68,30 @@ pub(crate) fn validate_offset_commit(
     Ok(())
 }
 
+/// Apache `ConsumerGroup.validateOffsetCommit`: the generation id is the
+/// member epoch; `api_version` is OffsetCommit's (`None`: TxnOffsetCommit).
+pub(crate) fn validate_consumer_commit(
+    g: &crate::group::consumer::group::ConsumerGroup,
+    member_id: &str,
+    member_epoch: i32,
+    api_version: Option<i16>,
+) -> Result<(), i16> {
+    // The admin client, or a consumer outside group management: only an
+    // empty group takes its commits.
+    if member_epoch < 0 && g.members().is_empty() {
+        return Ok(());
+    }
+    let member = g.member(member_id).ok_or(code::UNKNOWN_MEMBER_ID)?;
+    if api_version.is_some_and(|v| v < 9) {
+        // Consumer-protocol members commit with v9+.
+        return Err(code::UNSUPPORTED_VERSION);
+    }
+    if member_epoch != member.member_epoch() {
+        return Err(code::STALE_MEMBER_EPOCH);
+    }
+    Ok(())
+}
+
 /// Java `String.length()` counts UTF-16 units; Apache compares that.
 fn metadata_too_large(metadata: Option<&str>, max: usize) -> bool {
     metadata.is_some_and(|m| m.encode_utf16().count() > max)
@@ -176,13 +200,21 @@ impl GroupCoordinator {
         } else {
             code::ILLEGAL_GENERATION
         };
-        let validation = self.validate_commit(
-            &req.group_id,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-            req.generation_id,
-            missing,
-        );
+        let validation = match self.consumer.groups.get(&req.group_id) {
+            Some(g) => validate_consumer_commit(
+                g,
+                &req.member_id,
+                req.generation_id,
+                Some(req.api_version),
+            ),
+            None => self.validate_commit(
+                &req.group_id,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                req.generation_id,
+                missing,
+            ),
+        };
         if let Err(e) = validation {
             respond_all(&mut fx, e);
             return fx;
@@ -303,7 +335,9 @@ impl GroupCoordinator {
         self.inflight_remove(&p.group_id, token);
         if !p.orphaned {
             // Offsets without a group live in a "simple" classic group.
-            if !self.groups.contains_key(&p.group_id) {
+            if !self.groups.contains_key(&p.group_id)
+                && !self.consumer.groups.contains_key(&p.group_id)
+            {
                 self.groups
                     .insert(p.group_id.clone(), ClassicGroup::new(&p.group_id, _now_ms));
             }
@@ -359,7 +393,8 @@ impl GroupCoordinator {
         let live = self
             .groups
             .get(gid)
-            .is_some_and(|g| !g.is(GroupState::Dead));
+            .is_some_and(|g| !g.is(GroupState::Dead))
+            || self.consumer.groups.contains_key(gid);
         let empty = super::GroupOffsets::default();
         let table = if live {
             self.offsets.get(gid).unwrap_or(&empty)

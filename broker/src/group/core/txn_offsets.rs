@@ -123,13 +123,18 @@ impl GroupCoordinator {
         if group_id_too_long(&req.group_id) || req.group_id.is_empty() {
             return respond_all(code::INVALID_GROUP_ID);
         }
-        let validation = self.validate_commit(
-            &req.group_id,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-            req.generation_id,
-            code::ILLEGAL_GENERATION,
-        );
+        let validation = match self.consumer.groups.get(&req.group_id) {
+            Some(g) => {
+                super::offsets::validate_consumer_commit(g, &req.member_id, req.generation_id, None)
+            }
+            None => self.validate_commit(
+                &req.group_id,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                req.generation_id,
+                code::ILLEGAL_GENERATION,
+            ),
+        };
         if let Err(e) = validation {
             return respond_all(e);
         }
@@ -233,7 +238,7 @@ impl GroupCoordinator {
 
     /// Offsets without a group live in a simple group, as plain ones do.
     fn ensure_simple_group(&mut self, group_id: &str, now_ms: u64) {
-        if !self.groups.contains_key(group_id) {
+        if !self.groups.contains_key(group_id) && !self.consumer.groups.contains_key(group_id) {
             let mut g = super::ClassicGroup::new(group_id, now_ms);
             g.protocol_type = None;
             self.groups.insert(group_id.to_string(), g);

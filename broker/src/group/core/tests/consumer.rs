@@ -32,6 +32,26 @@ fn join(member: &str) -> ConsumerHeartbeat {
     }
 }
 
+/// A classic consumer's JoinGroup to "g".
+fn classic_join() -> JoinGroupRequest {
+    JoinGroupRequest {
+        group_id: "g".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: String::new(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![Protocol {
+            name: "range".into(),
+            metadata: Bytes::new(),
+        }],
+        reason: None,
+        api_version: 3,
+        client_id: "c".into(),
+        client_host: "h".into(),
+    }
+}
+
 fn beat(member: &str, epoch: i32) -> ConsumerHeartbeat {
     ConsumerHeartbeat {
         group_id: "g".into(),
@@ -166,25 +186,101 @@ fn a_loaded_group_arms_its_members_sessions() {
 fn a_classic_group_with_members_is_not_a_consumer_group() {
     let mut s = Shell::new();
     // A member joins (and waits out the initial rebalance delay).
-    s.join(JoinGroupRequest {
-        group_id: "g".into(),
-        session_timeout_ms: 10_000,
-        rebalance_timeout_ms: 10_000,
-        member_id: String::new(),
-        group_instance_id: None,
-        protocol_type: "consumer".into(),
-        protocols: vec![Protocol {
-            name: "range".into(),
-            metadata: Bytes::new(),
-        }],
-        reason: None,
-        api_version: 3,
-        client_id: "c".into(),
-        client_host: "h".into(),
-    });
+    s.join(classic_join());
     assert_eq!(s.c.group("g").map(|g| g.num_members()), Some(1));
     let t = s.consumer_heartbeat(join("m1"));
     let e = s.consumer_answer(t).unwrap().unwrap_err();
     assert_eq!(e.code, code::GROUP_ID_NOT_FOUND);
     assert_eq!(e.message, "Group g is not a consumer group.");
+}
+
+/// Apache's OffsetMetadataManagerTest consumer group commit cases: the
+/// generation id of a consumer-protocol member is its member epoch.
+impl Shell {
+    fn member_commit(&mut self, member: &str, epoch: i32, version: i16) -> i16 {
+        let t = self.token();
+        let request = OffsetCommitRequest {
+            generation_id: epoch,
+            member_id: member.into(),
+            api_version: version,
+            ..OffsetCommitRequest::simple("g", "foo", 0, 42)
+        };
+        let fx = self.c.offset_commit(t, request, self.now);
+        self.apply(fx);
+        if let Some(plan) = self.commit_plans.pop() {
+            let fx = self.c.complete_offset_commit(plan.token, self.now);
+            self.apply(fx);
+        }
+        self.commit_resp(t).unwrap().topics[0].partitions[0].error_code
+    }
+
+    fn stable_consumer_group(&mut self) {
+        let t = self.consumer_heartbeat(join("m1"));
+        self.finish_consumer_write(Ok(()));
+        assert!(self.consumer_answer(t).unwrap().is_ok());
+    }
+}
+
+#[test]
+fn test_consumer_group_offset_commit() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit("m1", 1, 9), code::NONE);
+    // Still a consumer group, with the offset.
+    assert!(s.c.group("g").is_none());
+    assert!(s.c.consumer_group("g").is_some());
+    assert_eq!(
+        s.c.committed_offset("g", "foo", 0).map(|o| o.offset),
+        Some(42)
+    );
+    let fetched = s.c.offset_fetch(&OffsetFetchRequest {
+        group_id: "g".into(),
+        topics: None,
+        require_stable: false,
+    });
+    assert_eq!(fetched.topics[0].partitions[0].offset, 42);
+}
+
+#[test]
+fn test_consumer_group_offset_commit_with_unknown_member_id() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit("other", 1, 9), code::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn test_consumer_group_offset_commit_with_stale_member_epoch() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit("m1", 10, 9), code::STALE_MEMBER_EPOCH);
+}
+
+#[test]
+fn test_consumer_group_offset_commit_with_version_smaller_than_version9() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit("m1", 1, 8), code::UNSUPPORTED_VERSION);
+}
+
+#[test]
+fn test_consumer_group_offset_commit_from_admin_client() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    // The group has a member: an admin commit is refused...
+    assert_eq!(s.member_commit("", -1, 9), code::UNKNOWN_MEMBER_ID);
+    // ...until it is empty.
+    s.sleep(s.c.config().consumer.session_timeout_ms as u64);
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.member_commit("", -1, 9), code::NONE);
+}
+
+#[test]
+fn a_classic_member_cannot_join_a_consumer_group() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    let t = s.join(classic_join());
+    assert_eq!(
+        s.join_resp(t).unwrap().error_code,
+        code::INCONSISTENT_GROUP_PROTOCOL
+    );
 }
