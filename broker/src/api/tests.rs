@@ -370,6 +370,15 @@ fn request(
                     .with_mechanism(1),
             ]),
         ),
+        ApiKey::ConsumerGroupHeartbeat => RequestKind::ConsumerGroupHeartbeat(
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(group("consumer-a"))
+                .with_member_id(StrBytes::from_static_str("m-1"))
+                .with_member_epoch(0)
+                .with_rebalance_timeout_ms(5000)
+                .with_subscribed_topic_names(Some(vec![name("t")]))
+                .with_topic_partitions(Some(Vec::new())),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -450,6 +459,110 @@ async fn every_advertised_version_reaches_a_handler_and_encodes() {
         }
     }
     stop.cancel();
+}
+
+/// A consumer-protocol member over the wire: it joins, gets every
+/// partition of its topic by id, commits with its member epoch (a stale
+/// epoch is refused) and reads the offset back; its group survives a
+/// restart of the broker with its epochs.
+#[tokio::test]
+async fn a_consumer_protocol_member_joins_commits_and_survives_a_restart() {
+    use kafka_protocol::messages::offset_commit_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let broker =
+            Broker::open(BrokerConfig::new(0, dir.path().into(), "127.0.0.1", 9092)).unwrap();
+        broker.apply_assignment(two_broker_assignment());
+        broker
+    };
+    let broker = open();
+    let group_id = "solo";
+    assert_eq!(broker.routing().unwrap().owner_of_group(group_id), Some(0));
+    let topic = broker
+        .storage
+        .topics
+        .create_blocking("t", 3, Default::default(), false)
+        .unwrap();
+    let heartbeat = |epoch: i32, full: bool| {
+        let r = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(group(group_id))
+            .with_member_id(StrBytes::from_static_str("m-1"))
+            .with_member_epoch(epoch);
+        RequestKind::ConsumerGroupHeartbeat(if full {
+            r.with_rebalance_timeout_ms(5000)
+                .with_subscribed_topic_names(Some(vec![name("t")]))
+                .with_topic_partitions(Some(Vec::new()))
+        } else {
+            r.with_rebalance_timeout_ms(-1)
+        })
+    };
+    let ResponseKind::ConsumerGroupHeartbeat(joined) =
+        call_at(&broker, 0, heartbeat(0, true)).await
+    else {
+        panic!("not a heartbeat answer")
+    };
+    assert_eq!(joined.error_code, 0, "{:?}", joined.error_message);
+    assert_eq!(joined.member_epoch, 1);
+    assert_eq!(joined.heartbeat_interval_ms, 5000);
+    let assigned = joined.assignment.expect("an assignment").topic_partitions;
+    assert_eq!(assigned.len(), 1);
+    assert_eq!(assigned[0].topic_id, topic.id);
+    assert_eq!(assigned[0].partitions, vec![0, 1, 2]);
+
+    let commit = |epoch: i32| {
+        RequestKind::OffsetCommit(
+            OffsetCommitRequest::default()
+                .with_group_id(group(group_id))
+                .with_generation_id_or_member_epoch(epoch)
+                .with_member_id(StrBytes::from_static_str("m-1"))
+                .with_topics(vec![OffsetCommitRequestTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(1)
+                        .with_committed_offset(17)])]),
+        )
+    };
+    let code_of = |r: ResponseKind| match r {
+        ResponseKind::OffsetCommit(r) => r.topics[0].partitions[0].error_code,
+        other => panic!("not a commit answer: {other:?}"),
+    };
+    assert_eq!(
+        code_of(call_at(&broker, 9, commit(7)).await),
+        Err::StaleMemberEpoch.code()
+    );
+    assert_eq!(code_of(call_at(&broker, 9, commit(1)).await), 0);
+    drop(broker);
+
+    // A new broker process on the same volume: same member, same epoch.
+    let broker = open();
+    let ResponseKind::ConsumerGroupHeartbeat(again) =
+        call_at(&broker, 0, heartbeat(1, false)).await
+    else {
+        panic!("not a heartbeat answer")
+    };
+    assert_eq!((again.error_code, again.member_epoch), (0, 1));
+    assert!(again.assignment.is_none(), "nothing changed");
+    let fetched = call_at(
+        &broker,
+        8,
+        RequestKind::OffsetFetch(OffsetFetchRequest::default().with_groups(vec![
+                kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(group(group_id))
+                    .with_topics(None),
+            ])),
+    )
+    .await;
+    let ResponseKind::OffsetFetch(fetched) = fetched else {
+        panic!("not a fetch answer")
+    };
+    let partitions = &fetched.groups[0].topics[0].partitions;
+    assert_eq!(
+        (
+            partitions[0].partition_index,
+            partitions[0].committed_offset
+        ),
+        (1, 17)
+    );
 }
 
 #[tokio::test]

@@ -192,6 +192,36 @@ macro_rules! coordinator_calls {
     )*};
 }
 
+/// A ConsumerGroupHeartbeat with the topics that exist (read before the
+/// manager's lock: looking a name up may touch the volume).
+pub struct ConsumerHeartbeat {
+    pub request: super::consumer::heartbeat::HeartbeatRequest,
+    pub topics: Box<dyn super::consumer::heartbeat::TopicsView + Send>,
+}
+
+impl CoordinatorCall for ConsumerHeartbeat {
+    type Answer = Result<
+        super::consumer::heartbeat::HeartbeatResponse,
+        super::consumer::heartbeat::HeartbeatError,
+    >;
+    const NAME: &'static str = "consumer_group_heartbeat";
+
+    fn group_id(&self) -> &str {
+        &self.request.group_id
+    }
+
+    fn submit(self, core: &mut GroupCoordinator, token: RequestToken, now: u64) -> Vec<Effect> {
+        core.consumer_group_heartbeat(token, self.request, self.topics.as_ref(), now)
+    }
+
+    fn answer(response: Response) -> Option<Self::Answer> {
+        match response {
+            Response::ConsumerGroupHeartbeat(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 coordinator_calls! {
     JoinGroupRequest => join_group, Join(JoinGroupResponse);
     SyncGroupRequest => sync_group, Sync(SyncGroupResponse);
