@@ -1,5 +1,6 @@
-//! kafka-python and kafkajs drive the same group flows as librdkafka, and
-//! confluent-kafka and the Java client run transactions, confluent-kafka manages SCRAM users
+//! kafka-python and kafkajs drive the same group flows as librdkafka,
+//! confluent-kafka runs KIP-848 consumer groups, confluent-kafka and the
+//! Java client run transactions, confluent-kafka manages SCRAM users
 //! and meets the ACL APIs: the scripts in e2e/clients check each
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
@@ -41,6 +42,14 @@ async fn run_on(program: &str, args: Vec<String>, sasl_admin_password: Option<&s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_group_and_admin_flows() {
     run_script("python3", "python/groups.py").await;
+}
+
+/// KIP-848: 3 then 4 then 3 members with `group.protocol=consumer`, a
+/// ledger of their callbacks: no partition owned twice, every record
+/// consumed and committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_consumer_protocol_group() {
+    run_script("python3", "python/consumer_protocol.py").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

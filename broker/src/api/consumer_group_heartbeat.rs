@@ -29,7 +29,11 @@ pub async fn handle(
         subscribed_topic_names: req
             .subscribed_topic_names
             .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
-        subscribed_topic_regex: req.subscribed_topic_regex.map(|s| s.to_string()),
+        // librdkafka sends "" for no regex.
+        subscribed_topic_regex: req
+            .subscribed_topic_regex
+            .filter(|r| !r.is_empty())
+            .map(|s| s.to_string()),
         server_assignor: req.server_assignor.map(|s| s.to_string()),
         owned: req.topic_partitions.map(|tps| {
             let mut owned = MemberAssignment::new();

@@ -81,9 +81,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::WriteTxnMarkers, 1, 1),
-    // v1 adds subscribed_topic_regex, which kaas does not resolve yet:
-    // clients match their patterns themselves over v0.
-    (ApiKey::ConsumerGroupHeartbeat, 0, 0),
+    // v1 adds subscribed_topic_regex: kaas answers a regex INVALID_REQUEST
+    // until it resolves them (librdkafka needs v1 even without one).
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),

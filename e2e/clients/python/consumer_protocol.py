@@ -1,0 +1,159 @@
+"""The KIP-848 consumer protocol with confluent-kafka (librdkafka 2.16,
+group.protocol=consumer): 3 members share 12 partitions, each owned once;
+a 4th joins and one leaves; every record is consumed and committed. A
+ledger of assign/revoke callbacks checks that no partition is ever owned by
+two members at once. Exits non-zero on the first difference; prints "all
+checks passed"."""
+
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+BOOT = sys.argv[1]
+TOPIC = "py-kip848"
+GROUP = "py-kip848-group"
+PARTITIONS = 12
+PER_PARTITION = 50
+
+
+def check(cond, what):
+    if not cond:
+        print("FAILED:", what)
+        sys.exit(1)
+    print("ok:", what)
+
+
+class Ledger:
+    """Who owns which partition, from the members' own callbacks."""
+
+    def __init__(self):
+        self.owner = {}
+        self.violations = []
+
+    def assigned(self, member, partitions):
+        for p in partitions:
+            holder = self.owner.get(p)
+            if holder is not None and holder != member:
+                self.violations.append(f"{p} given to {member} while {holder} owns it")
+            self.owner[p] = member
+
+    def revoked(self, member, partitions):
+        for p in partitions:
+            if self.owner.get(p) == member:
+                del self.owner[p]
+
+    def owned_by(self, member):
+        return {p for p, m in self.owner.items() if m == member}
+
+
+LEDGER = Ledger()
+
+
+class Member:
+    def __init__(self, name):
+        self.name = name
+        self.seen = {}
+        self.c = Consumer({
+            "bootstrap.servers": BOOT,
+            "group.id": GROUP,
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "broker.address.family": "v4",
+            "fetch.wait.max.ms": 100,
+        })
+        self.c.subscribe([TOPIC], on_assign=self.on_assign, on_revoke=self.on_revoke,
+                         on_lost=self.on_revoke)
+
+    def on_assign(self, consumer, partitions):
+        LEDGER.assigned(self.name, [p.partition for p in partitions])
+
+    def on_revoke(self, consumer, partitions):
+        # Commit what was read before giving the partitions up.
+        self.commit()
+        LEDGER.revoked(self.name, [p.partition for p in partitions])
+
+    def poll(self):
+        m = self.c.poll(0.05)
+        if m is None:
+            return
+        if m.error():
+            raise KafkaException(m.error())
+        self.seen[(m.partition(), m.offset())] = m.value()
+
+    def commit(self):
+        try:
+            self.c.commit(asynchronous=False)
+        except KafkaException as e:
+            # Nothing consumed since the last commit.
+            if e.args[0].code() != -168:  # _NO_OFFSET
+                raise
+
+    def close(self):
+        self.commit()
+        self.c.close()
+
+
+def poll_all(members, until, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for m in members:
+            m.poll()
+        if until():
+            return
+    check(False, what)
+
+
+def main():
+    admin = AdminClient({"bootstrap.servers": BOOT, "broker.address.family": "v4"})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(20)
+    time.sleep(1)
+    p = Producer({"bootstrap.servers": BOOT, "broker.address.family": "v4"})
+    for part in range(PARTITIONS):
+        for i in range(PER_PARTITION):
+            p.produce(TOPIC, value=f"{part}-{i}".encode(), partition=part)
+    p.flush(20)
+
+    members = [Member(f"m{i}") for i in range(3)]
+    everyone_owns = lambda ms: lambda: (
+        len(LEDGER.owner) == PARTITIONS and all(LEDGER.owned_by(m.name) for m in ms))
+    poll_all(members, everyone_owns(members), 60, "3 members share the 12 partitions")
+    check(sorted(len(LEDGER.owned_by(m.name)) for m in members) == [4, 4, 4],
+          "each of the 3 members owns 4 partitions")
+
+    fourth = Member("m3")
+    members.append(fourth)
+    poll_all(members, everyone_owns(members), 60, "a 4th member gets partitions")
+    check(sorted(len(LEDGER.owned_by(m.name)) for m in members) == [3, 3, 3, 3],
+          "each of the 4 members owns 3 partitions")
+
+    leaving = members.pop(0)
+    leaving_seen = leaving.seen
+    leaving.close()
+    poll_all(members, everyone_owns(members), 60, "the 3 left take over the leaver's partitions")
+
+    total = PARTITIONS * PER_PARTITION
+    seen = lambda: set(leaving_seen) | {k for m in members for k in m.seen}
+    poll_all(members, lambda: len(seen()) >= total, 60, "every record consumed")
+    check(len(seen()) == total, f"all {total} records consumed")
+    for m in members:
+        m.commit()
+    check(not LEDGER.violations, "no partition owned by two members at once: "
+          + "; ".join(LEDGER.violations))
+
+    # The group's committed offsets cover every record.
+    probe = Consumer({"bootstrap.servers": BOOT, "group.id": GROUP,
+                      "broker.address.family": "v4"})
+    committed = probe.committed([TopicPartition(TOPIC, i) for i in range(PARTITIONS)], timeout=20)
+    probe.close()
+    check(all(tp.offset == PER_PARTITION for tp in committed),
+          "every partition committed at its end: "
+          + str([(tp.partition, tp.offset) for tp in committed]))
+    for m in members:
+        m.close()
+    print("all checks passed")
+
+
+main()
