@@ -75,24 +75,42 @@ impl GroupCoordinator {
             .iter()
             .map(|s| s.trim().to_lowercase())
             .collect();
-        let classic_wanted = types_filter.is_empty()
-            || types_filter
-                .iter()
-                .any(|t| t.trim().eq_ignore_ascii_case("classic"));
-        if !classic_wanted {
-            return Vec::new();
+        let wanted = |kind: &str| {
+            types_filter.is_empty()
+                || types_filter
+                    .iter()
+                    .any(|t| t.trim().eq_ignore_ascii_case(kind))
+        };
+        let in_state = |state: &str| states.is_empty() || states.contains(&state.to_lowercase());
+        let mut out: Vec<ListedGroup> = Vec::new();
+        if wanted("classic") {
+            out.extend(
+                self.groups
+                    .values()
+                    .filter(|g| in_state(g.state.as_str()))
+                    .map(|g| ListedGroup {
+                        group_id: g.group_id.clone(),
+                        protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                        group_state: g.state.as_str().to_string(),
+                        group_type: "classic".to_string(),
+                    }),
+            );
         }
-        let mut out: Vec<ListedGroup> = self
-            .groups
-            .values()
-            .filter(|g| states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
-            .map(|g| ListedGroup {
-                group_id: g.group_id.clone(),
-                protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                group_state: g.state.as_str().to_string(),
-                group_type: "classic".to_string(),
-            })
-            .collect();
+        if wanted("consumer") {
+            // Apache lists a consumer group with protocol type "consumer".
+            out.extend(
+                self.consumer
+                    .groups
+                    .values()
+                    .filter(|g| in_state(g.state().as_str()))
+                    .map(|g| ListedGroup {
+                        group_id: g.group_id().to_string(),
+                        protocol_type: "consumer".to_string(),
+                        group_state: g.state().as_str().to_string(),
+                        group_type: "consumer".to_string(),
+                    }),
+            );
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }

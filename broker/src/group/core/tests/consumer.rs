@@ -284,3 +284,27 @@ fn a_classic_member_cannot_join_a_consumer_group() {
         code::INCONSISTENT_GROUP_PROTOCOL
     );
 }
+
+#[test]
+fn list_groups_shows_consumer_groups_by_type_and_state() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    let listed = |types: &[&str], states: &[&str]| {
+        let types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+        let states: Vec<String> = states.iter().map(|t| t.to_string()).collect();
+        s.c.list_groups(&states, &types)
+            .into_iter()
+            .map(|g| (g.group_id, g.protocol_type, g.group_state, g.group_type))
+            .collect::<Vec<_>>()
+    };
+    let g = (
+        "g".to_string(),
+        "consumer".to_string(),
+        "Stable".to_string(),
+        "consumer".to_string(),
+    );
+    assert_eq!(listed(&["consumer"], &[]), vec![g.clone()]);
+    assert_eq!(listed(&["Consumer"], &["stable"]), vec![g]);
+    assert!(listed(&["consumer"], &["Empty"]).is_empty());
+    assert!(listed(&["classic"], &[]).is_empty());
+}
