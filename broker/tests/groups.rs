@@ -1,5 +1,6 @@
 //! Consumer groups end to end on a 3-broker local cluster with librdkafka:
-//! three assignors sharing a topic, offsets surviving a restart, and the
+//! three assignors and the KIP-848 consumer protocol sharing a topic,
+//! offsets surviving a restart, and the
 //! admin surface (list, describe, delete) staying honest cluster-wide.
 
 mod common;
@@ -26,7 +27,19 @@ async fn cluster(dir: &std::path::Path) -> LocalCluster {
     LocalCluster::start(c).await.unwrap()
 }
 
+/// A classic consumer with `assignor`, or with `"consumer"` one of the
+/// KIP-848 protocol (the coordinator assigns; librdkafka refuses the
+/// classic session settings there).
 fn group_consumer(bootstrap: &str, group: &str, assignor: &str) -> BaseConsumer {
+    if assignor == "consumer" {
+        return client_config(bootstrap)
+            .set("group.id", group)
+            .set("group.protocol", "consumer")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+    }
     client_config(bootstrap)
         .set("group.id", group)
         .set("partition.assignment.strategy", assignor)
@@ -90,12 +103,12 @@ fn balanced(view: &BTreeMap<String, BTreeSet<i32>>, members: usize, partitions: 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn range_roundrobin_and_cooperative_sticky_own_every_partition_once() {
+async fn range_roundrobin_cooperative_sticky_and_the_consumer_protocol_own_every_partition_once() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = cluster(dir.path()).await;
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, "shared", 12).await;
-    for assignor in ["range", "roundrobin", "cooperative-sticky"] {
+    for assignor in ["range", "roundrobin", "cooperative-sticky", "consumer"] {
         let group = format!("g-{assignor}");
         let view: Arc<Mutex<BTreeMap<String, BTreeSet<i32>>>> = Arc::default();
         let mut members: Vec<Member> = (0..3)
