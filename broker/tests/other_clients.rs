@@ -1,7 +1,7 @@
-//! kafka-python and kafkajs drive the same group flows as librdkafka,
-//! confluent-kafka runs KIP-848 consumer groups, confluent-kafka and the
-//! Java client run transactions, confluent-kafka manages SCRAM users
-//! and meets the ACL APIs: the scripts in e2e/clients check each
+//! kafka-python and kafkajs drive the same group flows as librdkafka;
+//! confluent-kafka and the Java client run KIP-848 consumer groups and
+//! transactions; confluent-kafka manages SCRAM users and meets the ACL
+//! APIs: the scripts in e2e/clients check each
 //! behaviour and exit non-zero on the first difference from Apache Kafka.
 //! `scripts/install-test-deps` installs the clients.
 
@@ -50,6 +50,17 @@ async fn kafka_python_group_and_admin_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_consumer_protocol_group() {
     run_script("python3", "python/consumer_protocol.py").await;
+}
+
+/// The same with the Java client 3.9.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_consumer_protocol_group() {
+    let (_classes, classpath) = common::compile_java("ConsumerProtocol");
+    run(
+        "java",
+        vec!["-cp".into(), classpath, "ConsumerProtocol".into()],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
