@@ -8,7 +8,8 @@ use crate::auth::{Operation, ResourceType};
 
 /// The operations a group supports (Apache's `authorizedOperations` of a
 /// GROUP resource).
-const GROUP_OPERATIONS: [Operation; 3] = [Operation::Read, Operation::Describe, Operation::Delete];
+pub(crate) const GROUP_OPERATIONS: [Operation; 3] =
+    [Operation::Read, Operation::Describe, Operation::Delete];
 
 pub async fn handle(ctx: &RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let v = ctx.api_version;

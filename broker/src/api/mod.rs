@@ -8,6 +8,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
+pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_acls;
 pub mod create_topics;
@@ -84,6 +85,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     // v1 adds subscribed_topic_regex: kaas answers a regex INVALID_REQUEST
     // until it resolves them (librdkafka needs v1 even without one).
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
@@ -339,6 +341,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(&ctx, r).await)
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(&ctx, r).await)
         }
         RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(describe_acls::handle(&ctx, r)),
         RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(create_acls::handle(&ctx, r).await),

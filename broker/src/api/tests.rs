@@ -379,6 +379,11 @@ fn request(
                 .with_subscribed_topic_names(Some(vec![name("t")]))
                 .with_topic_partitions(Some(Vec::new())),
         ),
+        ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![group("consumer-a"), group(OURS), group(THEIRS)])
+                .with_include_authorized_operations(true),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -508,6 +513,56 @@ async fn a_consumer_protocol_member_joins_commits_and_survives_a_restart() {
     assert_eq!(assigned.len(), 1);
     assert_eq!(assigned[0].topic_id, topic.id);
     assert_eq!(assigned[0].partitions, vec![0, 1, 2]);
+
+    // ConsumerGroupDescribe: the group as its coordinator holds it; a
+    // group that does not exist is GROUP_ID_NOT_FOUND with Apache's message.
+    let routing = broker.routing().unwrap();
+    let nothing = (0..)
+        .map(|i| format!("nothing-{i}"))
+        .find(|g| routing.owner_of_group(g) == Some(0))
+        .unwrap();
+    let described = call_at(
+        &broker,
+        1,
+        RequestKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![group(group_id), group(&nothing)]),
+        ),
+    )
+    .await;
+    let ResponseKind::ConsumerGroupDescribe(described) = described else {
+        panic!("not a describe answer")
+    };
+    let g = &described.groups[0];
+    assert_eq!(g.error_code, 0);
+    assert_eq!(
+        (
+            g.group_state.as_str(),
+            g.group_epoch,
+            g.assignment_epoch,
+            g.assignor_name.as_str()
+        ),
+        ("Stable", 1, 1, "uniform")
+    );
+    let m = &g.members[0];
+    assert_eq!(
+        (m.member_id.as_str(), m.member_epoch, m.member_type),
+        ("m-1", 1, 1)
+    );
+    assert_eq!(m.client_host.as_str(), "/127.0.0.1");
+    assert_eq!(m.subscribed_topic_names, vec![name("t")]);
+    let tp = &m.assignment.topic_partitions[0];
+    assert_eq!(
+        (tp.topic_id, tp.topic_name.0.as_str(), tp.partitions.clone()),
+        (topic.id, "t", vec![0, 1, 2])
+    );
+    assert_eq!(m.target_assignment, m.assignment);
+    let missing = &described.groups[1];
+    assert_eq!(missing.error_code, Err::GroupIdNotFound.code());
+    assert_eq!(
+        missing.error_message.as_deref(),
+        Some(format!("Group {nothing} not found.").as_str())
+    );
 
     let commit = |epoch: i32| {
         RequestKind::OffsetCommit(

@@ -66,6 +66,11 @@ impl GroupCoordinator {
         self.consumer.groups.get(group_id)
     }
 
+    /// `group.consumer.assignors`, the default first.
+    pub fn consumer_assignor_names(&self) -> Vec<&'static str> {
+        self.consumer.assignors.0.iter().map(|a| a.name()).collect()
+    }
+
     /// Makes a consumer group read from its log resident: every member's
     /// session timer is armed, and the rebalance timer of every member
     /// still revoking (Apache's `onLoaded`).
