@@ -1,7 +1,9 @@
 //! kill -9 of a group's coordinator: the group's metadata and offsets are on
-//! the shared volume, so the new coordinator loads the group as it was. The
-//! member goes on with the same member id and generation (no rebalance) and
-//! no message is skipped.
+//! the shared volume, so the new coordinator loads the group as it was. A
+//! classic member goes on with the same member id and generation (no
+//! rebalance) and no message is skipped; KIP-848 members caught in the
+//! middle of a reconciliation finish it on the new coordinator with the
+//! same epochs.
 
 mod common;
 
@@ -13,7 +15,11 @@ use std::time::Duration;
 use common::procs::{self, PUBLISHED_WITHIN};
 use common::{client_config, create_topic, eventually};
 use kaas_client::KafkaClient;
-use kafka_protocol::messages::{DescribeGroupsRequest, FindCoordinatorRequest, GroupId};
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsRequest,
+    FindCoordinatorRequest, GroupId, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
@@ -36,12 +42,16 @@ impl ConsumerContext for Rebalances {
 }
 
 async fn coordinator(bootstrap_addr: &str) -> i32 {
+    coordinator_of(bootstrap_addr, GROUP).await
+}
+
+async fn coordinator_of(bootstrap_addr: &str, group: &'static str) -> i32 {
     let mut c = KafkaClient::connect(bootstrap_addr, Duration::from_secs(2))
         .await
         .unwrap();
     let r = c
         .send(
-            &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str(GROUP)),
+            &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str(group)),
             3,
         )
         .await
@@ -191,4 +201,133 @@ async fn the_group_survives_kill_9_of_its_coordinator_without_a_rebalance() {
 
 fn count_all(seen: &BTreeMap<i32, BTreeSet<i64>>) -> usize {
     seen.values().map(|s| s.len()).sum()
+}
+
+/// One ConsumerGroupHeartbeat of `member` at `epoch` to `addr`, owning
+/// `owned` of topic `topic` (None: the field left out).
+async fn consumer_heartbeat(
+    addr: &str,
+    member: &'static str,
+    epoch: i32,
+    topic: uuid::Uuid,
+    owned: Option<Vec<i32>>,
+) -> ConsumerGroupHeartbeatResponse {
+    let mut c = KafkaClient::connect(addr, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let mut r = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(KIP848_GROUP)))
+        .with_member_id(StrBytes::from_static_str(member))
+        .with_member_epoch(epoch)
+        .with_rebalance_timeout_ms(if epoch == 0 { 60_000 } else { -1 })
+        .with_topic_partitions(owned.map(|ps| {
+            if ps.is_empty() {
+                return Vec::new();
+            }
+            vec![TopicPartitions::default()
+                .with_topic_id(topic)
+                .with_partitions(ps)]
+        }));
+    if epoch == 0 {
+        r = r.with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str(
+            "moving",
+        ))]));
+    }
+    let resp = c.send(&r, 1).await.unwrap();
+    assert_eq!(
+        resp.error_code, 0,
+        "{member}@{epoch}: {:?}",
+        resp.error_message
+    );
+    resp
+}
+
+const KIP848_GROUP: &str = "kip848-survivor";
+
+fn partitions(r: &ConsumerGroupHeartbeatResponse) -> Option<Vec<i32>> {
+    r.assignment.as_ref().map(|a| {
+        a.topic_partitions
+            .iter()
+            .flat_map(|t| t.partitions.clone())
+            .collect()
+    })
+}
+
+/// kill -9 of the coordinator while a member is revoking: on the new
+/// coordinator the members go on at the epochs they had, the revoking
+/// member finishes its revocation, the new member gets what it released,
+/// and nobody starts over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_members_finish_their_reconciliation_after_kill_9_of_the_coordinator() {
+    let cluster = procs::start(3).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "moving", 4).await;
+    let topic = {
+        let mut c = KafkaClient::connect(&cluster.addr(0), Duration::from_secs(2))
+            .await
+            .unwrap();
+        let m = c
+            .send(
+                &kafka_protocol::messages::MetadataRequest::default().with_topics(Some(vec![
+                    kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+                        .with_name(Some(TopicName(StrBytes::from_static_str("moving")))),
+                ])),
+                12,
+            )
+            .await
+            .unwrap();
+        m.topics[0].topic_id
+    };
+    let old = coordinator_of(&cluster.addr(0), KIP848_GROUP).await as usize;
+    let at = |id: usize| cluster.addr(id);
+
+    // A joins alone and gets the 4 partitions.
+    let a = consumer_heartbeat(&at(old), "member-a", 0, topic, Some(vec![])).await;
+    assert_eq!(
+        (a.member_epoch, partitions(&a)),
+        (1, Some(vec![0, 1, 2, 3]))
+    );
+    // B joins: epoch 2, nothing yet (A holds everything).
+    let b = consumer_heartbeat(&at(old), "member-b", 0, topic, Some(vec![])).await;
+    assert_eq!((b.member_epoch, partitions(&b)), (2, Some(vec![])));
+    // A must revoke two: it stays at epoch 1 with the two it keeps.
+    let a = consumer_heartbeat(&at(old), "member-a", 1, topic, None).await;
+    assert_eq!(a.member_epoch, 1);
+    let kept = partitions(&a).expect("A's assignment changed");
+    assert_eq!(kept.len(), 2);
+
+    cluster.kill(old);
+    cluster.wait_alive_count(2, PUBLISHED_WITHIN).await.unwrap();
+    let alive = (0..3).find(|i| *i != old).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let new = loop {
+        let c = coordinator_of(&at(alive), KIP848_GROUP).await as usize;
+        if c != old {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator never moved off the killed broker"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+
+    // B, at its epoch on the new coordinator, still waits for A.
+    let b = consumer_heartbeat(&at(new), "member-b", 2, topic, Some(vec![])).await;
+    assert_eq!(b.member_epoch, 2, "{}", cluster.logs());
+    // A reports it revoked: epoch 2 with what it kept, nothing taken back.
+    let a = consumer_heartbeat(&at(new), "member-a", 1, topic, Some(kept.clone())).await;
+    assert_eq!(a.member_epoch, 2);
+    assert!(
+        partitions(&a).is_none_or(|p| p == kept),
+        "{:?}",
+        partitions(&a)
+    );
+    // B gets the two A released.
+    let b = consumer_heartbeat(&at(new), "member-b", 2, topic, Some(vec![])).await;
+    assert_eq!(b.member_epoch, 2);
+    let released = partitions(&b).expect("B's assignment changed");
+    let mut all: Vec<i32> = kept.iter().chain(&released).copied().collect();
+    all.sort();
+    assert_eq!(all, vec![0, 1, 2, 3], "each partition owned once");
 }
