@@ -6,6 +6,7 @@
 
 mod assignors;
 mod commit;
+mod consumer_groups;
 mod controller;
 mod dataplane;
 mod memory;
@@ -71,6 +72,9 @@ enum Cmd {
     Security,
     /// The consumer protocol's server-side assignors (KIP-848).
     Assignors,
+    /// KIP-848 consumer groups in the coordinator: convergence and steady
+    /// heartbeats.
+    ConsumerGroups,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -199,6 +203,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Txn, "txn", txn::run(&env));
     bench!(Cmd::Security, "security", security::run(&env));
     bench!(Cmd::Assignors, "assignors", assignors::run(&env));
+    bench!(
+        Cmd::ConsumerGroups,
+        "consumer-groups",
+        consumer_groups::run(&env)
+    );
 
     let (pass, fail, info) = report::summary();
     println!(
