@@ -130,6 +130,8 @@ impl GroupCoordinator {
         for id in group_ids {
             let error = if group_id_too_long(&id) {
                 code::INVALID_GROUP_ID
+            } else if let Some(error) = self.start_consumer_group_delete(&id) {
+                error
             } else {
                 match self.groups.get_mut(&id) {
                     None => code::GROUP_ID_NOT_FOUND,
@@ -184,6 +186,7 @@ impl GroupCoordinator {
             return Vec::new();
         };
         for id in &p.group_ids {
+            self.finish_consumer_group_delete(id, true);
             if self.groups.get(id).is_some_and(|g| g.is(GroupState::Dead)) {
                 self.groups.remove(id);
                 self.offsets.remove(id);
@@ -209,6 +212,7 @@ impl GroupCoordinator {
         };
         let e = append_error_to_response_error(error_code);
         for id in &p.group_ids {
+            self.finish_consumer_group_delete(id, false);
             if let Some(g) = self.groups.get_mut(id) {
                 if g.is(GroupState::Dead) {
                     g.force_state(GroupState::Empty, now_ms);

@@ -10,7 +10,7 @@
 //! lost. A write that fails drops the group from memory: its log, which
 //! never got the change, is the truth the next request reads back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
 use super::{code, Effect, GroupCoordinator, RequestToken, Response, TimerKey};
@@ -59,6 +59,9 @@ pub(crate) struct ConsumerGroups {
     pending: HashMap<String, VecDeque<Pending>>,
     next_write: u64,
     pub(crate) assignors: Assignors,
+    /// Empty groups whose deletion (DeleteGroups) is being made durable:
+    /// nothing joins or commits meanwhile.
+    pub(crate) deleting: HashSet<String>,
 }
 
 impl GroupCoordinator {
@@ -105,6 +108,15 @@ impl GroupCoordinator {
         now_ms: u64,
     ) -> Vec<Effect> {
         let group_id = request.group_id.clone();
+        if self.consumer.deleting.contains(&group_id) {
+            return vec![heartbeat_answer(
+                token,
+                Err(HeartbeatError {
+                    code: code::COORDINATOR_LOAD_IN_PROGRESS,
+                    message: format!("Group {group_id} is being deleted."),
+                }),
+            )];
+        }
         if let Some(classic) = self.groups.get(&group_id) {
             if classic.num_members() > 0 {
                 return vec![heartbeat_answer(
@@ -216,6 +228,32 @@ impl GroupCoordinator {
         fx.extend(self.write_consumer_change(&group_id, records, None));
     }
 
+    /// DeleteGroups of a consumer group: only an Empty one (Apache's
+    /// `validateDeleteGroup`); it stays, refusing joins and commits, until
+    /// its log is gone.
+    pub(crate) fn start_consumer_group_delete(&mut self, group_id: &str) -> Option<i16> {
+        let group = self.consumer.groups.get(group_id)?;
+        Some(if self.consumer.deleting.contains(group_id) {
+            code::GROUP_ID_NOT_FOUND
+        } else if group.members().is_empty() {
+            self.consumer.deleting.insert(group_id.to_string());
+            code::NONE
+        } else {
+            code::NON_EMPTY_GROUP
+        })
+    }
+
+    /// A consumer group's deletion is durable (`done`) or failed.
+    pub(crate) fn finish_consumer_group_delete(&mut self, group_id: &str, done: bool) {
+        if self.consumer.deleting.remove(group_id) && done {
+            self.consumer.groups.remove(group_id);
+            self.consumer.pending.remove(group_id);
+            self.offsets.remove(group_id);
+            self.timers.cancel_group(group_id);
+            tracing::info!(group = %group_id, "consumer group deleted");
+        }
+    }
+
     /// Forgets a consumer group held in memory; answers waiting for its
     /// writes get NOT_COORDINATOR. Whether there was one.
     pub(crate) fn unload_consumer_group(&mut self, group_id: &str, fx: &mut Vec<Effect>) -> bool {
@@ -233,6 +271,7 @@ impl GroupCoordinator {
         self.consumer
             .rebalance_epochs
             .retain(|(g, _), _| g != group_id);
+        self.consumer.deleting.remove(group_id);
         self.consumer.groups.remove(group_id).is_some()
     }
 

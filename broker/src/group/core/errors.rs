@@ -39,6 +39,7 @@ pub mod code {
     pub const FENCED_MEMBER_EPOCH: i16 = E::FencedMemberEpoch.code();
     pub const UNRELEASED_INSTANCE_ID: i16 = E::UnreleasedInstanceId.code();
     pub const STALE_MEMBER_EPOCH: i16 = E::StaleMemberEpoch.code();
+    pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = E::CoordinatorLoadInProgress.code();
 }
 
 /// Apache's `appendGroupMetadataErrorToResponseError`: a failed write of group

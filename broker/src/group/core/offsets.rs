@@ -201,6 +201,10 @@ impl GroupCoordinator {
             code::ILLEGAL_GENERATION
         };
         let validation = match self.consumer.groups.get(&req.group_id) {
+            // Being deleted, as a Dead classic group.
+            Some(_) if self.consumer.deleting.contains(&req.group_id) => {
+                Err(code::COORDINATOR_NOT_AVAILABLE)
+            }
             Some(g) => validate_consumer_commit(
                 g,
                 &req.member_id,

@@ -3,7 +3,11 @@
 use super::*;
 
 impl Shell {
-    fn delete_groups(&mut self, ids: &[&str], outcome: Option<i16>) -> Vec<(String, i16)> {
+    pub(super) fn delete_groups(
+        &mut self,
+        ids: &[&str],
+        outcome: Option<i16>,
+    ) -> Vec<(String, i16)> {
         let t = self.token();
         let fx = self
             .c

@@ -308,3 +308,44 @@ fn list_groups_shows_consumer_groups_by_type_and_state() {
     assert!(listed(&["consumer"], &["Empty"]).is_empty());
     assert!(listed(&["classic"], &[]).is_empty());
 }
+
+/// Apache's `testConsumerGroupDelete`-like flow: only an empty consumer
+/// group is deleted; while its log is being removed nothing joins or
+/// commits; then a new member starts a new group.
+#[test]
+fn only_an_empty_consumer_group_is_deleted() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(
+        s.delete_groups(&["g"], None),
+        vec![("g".to_string(), code::NON_EMPTY_GROUP)]
+    );
+    s.sleep(s.c.config().consumer.session_timeout_ms as u64);
+    s.finish_consumer_write(Ok(()));
+    assert!(s.c.consumer_group("g").unwrap().members().is_empty());
+
+    let t = s.token();
+    let fx = s.c.delete_groups(t, vec!["g".into()], s.now);
+    s.apply(fx);
+    assert_eq!(
+        s.group_delete_plans.len(),
+        1,
+        "the log's removal is planned"
+    );
+    // Meanwhile: no join, no commit.
+    let join_t = s.consumer_heartbeat(join("m2"));
+    assert_eq!(
+        s.consumer_answer(join_t).unwrap().unwrap_err().code,
+        code::COORDINATOR_LOAD_IN_PROGRESS
+    );
+    assert_eq!(s.member_commit("", -1, 9), code::COORDINATOR_NOT_AVAILABLE);
+    s.group_delete_plans.clear();
+    let fx = s.c.complete_delete_groups(t, s.now);
+    s.apply(fx);
+    assert!(!s.c.is_resident("g"));
+    assert_eq!(s.c.committed_offset("g", "foo", 0), None);
+    // A new group under the same id starts at epoch 1.
+    let t = s.consumer_heartbeat(join("m3"));
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 1);
+}
