@@ -242,6 +242,17 @@ pub struct Tuning {
     /// group.max.size: members per group [default: 2147483647].
     #[arg(long, env = "KAAS_GROUP_MAX_SIZE")]
     pub group_max_size: Option<usize>,
+    /// group.consumer.session.timeout.ms: a KIP-848 member not heard from
+    /// this long is fenced [default: 45000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_SESSION_TIMEOUT_MS")]
+    pub group_consumer_session_timeout_ms: Option<i32>,
+    /// group.consumer.heartbeat.interval.ms: how often KIP-848 members are
+    /// told to heartbeat [default: 5000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS")]
+    pub group_consumer_heartbeat_interval_ms: Option<i32>,
+    /// group.consumer.max.size: members per KIP-848 group [default: 2147483647].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SIZE")]
+    pub group_consumer_max_size: Option<usize>,
     /// offsets.retention.minutes [default: 10080]
     #[arg(long, env = "KAAS_OFFSETS_RETENTION_MINUTES")]
     pub offsets_retention_minutes: Option<u64>,
@@ -318,6 +329,9 @@ impl Tuning {
             group_min_session_timeout_ms: self.group_min_session_timeout_ms,
             group_max_session_timeout_ms: self.group_max_session_timeout_ms,
             group_max_size: self.group_max_size,
+            group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
+            group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
+            group_consumer_max_size: self.group_consumer_max_size,
             offsets_retention_minutes: self.offsets_retention_minutes,
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,

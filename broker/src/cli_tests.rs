@@ -53,6 +53,12 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "60000",
         "--group-max-size",
         "50",
+        "--group-consumer-session-timeout-ms",
+        "20000",
+        "--group-consumer-heartbeat-interval-ms",
+        "1000",
+        "--group-consumer-max-size",
+        "40",
         "--offsets-retention-minutes",
         "60",
         "--max-connections",
@@ -98,6 +104,9 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          group.min.session.timeout.ms=1000\n\
          group.max.session.timeout.ms=60000\n\
          group.max.size=50\n\
+         group.consumer.session.timeout.ms=20000\n\
+         group.consumer.heartbeat.interval.ms=1000\n\
+         group.consumer.max.size=40\n\
          offsets.retention.minutes : 60\n\
          max.connections=500\n\
          max.connections.per.ip=20\n\
@@ -115,6 +124,16 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          kaas.http.listen=127.0.0.1:18080\n",
     );
     let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    let consumer = &flags.config.groups.core.consumer;
+    assert_eq!(
+        (
+            consumer.session_timeout_ms,
+            consumer.heartbeat_interval_ms,
+            consumer.max_size
+        ),
+        (20_000, 1_000, 40),
+        "the KIP-848 group settings took"
+    );
     let t = &flags.config.transactions;
     assert_eq!(
         (

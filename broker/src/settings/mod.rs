@@ -83,6 +83,9 @@ pub struct Settings {
     pub group_min_session_timeout_ms: Option<i32>,
     pub group_max_session_timeout_ms: Option<i32>,
     pub group_max_size: Option<usize>,
+    pub group_consumer_session_timeout_ms: Option<i32>,
+    pub group_consumer_heartbeat_interval_ms: Option<i32>,
+    pub group_consumer_max_size: Option<usize>,
     pub offsets_retention_minutes: Option<u64>,
     pub group_idle_unload_ms: Option<u64>,
     pub max_loaded_groups: Option<usize>,
@@ -466,6 +469,15 @@ impl Settings {
                     s.group_max_session_timeout_ms = Some(at_least(key, value, 0)?)
                 }
                 "group.max.size" => s.group_max_size = Some(at_least(key, value, 1)?),
+                "group.consumer.session.timeout.ms" => {
+                    s.group_consumer_session_timeout_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.heartbeat.interval.ms" => {
+                    s.group_consumer_heartbeat_interval_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.max.size" => {
+                    s.group_consumer_max_size = Some(at_least(key, value, 1)?)
+                }
                 "offsets.retention.minutes" => {
                     s.offsets_retention_minutes = Some(at_least(key, value, 1)?)
                 }
@@ -562,6 +574,15 @@ impl Settings {
                 .group_max_session_timeout_ms
                 .or(lower.group_max_session_timeout_ms),
             group_max_size: self.group_max_size.or(lower.group_max_size),
+            group_consumer_session_timeout_ms: self
+                .group_consumer_session_timeout_ms
+                .or(lower.group_consumer_session_timeout_ms),
+            group_consumer_heartbeat_interval_ms: self
+                .group_consumer_heartbeat_interval_ms
+                .or(lower.group_consumer_heartbeat_interval_ms),
+            group_consumer_max_size: self
+                .group_consumer_max_size
+                .or(lower.group_consumer_max_size),
             offsets_retention_minutes: self
                 .offsets_retention_minutes
                 .or(lower.offsets_retention_minutes),
@@ -624,6 +645,15 @@ impl Settings {
         }
         if let Some(v) = self.group_max_size {
             g.core.max_group_size = v;
+        }
+        if let Some(v) = self.group_consumer_session_timeout_ms {
+            g.core.consumer.session_timeout_ms = v;
+        }
+        if let Some(v) = self.group_consumer_heartbeat_interval_ms {
+            g.core.consumer.heartbeat_interval_ms = v;
+        }
+        if let Some(v) = self.group_consumer_max_size {
+            g.core.consumer.max_size = v;
         }
         if let Some(v) = self.offsets_retention_minutes {
             g.core.offsets_retention_ms = v * 60 * 1000;
