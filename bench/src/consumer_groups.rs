@@ -22,7 +22,7 @@ use kaas_broker::group::consumer::records::TopicMetadata;
 use kaas_broker::group::core::{Effect, GroupCoordinator, GroupCoordinatorConfig, Response};
 use uuid::Uuid;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::consumer_group_heartbeat_request;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::{
@@ -32,6 +32,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::report::{emit, median, note, section, Figure, Target};
+use crate::routing::{batches, BATCH};
 use crate::sys::own_cpu;
 use crate::wire::{self, ChildServer, RawConn};
 use crate::Env;
@@ -194,7 +195,6 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
 }
 
 const WIRE_MEMBERS: usize = 100;
-const BATCH: usize = 64;
 
 async fn over_the_wire(env: &Env) -> anyhow::Result<()> {
     let rounds = if env.quick { 1 } else { 3 };
@@ -313,19 +313,4 @@ async fn over_the_wire(env: &Env) -> anyhow::Result<()> {
     );
     note("per core = requests / CPU-seconds of the broker process during the window");
     Ok(())
-}
-
-/// Frames concatenated into batches of `BATCH`, cycling through them.
-fn batches(frames: &[Bytes]) -> Vec<Bytes> {
-    let mut out = Vec::new();
-    let mut k = 0;
-    for _ in 0..16 {
-        let mut b = BytesMut::new();
-        for _ in 0..BATCH {
-            b.extend_from_slice(&frames[k % frames.len()]);
-            k += 1;
-        }
-        out.push(b.freeze());
-    }
-    out
 }

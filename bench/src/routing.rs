@@ -26,7 +26,7 @@ const GROUPS: usize = 1000;
 const FETCH_GROUPS: usize = 100;
 const PARTITIONS: i32 = 10;
 const TOPIC: &str = "bench-route";
-const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 const CONNS: usize = 100;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -269,7 +269,7 @@ fn group(i: usize) -> String {
 }
 
 /// Concatenates frames into batches of `BATCH`, cycling through them.
-fn batches(frames: &[Bytes]) -> Vec<Bytes> {
+pub(crate) fn batches(frames: &[Bytes]) -> Vec<Bytes> {
     let mut out = Vec::new();
     let mut k = 0;
     for _ in 0..16 {

@@ -211,17 +211,11 @@ impl ConsumerGroup {
         records.push(ConsumerGroupRecord::TargetEpoch {
             assignment_epoch: self.target_assignment_epoch,
         });
-        records.extend(self.members.values().map(|m| {
-            let a = &m.assignment;
-            ConsumerGroupRecord::CurrentAssignment {
-                member_id: m.member_id.clone(),
-                state: a.state.value(),
-                member_epoch: a.member_epoch,
-                previous_member_epoch: a.previous_member_epoch,
-                assigned: a.assigned.clone(),
-                pending_revocation: a.pending_revocation.clone(),
-            }
-        }));
+        records.extend(
+            self.members
+                .values()
+                .map(|m| ConsumerGroupRecord::current_assignment(&m.member_id, &m.assignment)),
+        );
         records
     }
 

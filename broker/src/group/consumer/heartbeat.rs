@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::group::{ConsumerGroup, LEAVE_GROUP_MEMBER_EPOCH};
 use super::member::ConsumerGroupMember;
-use super::reconcile::{reconcile, MemberState};
+use super::reconcile::{reconcile, MemberAssignmentState, MemberState};
 use super::records::{ConsumerGroupRecord, TopicMetadata};
 use super::target::TargetAssignmentBuilder;
 use crate::group::assignor::{MemberAssignment, PartitionAssignor};
@@ -361,14 +361,7 @@ fn join_or_heartbeat(
         if next != updated.assignment {
             updated.assignment = next;
             let a = &updated.assignment;
-            records.push(ConsumerGroupRecord::CurrentAssignment {
-                member_id: member_id.clone(),
-                state: a.state.value(),
-                member_epoch: a.member_epoch,
-                previous_member_epoch: a.previous_member_epoch,
-                assigned: a.assigned.clone(),
-                pending_revocation: a.pending_revocation.clone(),
-            });
+            records.push(ConsumerGroupRecord::current_assignment(&member_id, a));
             timers.push(if a.state == MemberState::UnrevokedPartitions {
                 TimerOp::ScheduleRebalance {
                     member_id: member_id.clone(),
@@ -469,15 +462,10 @@ fn static_member(
                 .cloned()
                 .unwrap_or_default(),
         });
-        let a = &replacement.assignment;
-        records.push(ConsumerGroupRecord::CurrentAssignment {
-            member_id: member_id.to_string(),
-            state: a.state.value(),
-            member_epoch: a.member_epoch,
-            previous_member_epoch: a.previous_member_epoch,
-            assigned: a.assigned.clone(),
-            pending_revocation: a.pending_revocation.clone(),
-        });
+        records.push(ConsumerGroupRecord::current_assignment(
+            member_id,
+            &replacement.assignment,
+        ));
         return Ok(replacement);
     }
     let existing = existing.ok_or_else(|| {
@@ -690,16 +678,16 @@ fn leave(
             if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
                 // The static member keeps its place (and partitions) for
                 // its next incarnation; its session timer still runs.
-                let a = &member.assignment;
+                let leaving = MemberAssignmentState {
+                    member_epoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    pending_revocation: MemberAssignment::new(),
+                    ..member.assignment.clone()
+                };
                 return Ok(HeartbeatResult {
-                    records: vec![ConsumerGroupRecord::CurrentAssignment {
-                        member_id: member.member_id.clone(),
-                        state: a.state.value(),
-                        member_epoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                        previous_member_epoch: a.previous_member_epoch,
-                        assigned: a.assigned.clone(),
-                        pending_revocation: MemberAssignment::new(),
-                    }],
+                    records: vec![ConsumerGroupRecord::current_assignment(
+                        &member.member_id,
+                        &leaving,
+                    )],
                     response: HeartbeatResponse {
                         member_id: member.member_id.clone(),
                         member_epoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,

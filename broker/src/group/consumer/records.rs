@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::member::MemberSubscriptionMetadata;
+use super::reconcile::MemberAssignmentState;
 use crate::group::assignor::MemberAssignment;
 
 /// A subscribed topic as the group last saw it (Apache's `TopicMetadata`
@@ -74,6 +75,20 @@ pub enum ConsumerGroupRecord {
     CurrentAssignmentTombstone {
         member_id: String,
     },
+}
+
+impl ConsumerGroupRecord {
+    /// The `CurrentAssignment` record of a member in state `a`.
+    pub fn current_assignment(member_id: &str, a: &MemberAssignmentState) -> ConsumerGroupRecord {
+        ConsumerGroupRecord::CurrentAssignment {
+            member_id: member_id.to_string(),
+            state: a.state.value(),
+            member_epoch: a.member_epoch,
+            previous_member_epoch: a.previous_member_epoch,
+            assigned: a.assigned.clone(),
+            pending_revocation: a.pending_revocation.clone(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -121,15 +121,7 @@ impl Context {
 }
 
 fn current_assignment(m: &ConsumerGroupMember) -> ConsumerGroupRecord {
-    let a = &m.assignment;
-    ConsumerGroupRecord::CurrentAssignment {
-        member_id: m.member_id.clone(),
-        state: a.state.value(),
-        member_epoch: a.member_epoch,
-        previous_member_epoch: a.previous_member_epoch,
-        assigned: a.assigned.clone(),
-        pending_revocation: a.pending_revocation.clone(),
-    }
+    ConsumerGroupRecord::current_assignment(&m.member_id, &m.assignment)
 }
 
 /// A stable member as Apache's tests build them.
