@@ -747,6 +747,10 @@ impl GroupManager {
                 st.core
                     .group(g)
                     .is_none_or(|grp| grp.state() == GroupState::Empty)
+                    && st
+                        .core
+                        .consumer_group(g)
+                        .is_none_or(|c| c.members().is_empty())
             })
             .collect();
         if idle.is_empty() {
@@ -885,6 +889,46 @@ mod tests {
         })
         .await
         .expect("the commit applies once durable, though its client left");
+    }
+
+    #[tokio::test]
+    async fn a_consumer_group_with_members_is_not_unloaded_as_idle() {
+        use crate::group::consumer::heartbeat::HeartbeatRequest;
+        use crate::group::consumer::records::TopicMetadata;
+        let store = Arc::new(MemoryStore::new());
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let (m, _routing) = manager(store.clone(), clock.clone());
+        let topics: std::collections::BTreeMap<String, TopicMetadata> = [(
+            "t".to_string(),
+            TopicMetadata {
+                id: uuid::Uuid::from_u128(1),
+                name: "t".into(),
+                num_partitions: 2,
+            },
+        )]
+        .into();
+        let joined = m
+            .request(ConsumerHeartbeat {
+                request: HeartbeatRequest {
+                    group_id: "kip".into(),
+                    member_id: "m".into(),
+                    rebalance_timeout_ms: 30_000,
+                    subscribed_topic_names: Some(vec!["t".into()]),
+                    owned: Some(Default::default()),
+                    ..Default::default()
+                },
+                topics: Box::new(topics),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(joined.member_epoch, 1);
+        // Idle past the limit (no timer loop runs here, so no session
+        // expiry either): a group with a member stays.
+        clock.advance(61_000);
+        m.unload_idle_groups();
+        assert!(m.read(|c| c.is_resident("kip")), "a member: kept");
+        assert!(store.stored("kip").unwrap().consumer.is_some());
     }
 
     #[tokio::test]
