@@ -804,8 +804,29 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
         .await
         .contains("username=\"alice\""));
 
-    // Every broker knows alice within the refresh delay: produce to orders,
-    // consume it in orders-app and commit; secrets is refused.
+    // Every broker knows alice within the refresh delay (each follows the
+    // SCRAM users on the volume): wait until she logs in to each one.
+    let alice_login = kaas_client::Security::sasl(&kaas_client::SaslCredentials {
+        mechanism: "SCRAM-SHA-512".into(),
+        user: "alice".into(),
+        password: password.clone(),
+    });
+    for b in &brokers {
+        let deadline = std::time::Instant::now() + WAIT;
+        while kaas_client::KafkaClient::connect_as(&b.addr, WAIT, &alice_login)
+            .await
+            .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "alice cannot log in to {}",
+                b.addr
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // Then: produce to orders, consume it in orders-app and commit;
+    // secrets is refused.
     let config = sasl_client(&bootstrap, "alice", &password);
     tokio::task::spawn_blocking(move || {
         let producer: ThreadedProducer<DefaultProducerContext> = config
