@@ -40,21 +40,22 @@ pub async fn handle(
             continue;
         }
         let found = manager.read(|core| match core.consumer_group(&id) {
-            Some(g) => Ok(g.clone()),
+            // With the default assignor (`group.consumer.assignors`' first).
+            Some(g) => Ok((g.clone(), core.consumer_assignor_names()[0])),
             None if core.group(&id).is_some() => {
                 Err(format!("Group {id} is not a consumer group."))
             }
             None => Err(format!("Group {id} not found.")),
         });
-        let g = match found {
-            Ok(g) => g,
+        let (g, default_assignor) = match found {
+            Ok(found) => found,
             Err(message) => {
                 out.groups
                     .push(error(group, Err::GroupIdNotFound.code(), Some(message)));
                 continue;
             }
         };
-        let mut described = describe(ctx, group, &g);
+        let mut described = describe(ctx, group, &g, default_assignor);
         if req.include_authorized_operations {
             described.authorized_operations =
                 ctx.authorized_operations(ResourceType::Group, &id, &GROUP_OPERATIONS);
@@ -71,16 +72,12 @@ fn error(group: GroupId, code: i16, message: Option<String>) -> DescribedGroup {
         .with_error_message(message.map(str_bytes))
 }
 
-fn describe(ctx: &RequestContext, group: GroupId, g: &ConsumerGroup) -> DescribedGroup {
-    let default_assignor = ctx
-        .broker
-        .groups
-        .read(|core| {
-            core.consumer_assignor_names()
-                .first()
-                .map(|n| n.to_string())
-        })
-        .unwrap_or_default();
+fn describe(
+    ctx: &RequestContext,
+    group: GroupId,
+    g: &ConsumerGroup,
+    default_assignor: &str,
+) -> DescribedGroup {
     let empty = MemberAssignment::new();
     DescribedGroup::default()
         .with_group_id(group)
@@ -89,8 +86,8 @@ fn describe(ctx: &RequestContext, group: GroupId, g: &ConsumerGroup) -> Describe
         .with_assignment_epoch(g.target_assignment_epoch())
         .with_assignor_name(str_bytes(
             g.preferred_server_assignor()
-                .map(str::to_string)
-                .unwrap_or(default_assignor),
+                .unwrap_or(default_assignor)
+                .to_string(),
         ))
         .with_members(
             g.members()
