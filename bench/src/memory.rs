@@ -23,6 +23,12 @@ use kaas_shared::{Assignment, BrokerInfo, Routing};
 use tokio::sync::watch;
 
 use crate::report::{emit, note, section, Figure, Target};
+
+/// A classic group reads no topics.
+static NO_TOPICS: std::collections::BTreeMap<
+    String,
+    kaas_broker::group::consumer::records::TopicMetadata,
+> = std::collections::BTreeMap::new();
 use crate::sys::live_heap_bytes;
 use crate::Env;
 
@@ -246,8 +252,10 @@ async fn form_group(m: &Arc<GroupManager>, group: &str, n: usize) -> anyhow::Res
         let m = m.clone();
         let g = group.to_string();
         joins.push(tokio::spawn(async move {
-            m.call(&g, |core, token, now| core.join_group(token, req, now))
-                .await
+            m.call(&g, |core, token, now| {
+                core.join_group(token, req, &NO_TOPICS, now)
+            })
+            .await
         }));
     }
     // Every join parked: fire the (zero) initial delay until the join completes.

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cluster::assignment_file;
 use crate::cluster::controller::{parse_brokers, ControllerConfig};
+use crate::group::consumer::heartbeat::MigrationPolicy;
 use crate::net::listener::{protocol_name, ListenerConfig};
 use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::settings::security::{SecuritySettings, ADMIN};
@@ -253,6 +254,11 @@ pub struct Tuning {
     /// group.consumer.max.size: members per KIP-848 group [default: 2147483647].
     #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SIZE")]
     pub group_consumer_max_size: Option<usize>,
+    /// group.consumer.migration.policy: which online conversions between
+    /// classic and consumer groups happen: disabled, upgrade, downgrade or
+    /// bidirectional [default: bidirectional].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIGRATION_POLICY")]
+    pub group_consumer_migration_policy: Option<MigrationPolicy>,
     /// offsets.retention.minutes [default: 10080]
     #[arg(long, env = "KAAS_OFFSETS_RETENTION_MINUTES")]
     pub offsets_retention_minutes: Option<u64>,
@@ -332,6 +338,7 @@ impl Tuning {
             group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
             group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
             group_consumer_max_size: self.group_consumer_max_size,
+            group_consumer_migration_policy: self.group_consumer_migration_policy,
             offsets_retention_minutes: self.offsets_retention_minutes,
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,

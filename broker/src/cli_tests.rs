@@ -59,6 +59,8 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "1000",
         "--group-consumer-max-size",
         "40",
+        "--group-consumer-migration-policy",
+        "upgrade",
         "--offsets-retention-minutes",
         "60",
         "--max-connections",
@@ -107,6 +109,7 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          group.consumer.session.timeout.ms=20000\n\
          group.consumer.heartbeat.interval.ms=1000\n\
          group.consumer.max.size=40\n\
+         group.consumer.migration.policy=UPGRADE\n\
          offsets.retention.minutes : 60\n\
          max.connections=500\n\
          max.connections.per.ip=20\n\
@@ -129,9 +132,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         (
             consumer.session_timeout_ms,
             consumer.heartbeat_interval_ms,
-            consumer.max_size
+            consumer.max_size,
+            consumer.migration_policy
         ),
-        (20_000, 1_000, 40),
+        (20_000, 1_000, 40, MigrationPolicy::Upgrade),
         "the KIP-848 group settings took"
     );
     let t = &flags.config.transactions;

@@ -28,7 +28,11 @@ async fn run_on(program: &str, args: Vec<String>, sasl_admin_password: Option<&s
     let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
     config.base_port = 0;
     config.sasl_admin_password = sasl_admin_password.map(str::to_string);
-    config.tune = |b| b.groups.core.initial_rebalance_delay_ms = 200;
+    config.tune = |b| {
+        b.groups.core.initial_rebalance_delay_ms = 200;
+        // KIP-848 members heartbeat every second (5 s by default).
+        b.groups.core.consumer.heartbeat_interval_ms = 1_000;
+    };
     let cluster = LocalCluster::start(config).await.unwrap();
     let mut args = args;
     args.push(cluster.bootstrap());
@@ -50,6 +54,14 @@ async fn kafka_python_group_and_admin_flows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_consumer_protocol_group() {
     run_script("python3", "python/consumer_protocol.py").await;
+}
+
+/// Online migration: a rolling restart of 3 confluent-kafka consumers from
+/// `group.protocol=classic` to `consumer` and back converts the group both
+/// ways, with a ledger: no partition owned twice, no committed offset lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_rolls_a_group_from_classic_to_consumer_and_back() {
+    run_script("python3", "python/migration.py").await;
 }
 
 /// The same with the Java client 3.9.1.

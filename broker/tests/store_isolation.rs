@@ -2,6 +2,7 @@
 //! in the store (as a stuck lock or a stuck write on a network volume
 //! holds it): the other groups of the broker are served meanwhile.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -9,11 +10,12 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kaas_broker::group::consumer::records::TopicMetadata;
 use kaas_broker::group::core::{
     GroupCoordinatorConfig, HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, Protocol,
     SyncGroupRequest,
 };
-use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
+use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, Join, ManualClock};
 use kaas_broker::storage::group_log::{GroupLogOptions, GroupLogStore, LogIo};
 use kaas_shared::{Assignment, BrokerInfo, Routing};
 
@@ -79,18 +81,21 @@ async fn a_held_write_of_one_group_does_not_delay_other_groups() {
         let r = m.request(commit("fast", "t")).await.unwrap();
         assert_eq!(r.topics[0].partitions[0].error_code, 0);
         let joined = m
-            .request(JoinGroupRequest {
-                group_id: "fast".into(),
-                session_timeout_ms: 10_000,
-                rebalance_timeout_ms: 10_000,
-                member_id: String::new(),
-                group_instance_id: None,
-                protocol_type: "consumer".into(),
-                protocols: vec![Protocol::new("range", bytes::Bytes::new())],
-                reason: None,
-                api_version: 3,
-                client_id: "c".into(),
-                client_host: "/127.0.0.1".into(),
+            .request(Join {
+                request: JoinGroupRequest {
+                    group_id: "fast".into(),
+                    session_timeout_ms: 10_000,
+                    rebalance_timeout_ms: 10_000,
+                    member_id: String::new(),
+                    group_instance_id: None,
+                    protocol_type: "consumer".into(),
+                    protocols: vec![Protocol::new("range", bytes::Bytes::new())],
+                    reason: None,
+                    api_version: 3,
+                    client_id: "c".into(),
+                    client_host: "/127.0.0.1".into(),
+                },
+                topics: Box::new(BTreeMap::<String, TopicMetadata>::new()),
             })
             .await
             .unwrap();

@@ -47,7 +47,7 @@ pub async fn handle(
     };
     let answer = async {
         ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
-        let topics = Topics(ctx.broker.storage.topics.all());
+        let topics = TopicsNow::read(ctx);
         ctx.broker
             .groups
             .request(ConsumerHeartbeat {
@@ -89,9 +89,16 @@ fn assignment(partitions: MemberAssignment) -> Assignment {
 }
 
 /// The topics that exist, as the registry listed them (sorted by name).
-struct Topics(Vec<std::sync::Arc<TopicMeta>>);
+/// The topics that exist, read once per request.
+pub(super) struct TopicsNow(Vec<std::sync::Arc<TopicMeta>>);
 
-impl TopicsView for Topics {
+impl TopicsNow {
+    pub(super) fn read(ctx: &RequestContext) -> TopicsNow {
+        TopicsNow(ctx.broker.storage.topics.all())
+    }
+}
+
+impl TopicsView for TopicsNow {
     fn topic(&self, name: &str) -> Option<TopicMetadata> {
         let i = self
             .0

@@ -4,9 +4,11 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use tracing::info;
 
+use super::consumer_group_heartbeat::TopicsNow;
 use super::{client_host, group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
 use crate::auth::{Operation::Read, ResourceType::Group};
 use crate::group::core::{self, Protocol};
+use crate::group::manager::Join;
 
 pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupResponse {
     let v = ctx.api_version;
@@ -38,7 +40,14 @@ pub async fn handle(ctx: &RequestContext, req: JoinGroupRequest) -> JoinGroupRes
     };
     let answer = async {
         ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
-        ctx.broker.groups.request(request).await
+        let topics = TopicsNow::read(ctx);
+        ctx.broker
+            .groups
+            .request(Join {
+                request,
+                topics: Box::new(topics),
+            })
+            .await
     };
     match answer.await {
         Ok(r) => encode(v, r),

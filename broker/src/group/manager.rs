@@ -222,8 +222,34 @@ impl CoordinatorCall for ConsumerHeartbeat {
     }
 }
 
+/// A JoinGroup with the topics that exist (a consumer group with classic
+/// members reads them; read before the manager's lock).
+pub struct Join {
+    pub request: super::core::JoinGroupRequest,
+    pub topics: Box<dyn super::consumer::heartbeat::TopicsView + Send>,
+}
+
+impl CoordinatorCall for Join {
+    type Answer = super::core::JoinGroupResponse;
+    const NAME: &'static str = "join_group";
+
+    fn group_id(&self) -> &str {
+        &self.request.group_id
+    }
+
+    fn submit(self, core: &mut GroupCoordinator, token: RequestToken, now: u64) -> Vec<Effect> {
+        core.join_group(token, self.request, self.topics.as_ref(), now)
+    }
+
+    fn answer(response: Response) -> Option<Self::Answer> {
+        match response {
+            Response::Join(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 coordinator_calls! {
-    JoinGroupRequest => join_group, Join(JoinGroupResponse);
     SyncGroupRequest => sync_group, Sync(SyncGroupResponse);
     HeartbeatRequest => heartbeat, Heartbeat(HeartbeatResponse);
     LeaveGroupRequest => leave_group, Leave(LeaveGroupResponse);
@@ -614,8 +640,14 @@ impl GroupManager {
                     group_id,
                     records,
                     write,
+                    conversion,
                 } => {
-                    let durable = self.store.write_consumer_records(&group_id, &records);
+                    let durable = match conversion {
+                        None => self.store.write_consumer_records(&group_id, &records),
+                        Some(conversion) => {
+                            self.store.convert_group(&group_id, &conversion, &records)
+                        }
+                    };
                     let group = group_id.clone();
                     tokio::spawn(self.report_on_durable(
                         durable,

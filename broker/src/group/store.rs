@@ -11,7 +11,9 @@ use parking_lot::Mutex;
 
 use super::consumer::group::{replay_change, ConsumerGroup};
 use super::consumer::records::ConsumerGroupRecord;
-use super::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata, StoredTxnOffsets};
+use super::core::{
+    CommittedOffsets, Conversion, GroupMetadataRecord, OffsetAndMetadata, StoredTxnOffsets,
+};
 pub use crate::store::{Durable, StoreError};
 
 /// What a group's log holds when it is loaded.
@@ -53,6 +55,14 @@ pub trait GroupStore: Send + Sync + 'static {
     /// One change of the group's consumer group state, its records in
     /// order, durable all together or not at all.
     fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable;
+    /// An online migration: the consumer group's records and the classic
+    /// metadata's change, durable together or not at all.
+    fn convert_group(
+        &self,
+        group_id: &str,
+        conversion: &Conversion,
+        records: &[ConsumerGroupRecord],
+    ) -> Durable;
     fn delete_group(&self, group_id: &str) -> Durable;
     /// Ids of every group with a log (blocking I/O).
     fn list_groups(&self) -> io::Result<Vec<String>>;
@@ -226,6 +236,22 @@ impl GroupStore for MemoryStore {
     fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable {
         self.write(group_id, |groups| {
             let stored = groups.entry(group_id.to_string()).or_default();
+            replay_change(&mut stored.consumer, group_id, records);
+        })
+    }
+
+    fn convert_group(
+        &self,
+        group_id: &str,
+        conversion: &Conversion,
+        records: &[ConsumerGroupRecord],
+    ) -> Durable {
+        self.write(group_id, |groups| {
+            let stored = groups.entry(group_id.to_string()).or_default();
+            stored.metadata = match conversion {
+                Conversion::FromClassic => None,
+                Conversion::ToClassic(record) => Some(record.clone()),
+            };
             replay_change(&mut stored.consumer, group_id, records);
         })
     }

@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 pub mod security;
 
+use crate::group::consumer::heartbeat::MigrationPolicy;
 use crate::net::listener::ListenerConfig;
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
@@ -86,6 +87,7 @@ pub struct Settings {
     pub group_consumer_session_timeout_ms: Option<i32>,
     pub group_consumer_heartbeat_interval_ms: Option<i32>,
     pub group_consumer_max_size: Option<usize>,
+    pub group_consumer_migration_policy: Option<MigrationPolicy>,
     pub offsets_retention_minutes: Option<u64>,
     pub group_idle_unload_ms: Option<u64>,
     pub max_loaded_groups: Option<usize>,
@@ -478,6 +480,10 @@ impl Settings {
                 "group.consumer.max.size" => {
                     s.group_consumer_max_size = Some(at_least(key, value, 1)?)
                 }
+                "group.consumer.migration.policy" => {
+                    s.group_consumer_migration_policy =
+                        Some(value.trim().parse().map_err(|e: String| refuse(key, e))?)
+                }
                 "offsets.retention.minutes" => {
                     s.offsets_retention_minutes = Some(at_least(key, value, 1)?)
                 }
@@ -583,6 +589,9 @@ impl Settings {
             group_consumer_max_size: self
                 .group_consumer_max_size
                 .or(lower.group_consumer_max_size),
+            group_consumer_migration_policy: self
+                .group_consumer_migration_policy
+                .or(lower.group_consumer_migration_policy),
             offsets_retention_minutes: self
                 .offsets_retention_minutes
                 .or(lower.offsets_retention_minutes),
@@ -654,6 +663,9 @@ impl Settings {
         }
         if let Some(v) = self.group_consumer_max_size {
             g.core.consumer.max_size = v;
+        }
+        if let Some(v) = self.group_consumer_migration_policy {
+            g.core.consumer.migration_policy = v;
         }
         if let Some(v) = self.offsets_retention_minutes {
             g.core.offsets_retention_ms = v * 60 * 1000;

@@ -31,6 +31,54 @@ pub struct ConsumerGroupConfig {
     pub heartbeat_interval_ms: i32,
     /// group.consumer.max.size
     pub max_size: usize,
+    /// group.consumer.migration.policy
+    pub migration_policy: MigrationPolicy,
+}
+
+/// `group.consumer.migration.policy`: which online conversions between
+/// classic and consumer groups happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    Disabled,
+    /// Classic to consumer only.
+    Upgrade,
+    /// Consumer to classic only.
+    Downgrade,
+    #[default]
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional
+        )
+    }
+
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Downgrade | MigrationPolicy::Bidirectional
+        )
+    }
+}
+
+impl std::str::FromStr for MigrationPolicy {
+    type Err = String;
+
+    /// Apache's values, case-insensitive.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "disabled" => Ok(MigrationPolicy::Disabled),
+            "upgrade" => Ok(MigrationPolicy::Upgrade),
+            "downgrade" => Ok(MigrationPolicy::Downgrade),
+            "bidirectional" => Ok(MigrationPolicy::Bidirectional),
+            other => Err(format!(
+                "unknown migration policy {other:?} (disabled, upgrade, downgrade or bidirectional)"
+            )),
+        }
+    }
 }
 
 impl Default for ConsumerGroupConfig {
@@ -39,6 +87,7 @@ impl Default for ConsumerGroupConfig {
             session_timeout_ms: 45_000,
             heartbeat_interval_ms: 5_000,
             max_size: i32::MAX as usize,
+            migration_policy: MigrationPolicy::default(),
         }
     }
 }
@@ -90,7 +139,7 @@ pub struct HeartbeatError {
     pub message: String,
 }
 
-fn error(code: i16, message: impl Into<String>) -> HeartbeatError {
+pub(super) fn error(code: i16, message: impl Into<String>) -> HeartbeatError {
     HeartbeatError {
         code,
         message: message.into(),
@@ -118,6 +167,45 @@ pub enum TimerOp {
     CancelRebalance {
         member_id: String,
     },
+    /// A classic member told to rejoin: fenced unless its JoinGroup comes
+    /// by then (kept if already armed).
+    ScheduleJoinIfAbsent {
+        member_id: String,
+        deadline_ms: u64,
+    },
+    CancelJoin {
+        member_id: String,
+    },
+    /// A classic member that joined: fenced unless its SyncGroup comes by
+    /// then.
+    ScheduleSync {
+        member_id: String,
+        deadline_ms: u64,
+    },
+    CancelSync {
+        member_id: String,
+    },
+}
+
+impl TimerOp {
+    /// Every timer of a member cancelled (it left or was fenced).
+    pub fn cancel_all(member_id: &str) -> Vec<TimerOp> {
+        let member_id = || member_id.to_string();
+        vec![
+            TimerOp::CancelSession {
+                member_id: member_id(),
+            },
+            TimerOp::CancelRebalance {
+                member_id: member_id(),
+            },
+            TimerOp::CancelJoin {
+                member_id: member_id(),
+            },
+            TimerOp::CancelSync {
+                member_id: member_id(),
+            },
+        ]
+    }
 }
 
 /// What a heartbeat leads to.
@@ -225,7 +313,7 @@ fn group_not_found(group_id: &str) -> HeartbeatError {
     )
 }
 
-fn unknown_member(group_id: &str, member_id: &str) -> HeartbeatError {
+pub(super) fn unknown_member(group_id: &str, member_id: &str) -> HeartbeatError {
     error(
         code::UNKNOWN_MEMBER_ID,
         format!("Member {member_id} is not a member of group {group_id}."),
@@ -292,89 +380,19 @@ fn join_or_heartbeat(
     }
     m.client_id = request.client_id.clone();
     m.client_host = request.client_host.clone();
+    // It speaks the consumer protocol now, whatever it spoke before.
+    m.classic = None;
 
-    let mut bump = false;
-    if updated.metadata != member.metadata {
-        records.push(ConsumerGroupRecord::Member {
-            member_id: member_id.clone(),
-            metadata: updated.metadata.clone(),
-        });
-        bump |= updated.metadata.subscribed_topic_names != member.metadata.subscribed_topic_names
-            || updated.metadata.subscribed_topic_regex != member.metadata.subscribed_topic_regex;
-    }
-    // The subscribed topics as they are now: a subscription changed, or a
-    // subscribed topic was created, deleted or grew.
-    let subscription_metadata =
-        subscription_metadata(group, Some(&member), Some(&updated), cx.topics);
-    if &subscription_metadata != group.subscription_metadata() {
-        bump = true;
-        records.push(ConsumerGroupRecord::SubscriptionMetadata {
-            topics: subscription_metadata.clone(),
-        });
-    }
-    let mut group_epoch = group.group_epoch();
-    if bump {
-        group_epoch += 1;
-        records.push(ConsumerGroupRecord::GroupEpoch { epoch: group_epoch });
-    }
-
-    // 2. A new target assignment when the group epoch is ahead of it.
-    let (target_epoch, target) = if group_epoch > group.target_assignment_epoch() {
-        let result = new_target_assignment(
-            group,
-            group_epoch,
-            &member,
-            &updated,
-            &subscription_metadata,
-            cx,
-        )?;
-        records.extend(result.records);
-        let mine = result.target.get(&member_id).cloned().unwrap_or_default();
-        (group_epoch, mine)
-    } else {
-        let owner = request
-            .instance_id
-            .as_deref()
-            .and_then(|i| group.static_member_id(i))
-            .unwrap_or(&member_id);
-        let mine = group
-            .target_assignment()
-            .get(owner)
-            .cloned()
-            .unwrap_or_default();
-        (group.target_assignment_epoch(), mine)
-    };
-
-    // 3. One step of reconciliation towards it.
     let mut timers = Vec::new();
-    if !updated.is_reconciled_to(target_epoch) {
-        let held =
-            |topic: Uuid, partition: i32| group.current_partition_epoch(topic, partition) != -1;
-        let next = reconcile(
-            &updated.assignment,
-            target_epoch,
-            &target,
-            held,
-            request.owned.as_ref(),
-        )
-        .map_err(|e| error(code::FENCED_MEMBER_EPOCH, e.to_string()))?;
-        if next != updated.assignment {
-            updated.assignment = next;
-            let a = &updated.assignment;
-            records.push(ConsumerGroupRecord::current_assignment(&member_id, a));
-            timers.push(if a.state == MemberState::UnrevokedPartitions {
-                TimerOp::ScheduleRebalance {
-                    member_id: member_id.clone(),
-                    member_epoch: a.member_epoch,
-                    deadline_ms: cx.now_ms + updated.metadata.rebalance_timeout_ms.max(0) as u64,
-                }
-            } else {
-                TimerOp::CancelRebalance {
-                    member_id: member_id.clone(),
-                }
-            });
-        }
-    }
+    let updated = update_and_reconcile(
+        group,
+        &member,
+        updated,
+        request.owned.as_ref(),
+        cx,
+        &mut records,
+        &mut timers,
+    )?;
     timers.push(TimerOp::ScheduleSession {
         member_id: member_id.clone(),
         deadline_ms: cx.now_ms + cx.config.session_timeout_ms.max(0) as u64,
@@ -397,6 +415,104 @@ fn join_or_heartbeat(
         },
         timers,
     })
+}
+
+/// Steps 1 to 3 of a heartbeat, and of a classic member's JoinGroup:
+/// record the member as it now declares itself, bump the group epoch when
+/// a subscription or a subscribed topic changed, compute a new target
+/// assignment when the group epoch is ahead of it, and move the member one
+/// step towards it (Apache's `hasMemberSubscriptionChanged`,
+/// `updateTargetAssignment`, `maybeReconcile`). `owned`: the partitions
+/// the member reports. Returns the member as it ends up.
+pub(super) fn update_and_reconcile(
+    group: &ConsumerGroup,
+    member: &ConsumerGroupMember,
+    mut updated: ConsumerGroupMember,
+    owned: Option<&MemberAssignment>,
+    cx: &Context<'_>,
+    records: &mut Vec<ConsumerGroupRecord>,
+    timers: &mut Vec<TimerOp>,
+) -> Result<ConsumerGroupMember, HeartbeatError> {
+    let member_id = updated.member_id.clone();
+    let mut bump = false;
+    if updated.metadata != member.metadata {
+        records.push(ConsumerGroupRecord::Member {
+            member_id: member_id.clone(),
+            metadata: updated.metadata.clone(),
+        });
+        bump |= updated.metadata.subscribed_topic_names != member.metadata.subscribed_topic_names
+            || updated.metadata.subscribed_topic_regex != member.metadata.subscribed_topic_regex;
+    }
+    // The subscribed topics as they are now: a subscription changed, or a
+    // subscribed topic was created, deleted or grew.
+    let subscription_metadata =
+        subscription_metadata(group, Some(member), Some(&updated), cx.topics);
+    if &subscription_metadata != group.subscription_metadata() {
+        bump = true;
+        records.push(ConsumerGroupRecord::SubscriptionMetadata {
+            topics: subscription_metadata.clone(),
+        });
+    }
+    let mut group_epoch = group.group_epoch();
+    if bump {
+        group_epoch += 1;
+        records.push(ConsumerGroupRecord::GroupEpoch { epoch: group_epoch });
+    }
+
+    // 2. A new target assignment when the group epoch is ahead of it.
+    let (target_epoch, target) = if group_epoch > group.target_assignment_epoch() {
+        let result = new_target_assignment(
+            group,
+            group_epoch,
+            member,
+            &updated,
+            &subscription_metadata,
+            cx,
+        )?;
+        records.extend(result.records);
+        let mine = result.target.get(&member_id).cloned().unwrap_or_default();
+        (group_epoch, mine)
+    } else {
+        let owner = updated
+            .instance_id()
+            .and_then(|i| group.static_member_id(i))
+            .unwrap_or(&member_id);
+        let mine = group
+            .target_assignment()
+            .get(owner)
+            .cloned()
+            .unwrap_or_default();
+        (group.target_assignment_epoch(), mine)
+    };
+
+    // 3. One step of reconciliation towards it.
+    if !updated.is_reconciled_to(target_epoch) {
+        let held =
+            |topic: Uuid, partition: i32| group.current_partition_epoch(topic, partition) != -1;
+        let next = reconcile(&updated.assignment, target_epoch, &target, held, owned)
+            .map_err(|e| error(code::FENCED_MEMBER_EPOCH, e.to_string()))?;
+        if next != updated.assignment {
+            updated.assignment = next;
+            let a = &updated.assignment;
+            records.push(ConsumerGroupRecord::current_assignment(&member_id, a));
+            // A classic member has join and sync timers instead.
+            if !updated.uses_classic_protocol() {
+                timers.push(if a.state == MemberState::UnrevokedPartitions {
+                    TimerOp::ScheduleRebalance {
+                        member_id: member_id.clone(),
+                        member_epoch: a.member_epoch,
+                        deadline_ms: cx.now_ms
+                            + updated.metadata.rebalance_timeout_ms.max(0) as u64,
+                    }
+                } else {
+                    TimerOp::CancelRebalance {
+                        member_id: member_id.clone(),
+                    }
+                });
+            }
+        }
+    }
+    Ok(updated)
 }
 
 /// Apache's `getOrMaybeSubscribeDynamicConsumerGroupMember`.
@@ -435,7 +551,11 @@ fn static_member(
                 .cloned()
                 .unwrap_or_else(|| ConsumerGroupMember::new(member_id)));
         };
-        if existing.member_epoch() != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        // A classic instance is replaced at once; a consumer-protocol one
+        // only after it left with epoch -2.
+        if !existing.uses_classic_protocol()
+            && existing.member_epoch() != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        {
             return Err(error(
                 code::UNRELEASED_INSTANCE_ID,
                 format!(
@@ -444,29 +564,7 @@ fn static_member(
                 ),
             ));
         }
-        let mut replacement = existing.clone();
-        replacement.member_id = member_id.to_string();
-        replacement.assignment.member_epoch = 0;
-        replacement.assignment.previous_member_epoch = 0;
-        // Apache's replaceMember.
-        records.extend(remove_member_records(&existing.member_id));
-        records.push(ConsumerGroupRecord::Member {
-            member_id: member_id.to_string(),
-            metadata: replacement.metadata.clone(),
-        });
-        records.push(ConsumerGroupRecord::TargetMember {
-            member_id: member_id.to_string(),
-            partitions: group
-                .target_assignment()
-                .get(&existing.member_id)
-                .cloned()
-                .unwrap_or_default(),
-        });
-        records.push(ConsumerGroupRecord::current_assignment(
-            member_id,
-            &replacement.assignment,
-        ));
-        return Ok(replacement);
+        return Ok(replace_static_member(group, existing, member_id, records));
     }
     let existing = existing.ok_or_else(|| {
         error(
@@ -479,7 +577,40 @@ fn static_member(
     Ok(existing.clone())
 }
 
-fn check_instance_not_fenced(
+/// Apache's `replaceMember`: `existing`'s place, target included, taken by
+/// a new member id at epoch 0.
+pub(super) fn replace_static_member(
+    group: &ConsumerGroup,
+    existing: &ConsumerGroupMember,
+    member_id: &str,
+    records: &mut Vec<ConsumerGroupRecord>,
+) -> ConsumerGroupMember {
+    let mut replacement = existing.clone();
+    replacement.member_id = member_id.to_string();
+    replacement.assignment.member_epoch = 0;
+    replacement.assignment.previous_member_epoch = 0;
+    // Apache's replaceMember.
+    records.extend(remove_member_records(&existing.member_id));
+    records.push(ConsumerGroupRecord::Member {
+        member_id: member_id.to_string(),
+        metadata: replacement.metadata.clone(),
+    });
+    records.push(ConsumerGroupRecord::TargetMember {
+        member_id: member_id.to_string(),
+        partitions: group
+            .target_assignment()
+            .get(&existing.member_id)
+            .cloned()
+            .unwrap_or_default(),
+    });
+    records.push(ConsumerGroupRecord::current_assignment(
+        member_id,
+        &replacement.assignment,
+    ));
+    replacement
+}
+
+pub(super) fn check_instance_not_fenced(
     existing: &ConsumerGroupMember,
     member_id: &str,
     instance_id: &str,
@@ -549,7 +680,7 @@ fn subscription_metadata(
 
 /// The group's subscribed names and their subscriber counts, with `old`
 /// replaced by `new` (Apache's `computeSubscribedTopicNames`).
-fn subscribed_names(
+pub(super) fn subscribed_names(
     group: &ConsumerGroup,
     old: Option<&ConsumerGroupMember>,
     new: Option<&ConsumerGroupMember>,
@@ -637,7 +768,7 @@ fn preferred_assignor<'a>(
 }
 
 /// Apache's `removeMember`: the member's three tombstones.
-fn remove_member_records(member_id: &str) -> [ConsumerGroupRecord; 3] {
+pub(super) fn remove_member_records(member_id: &str) -> [ConsumerGroupRecord; 3] {
     [
         ConsumerGroupRecord::CurrentAssignmentTombstone {
             member_id: member_id.to_string(),
@@ -726,15 +857,7 @@ pub fn fence_member(
     records.push(ConsumerGroupRecord::GroupEpoch {
         epoch: group.group_epoch() + 1,
     });
-    let timers = vec![
-        TimerOp::CancelSession {
-            member_id: member.member_id.clone(),
-        },
-        TimerOp::CancelRebalance {
-            member_id: member.member_id.clone(),
-        },
-    ];
-    (records, timers)
+    (records, TimerOp::cancel_all(&member.member_id))
 }
 
 /// A member's session expired: fenced if it is still there.

@@ -23,6 +23,26 @@ pub struct MemberSubscriptionMetadata {
     /// The `server_assignor` the member asked for.
     pub server_assignor: Option<String>,
     pub rebalance_timeout_ms: i32,
+    /// Set while the member speaks the classic protocol (JoinGroup /
+    /// SyncGroup / Heartbeat) inside a consumer group: online migration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic: Option<ClassicMemberMetadata>,
+}
+
+/// What a classic member declared in its JoinGroup (Apache's
+/// `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    /// Its protocols (assignor names and their embedded subscriptions), in
+    /// its order of preference.
+    pub supported_protocols: Vec<ClassicProtocol>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassicProtocol {
+    pub name: String,
+    pub metadata: Vec<u8>,
 }
 
 /// One member: its declaration and its reconciliation state.
@@ -51,6 +71,16 @@ impl ConsumerGroupMember {
 
     pub fn instance_id(&self) -> Option<&str> {
         self.metadata.instance_id.as_deref()
+    }
+
+    /// Whether the member speaks the classic protocol.
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.metadata.classic.is_some()
+    }
+
+    /// The session timeout of a classic member (its JoinGroup's).
+    pub fn classic_session_timeout_ms(&self) -> Option<i32> {
+        self.metadata.classic.as_ref().map(|c| c.session_timeout_ms)
     }
 
     pub fn member_epoch(&self) -> i32 {

@@ -2,8 +2,11 @@
 //! coordinator's core. So far: a group's records and their replay
 //! (`records`, `group`, `member`), the target assignment (`target`, Apache's
 //! `TargetAssignmentBuilder`) and the reconciliation of one member towards
-//! it (`reconcile`, Apache's `CurrentAssignmentBuilder`).
+//! it (`reconcile`, Apache's `CurrentAssignmentBuilder`), the heartbeat
+//! (`heartbeat`), and the online migration from and to classic groups
+//! (`classic`).
 
+pub mod classic;
 pub mod group;
 pub mod heartbeat;
 pub mod member;

@@ -460,7 +460,20 @@ pub enum Effect {
         group_id: String,
         records: Vec<crate::group::consumer::records::ConsumerGroupRecord>,
         write: u64,
+        /// The classic side of an online migration, in the same write.
+        conversion: Option<Conversion>,
     },
+}
+
+/// What an online migration does to the group's classic metadata, written
+/// with the consumer group's records so that a crash leaves one kind of
+/// group or the other, never both and never neither.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Conversion {
+    /// Classic to consumer: the classic metadata's tombstone.
+    FromClassic,
+    /// Consumer to classic: the classic group's metadata.
+    ToClassic(GroupMetadataRecord),
 }
 
 pub(crate) fn join_error(token: RequestToken, member_id: &str, error: i16) -> Effect {

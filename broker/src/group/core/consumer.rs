@@ -13,9 +13,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
-use super::{code, Effect, GroupCoordinator, RequestToken, Response, TimerKey};
+use super::{code, Conversion, Effect, GroupCoordinator, RequestToken, Response, TimerKey};
 use crate::group::assignor::{self, PartitionAssignor};
-use crate::group::consumer::group::{replay_change, ConsumerGroup};
+use crate::group::consumer::classic;
+use crate::group::consumer::group::{replay_change, ConsumerGroup, LEAVE_GROUP_MEMBER_EPOCH};
 use crate::group::consumer::heartbeat::{
     self, on_rebalance_timeout, on_session_timeout, HeartbeatError, HeartbeatRequest, TimerOp,
     TopicsView,
@@ -83,9 +84,12 @@ impl GroupCoordinator {
                        "loaded consumer group");
         let mut ops = Vec::new();
         for member in group.members().values() {
+            let session_timeout_ms = member
+                .classic_session_timeout_ms()
+                .unwrap_or(self.config.consumer.session_timeout_ms);
             ops.push(TimerOp::ScheduleSession {
                 member_id: member.member_id.clone(),
-                deadline_ms: now_ms + self.config.consumer.session_timeout_ms.max(0) as u64,
+                deadline_ms: now_ms + session_timeout_ms.max(0) as u64,
             });
             if member.assignment.state == MemberState::UnrevokedPartitions {
                 ops.push(TimerOp::ScheduleRebalance {
@@ -117,39 +121,90 @@ impl GroupCoordinator {
                 }),
             )];
         }
+        let mut upgrade = None;
         if let Some(classic) = self.groups.get(&group_id) {
             if classic.num_members() > 0 {
-                return vec![heartbeat_answer(
-                    token,
-                    Err(HeartbeatError {
-                        code: code::GROUP_ID_NOT_FOUND,
-                        message: format!("Group {group_id} is not a consumer group."),
-                    }),
-                )];
-            }
-            // An empty classic group (offsets only) becomes a consumer
-            // group, keeping its offsets (Apache deletes the empty classic
-            // group and creates the consumer group).
-            if request.member_epoch == 0 {
+                // A consumer-protocol member joining a classic group with
+                // members converts it, if the policy allows (Apache's
+                // `validateOnlineUpgrade`).
+                let not_consumer = || {
+                    vec![heartbeat_answer(
+                        token,
+                        Err(HeartbeatError {
+                            code: code::GROUP_ID_NOT_FOUND,
+                            message: format!("Group {group_id} is not a consumer group."),
+                        }),
+                    )]
+                };
+                if request.member_epoch != 0 {
+                    return not_consumer();
+                }
+                if let Some(why) = self.upgrade_refused(classic) {
+                    tracing::info!(group = %group_id, "cannot upgrade the classic group to a consumer group: {why}");
+                    return not_consumer();
+                }
+                match classic::upgrade_records(classic, topics) {
+                    Ok(records) => upgrade = Some(records),
+                    Err(why) => {
+                        tracing::warn!(group = %group_id, "cannot upgrade the classic group to a consumer group: {why}");
+                        return vec![heartbeat_answer(
+                            token,
+                            Err(HeartbeatError {
+                                code: code::GROUP_ID_NOT_FOUND,
+                                message: format!("Cannot upgrade the classic group {group_id} to consumer group because the embedded consumer protocol is malformed."),
+                            }),
+                        )];
+                    }
+                }
+            } else if request.member_epoch == 0 {
+                // An empty classic group (offsets only) becomes a consumer
+                // group, keeping its offsets (Apache deletes the empty
+                // classic group and creates the consumer group).
                 self.groups.remove(&group_id);
             }
         }
+        let converted = upgrade.as_ref().map(|records| {
+            let mut group = None;
+            replay_change(&mut group, &group_id, records);
+            group.unwrap_or_else(|| ConsumerGroup::new(group_id.clone()))
+        });
         let cx = heartbeat::Context {
             config: &self.config.consumer,
             assignors: &self.consumer.assignors.0,
             topics,
             now_ms,
         };
+        let group = converted
+            .as_ref()
+            .or_else(|| self.consumer.groups.get(&group_id));
         let result =
-            heartbeat::heartbeat(self.consumer.groups.get(&group_id), &request, &cx, || {
-                uuid::Uuid::new_v4().to_string()
-            });
-        match result {
-            Err(e) => vec![heartbeat_answer(token, Err(e))],
-            Ok(result) => {
+            heartbeat::heartbeat(group, &request, &cx, || uuid::Uuid::new_v4().to_string());
+        let result = match result {
+            Err(e) => return vec![heartbeat_answer(token, Err(e))],
+            Ok(result) => result,
+        };
+        let answer = (token, Response::ConsumerGroupHeartbeat(Ok(result.response)));
+        if let (Some(records), Some(converted)) = (upgrade, converted) {
+            let mut fx = self.drop_upgraded_classic_group(&group_id, &converted, now_ms);
+            self.apply_timer_ops(&group_id, result.timers);
+            let mut all = records;
+            all.extend(result.records);
+            fx.extend(self.write_consumer_change(
+                &group_id,
+                all,
+                Some(answer),
+                Some(Conversion::FromClassic),
+            ));
+            return fx;
+        }
+        let leaving = request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH;
+        match member_fenced(&result.records).filter(|_| leaving) {
+            Some(member) => {
+                self.fence_consumer_member(&group_id, &member, result.records, Some(answer), now_ms)
+            }
+            None => {
                 self.apply_timer_ops(&group_id, result.timers);
-                let answer = (token, Response::ConsumerGroupHeartbeat(Ok(result.response)));
-                self.write_consumer_change(&group_id, result.records, Some(answer))
+                self.write_consumer_change(&group_id, result.records, Some(answer), None)
             }
         }
     }
@@ -188,14 +243,14 @@ impl GroupCoordinator {
     }
 
     /// A consumer member's timer fired.
-    pub(crate) fn on_consumer_timer(&mut self, key: TimerKey, fx: &mut Vec<Effect>) {
-        let (group_id, records) = match &key {
+    pub(crate) fn on_consumer_timer(&mut self, key: TimerKey, now_ms: u64, fx: &mut Vec<Effect>) {
+        let (group_id, member_id, records) = match &key {
             TimerKey::ConsumerSession(g, m) => {
                 let Some(group) = self.consumer.groups.get(g) else {
                     return;
                 };
                 tracing::info!(group = %g, member = %m, "consumer group member fenced: its session expired");
-                (g.clone(), on_session_timeout(group, m))
+                (g, m, on_session_timeout(group, m))
             }
             TimerKey::ConsumerRebalance(g, m) => {
                 let epoch = self
@@ -210,22 +265,77 @@ impl GroupCoordinator {
                     tracing::info!(group = %g, member = %m, epoch,
                                    "consumer group member fenced: it did not revoke its partitions within its rebalance timeout");
                 }
-                (g.clone(), records)
+                (g, m, records)
+            }
+            TimerKey::ConsumerJoin(g, m) | TimerKey::ConsumerSync(g, m) => {
+                let Some(group) = self.consumer.groups.get(g) else {
+                    return;
+                };
+                let which = if matches!(key, TimerKey::ConsumerJoin(..)) {
+                    "join"
+                } else {
+                    "sync"
+                };
+                tracing::info!(group = %g, member = %m, "classic member of a consumer group fenced: it did not {which} within its rebalance timeout");
+                (g, m, on_session_timeout(group, m))
             }
             _ => return,
         };
-        if let Some(member) = member_fenced(&records) {
-            self.apply_timer_ops(
-                &group_id,
-                vec![
-                    TimerOp::CancelSession {
-                        member_id: member.clone(),
-                    },
-                    TimerOp::CancelRebalance { member_id: member },
-                ],
-            );
+        if records.is_empty() {
+            return;
         }
-        fx.extend(self.write_consumer_change(&group_id, records, None));
+        let (group_id, member_id) = (group_id.clone(), member_id.clone());
+        fx.extend(self.fence_consumer_member(&group_id, &member_id, records, None, now_ms));
+    }
+
+    /// Writes the fencing of `member_id` (its `records`), or, when only
+    /// classic members would remain, the group's conversion back to a
+    /// classic group, which then rebalances so they rejoin it (Apache's
+    /// `consumerGroupFenceMember`).
+    fn fence_consumer_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        records: Vec<ConsumerGroupRecord>,
+        answer: Option<(RequestToken, Response)>,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let policy = self.config.consumer.migration_policy;
+        let downgrade = self.consumer.groups.get(group_id).and_then(|group| {
+            classic::downgrade_on_fence(group, member_id, policy, self.config.max_group_size).then(
+                || {
+                    let members: Vec<String> = group.members().keys().cloned().collect();
+                    (classic::downgrade(group, member_id, now_ms), members)
+                },
+            )
+        });
+        let Some(((tombstones, record), members)) = downgrade else {
+            self.apply_timer_ops(group_id, TimerOp::cancel_all(member_id));
+            return self.write_consumer_change(group_id, records, answer, None);
+        };
+        for m in &members {
+            self.apply_timer_ops(group_id, TimerOp::cancel_all(m));
+        }
+        tracing::info!(group = %group_id, members = record.members.len(), generation = record.generation,
+                       "converting the consumer group back to a classic group: its last consumer-protocol member left");
+        let mut fx = self.write_consumer_change(
+            group_id,
+            tombstones,
+            answer,
+            Some(Conversion::ToClassic(record.clone())),
+        );
+        self.groups.insert(
+            group_id.to_string(),
+            super::ClassicGroup::from_record(&record, now_ms),
+        );
+        self.with_group(group_id, now_ms, &mut fx, |g, cx| {
+            for id in g.member_ids() {
+                super::rebalance::reschedule_member_heartbeat(g, &id, cx);
+            }
+            let reason = format!("Downgrade group {} from consumer to classic.", g.group_id);
+            super::rebalance::prepare_rebalance(g, &reason, cx);
+        });
+        fx
     }
 
     /// DeleteGroups of a consumer group: only an Empty one (Apache's
@@ -277,11 +387,12 @@ impl GroupCoordinator {
 
     /// Replays a change on the group now and writes it; `answer` goes out
     /// once it, and every write before it, is durable.
-    fn write_consumer_change(
+    pub(super) fn write_consumer_change(
         &mut self,
         group_id: &str,
         records: Vec<ConsumerGroupRecord>,
         answer: Option<(RequestToken, Response)>,
+        conversion: Option<Conversion>,
     ) -> Vec<Effect> {
         let queue = self
             .consumer
@@ -319,10 +430,11 @@ impl GroupCoordinator {
             group_id: group_id.to_string(),
             records,
             write,
+            conversion,
         }]
     }
 
-    fn apply_timer_ops(&mut self, group_id: &str, ops: Vec<TimerOp>) {
+    pub(super) fn apply_timer_ops(&mut self, group_id: &str, ops: Vec<TimerOp>) {
         let key = |m: &str| (group_id.to_string(), m.to_string());
         for op in ops {
             match op {
@@ -356,6 +468,28 @@ impl GroupCoordinator {
                         member_id,
                     ));
                 }
+                TimerOp::ScheduleJoinIfAbsent {
+                    member_id,
+                    deadline_ms,
+                } => {
+                    let key = TimerKey::ConsumerJoin(group_id.to_string(), member_id);
+                    if self.timers.deadline(&key).is_none() {
+                        self.timers.schedule(key, deadline_ms);
+                    }
+                }
+                TimerOp::CancelJoin { member_id } => self
+                    .timers
+                    .cancel(&TimerKey::ConsumerJoin(group_id.to_string(), member_id)),
+                TimerOp::ScheduleSync {
+                    member_id,
+                    deadline_ms,
+                } => self.timers.schedule(
+                    TimerKey::ConsumerSync(group_id.to_string(), member_id),
+                    deadline_ms,
+                ),
+                TimerOp::CancelSync { member_id } => self
+                    .timers
+                    .cancel(&TimerKey::ConsumerSync(group_id.to_string(), member_id)),
             }
         }
     }

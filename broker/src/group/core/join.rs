@@ -11,6 +11,8 @@ use super::rebalance::{
     maybe_prepare_rebalance_or_complete_join, prepare_rebalance, reschedule_heartbeat,
     reschedule_member_heartbeat, respond_join, validate_member,
 };
+use crate::group::consumer::heartbeat::TopicsView;
+
 use super::{
     ClassicGroup, ClassicGroupMember, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupRequest,
     JoinGroupResponse, PendingPersist, RequestToken,
@@ -53,11 +55,13 @@ fn accept_joining_member(g: &ClassicGroup, member_id: &str, max: usize) -> bool 
 
 impl GroupCoordinator {
     /// JoinGroup. The answer is immediate on errors and parked until the join
-    /// phase completes otherwise.
+    /// phase completes otherwise. `topics`: the topics that exist now (a
+    /// consumer group reads them).
     pub fn join_group(
         &mut self,
         token: RequestToken,
         req: JoinGroupRequest,
+        topics: &dyn TopicsView,
         now_ms: u64,
     ) -> Vec<Effect> {
         let mut fx = Vec::new();
@@ -76,16 +80,22 @@ impl GroupCoordinator {
             return fx;
         }
         let is_unknown = req.member_id.is_empty();
-        if self.consumer.groups.contains_key(&req.group_id) {
-            // A consumer group: classic members cannot join it until kaas
-            // converts groups online (Apache with the migration policy
-            // disabled answers the same).
-            fx.push(join_error(
-                token,
-                &req.member_id,
-                code::INCONSISTENT_GROUP_PROTOCOL,
-            ));
-            return fx;
+        if let Some(group) = self.consumer.groups.get(&req.group_id) {
+            if self.consumer.deleting.contains(&req.group_id) {
+                fx.push(join_error(
+                    token,
+                    &req.member_id,
+                    code::COORDINATOR_LOAD_IN_PROGRESS,
+                ));
+                return fx;
+            }
+            // Classic members join a consumer group that has members
+            // (online migration); an empty one makes way for a classic
+            // group.
+            if !group.members().is_empty() {
+                return self.classic_join_to_consumer_group(token, &req, topics, now_ms);
+            }
+            fx.extend(self.delete_empty_consumer_group(&req.group_id));
         }
         if !self.groups.contains_key(&req.group_id) {
             // A known member id cannot create a group.

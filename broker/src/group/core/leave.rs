@@ -13,7 +13,7 @@ use super::{
 
 /// v0–v2 responses have no member list: Apache's `LeaveGroupResponse` folds
 /// the first member error into the top-level code.
-fn shape(api_version: i16, mut resp: LeaveGroupResponse) -> LeaveGroupResponse {
+pub(super) fn shape(api_version: i16, mut resp: LeaveGroupResponse) -> LeaveGroupResponse {
     if api_version <= 2 {
         if resp.error_code == code::NONE {
             resp.error_code = resp
@@ -56,6 +56,9 @@ impl GroupCoordinator {
                     members: Vec::new(),
                 },
             );
+            return fx;
+        }
+        if let Some(fx) = self.classic_leave_to_consumer_group(token, &req) {
             return fx;
         }
         let gid = req.group_id.clone();

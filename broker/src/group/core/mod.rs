@@ -16,6 +16,7 @@ mod heartbeat;
 mod join;
 mod leave;
 mod member;
+mod migration;
 mod offsets;
 pub mod protocol;
 mod rebalance;
@@ -282,9 +283,10 @@ impl GroupCoordinator {
             TimerKey::Heartbeat(group_id, member_id) => {
                 self.on_heartbeat_timer(&group_id, &member_id, now_ms, &mut fx)
             }
-            TimerKey::ConsumerSession(..) | TimerKey::ConsumerRebalance(..) => {
-                self.on_consumer_timer(key, &mut fx)
-            }
+            TimerKey::ConsumerSession(..)
+            | TimerKey::ConsumerRebalance(..)
+            | TimerKey::ConsumerJoin(..)
+            | TimerKey::ConsumerSync(..) => self.on_consumer_timer(key, now_ms, &mut fx),
             TimerKey::OffsetsRetention => {
                 let expired = self.expire_offsets_into(now_ms);
                 if !expired.offsets.is_empty() || !expired.removed_groups.is_empty() {

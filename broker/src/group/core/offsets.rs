@@ -82,12 +82,18 @@ pub(crate) fn validate_consumer_commit(
         return Ok(());
     }
     let member = g.member(member_id).ok_or(code::UNKNOWN_MEMBER_ID)?;
-    if api_version.is_some_and(|v| v < 9) {
+    let classic = member.uses_classic_protocol();
+    if !classic && api_version.is_some_and(|v| v < 9) {
         // Consumer-protocol members commit with v9+.
         return Err(code::UNSUPPORTED_VERSION);
     }
     if member_epoch != member.member_epoch() {
-        return Err(code::STALE_MEMBER_EPOCH);
+        // A classic member's generation is its member epoch.
+        return Err(if classic {
+            code::ILLEGAL_GENERATION
+        } else {
+            code::STALE_MEMBER_EPOCH
+        });
     }
     Ok(())
 }

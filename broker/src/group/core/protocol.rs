@@ -43,6 +43,61 @@ pub fn subscribed_topics<'a>(metadatas: impl Iterator<Item = &'a [u8]>) -> Optio
     Some(all)
 }
 
+/// A whole subscription, read at its own version (a newer one than the
+/// codec knows is read as the newest it knows, as Apache's
+/// `ConsumerProtocol` does).
+pub fn decode_subscription(metadata: &[u8]) -> Option<ConsumerProtocolSubscription> {
+    let version = consumer_protocol_version(metadata)?;
+    if version < 0 {
+        return None;
+    }
+    let mut body = Bytes::copy_from_slice(&metadata[2..]);
+    ConsumerProtocolSubscription::decode(&mut body, version.min(MAX_CONSUMER_PROTOCOL_VERSION)).ok()
+}
+
+/// An assignment (empty bytes: a member that has none yet).
+pub fn decode_assignment(bytes: &[u8]) -> Option<ConsumerProtocolAssignment> {
+    if bytes.is_empty() {
+        return Some(ConsumerProtocolAssignment::default());
+    }
+    let version = consumer_protocol_version(bytes)?;
+    if version < 0 {
+        return None;
+    }
+    let mut body = Bytes::copy_from_slice(&bytes[2..]);
+    ConsumerProtocolAssignment::decode(&mut body, version.min(MAX_CONSUMER_PROTOCOL_VERSION)).ok()
+}
+
+/// An assignment of `partitions` (topic name → partitions) encoded in
+/// `version` (clamped to what the codec knows): what a classic member
+/// reads from SyncGroup.
+pub fn encode_assignment<'a>(
+    partitions: impl IntoIterator<Item = (&'a str, Vec<i32>)>,
+    version: i16,
+) -> Bytes {
+    use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::protocol::StrBytes;
+    let version = version.clamp(0, MAX_CONSUMER_PROTOCOL_VERSION);
+    let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
+        partitions
+            .into_iter()
+            .map(|(topic, ps)| {
+                TopicPartition::default()
+                    .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partitions(ps)
+            })
+            .collect(),
+    );
+    let mut buf = BytesMut::new();
+    buf.put_i16(version);
+    match assignment.encode(&mut buf, version) {
+        Ok(()) => buf.freeze(),
+        // Cannot happen for an in-range version.
+        Err(_) => empty_consumer_assignment(version),
+    }
+}
+
 /// A valid, empty ConsumerProtocolAssignment, encoded in `version` (clamped to
 /// what the codec knows) so a Java consumer can deserialize it: an empty byte
 /// array makes `ConsumerProtocol.deserializeAssignment` fail on the header.

@@ -81,6 +81,9 @@ impl GroupCoordinator {
             fx.push(sync_error(token, code::INVALID_GROUP_ID));
             return fx;
         }
+        if let Some(fx) = self.classic_sync_to_consumer_group(token, &req, now_ms) {
+            return fx;
+        }
         let gid = req.group_id.clone();
         let handled = self.with_group(&gid, now_ms, &mut fx, |g, cx| {
             if g.is(GroupState::Empty) {

@@ -23,6 +23,12 @@ pub enum TimerKey {
     /// `rebalance-timeout-<group>-<member>`: a consumer-protocol member must
     /// revoke by then.
     ConsumerRebalance(String, String),
+    /// `join-<group>-<member>`: a classic member of a consumer group told
+    /// to rejoin must send JoinGroup by then.
+    ConsumerJoin(String, String),
+    /// `sync-<group>-<member>`: a classic member of a consumer group that
+    /// joined must send SyncGroup by then.
+    ConsumerSync(String, String),
 }
 
 impl TimerKey {
@@ -33,7 +39,9 @@ impl TimerKey {
             | TimerKey::Sync(g)
             | TimerKey::Heartbeat(g, _)
             | TimerKey::ConsumerSession(g, _)
-            | TimerKey::ConsumerRebalance(g, _) => Some(g),
+            | TimerKey::ConsumerRebalance(g, _)
+            | TimerKey::ConsumerJoin(g, _)
+            | TimerKey::ConsumerSync(g, _) => Some(g),
             TimerKey::OffsetsRetention => None,
         }
     }
@@ -48,6 +56,8 @@ impl fmt::Display for TimerKey {
             TimerKey::OffsetsRetention => write!(f, "offsets-retention"),
             TimerKey::ConsumerSession(g, m) => write!(f, "session-timeout-{g}-{m}"),
             TimerKey::ConsumerRebalance(g, m) => write!(f, "rebalance-timeout-{g}-{m}"),
+            TimerKey::ConsumerJoin(g, m) => write!(f, "join-{g}-{m}"),
+            TimerKey::ConsumerSync(g, m) => write!(f, "sync-{g}-{m}"),
         }
     }
 }

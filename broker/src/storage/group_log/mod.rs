@@ -48,7 +48,7 @@ use tracing::{error, info, warn};
 
 use crate::group::consumer::group::ConsumerGroup;
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{CommittedOffsets, GroupMetadataRecord, OffsetAndMetadata};
+use crate::group::core::{CommittedOffsets, Conversion, GroupMetadataRecord, OffsetAndMetadata};
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
 use crate::group::store::{Durable, StoreError, StoredGroup};
@@ -488,6 +488,23 @@ impl Logs {
         durable(ordered)
     }
 
+    /// Appends an online migration between a classic and a consumer group:
+    /// the classic metadata (`None`: its tombstone) and the consumer group's
+    /// records in one frame.
+    pub fn convert_group(
+        &self,
+        group_id: &str,
+        metadata: Option<&GroupMetadataRecord>,
+        records: &[ConsumerGroupRecord],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let body = records::ConversionBody {
+            metadata: metadata.map(Into::into),
+            consumer: records.to_vec(),
+        };
+        let ordered = self.append_record(group_id, Record::Conversion(body), true);
+        durable(ordered)
+    }
+
     /// Appends offsets a transaction committed for the group, pending until
     /// it ends (creating the log if needed); the future resolves once they
     /// are durable.
@@ -778,6 +795,22 @@ impl crate::group::store::GroupStore for GroupLogStore {
         let records = records.to_vec();
         self.ordered(group_id, move |logs, group| {
             logs.write_consumer_records(group, &records)
+        })
+    }
+
+    fn convert_group(
+        &self,
+        group_id: &str,
+        conversion: &Conversion,
+        records: &[ConsumerGroupRecord],
+    ) -> Durable {
+        let metadata = match conversion {
+            Conversion::FromClassic => None,
+            Conversion::ToClassic(record) => Some(record.clone()),
+        };
+        let records = records.to_vec();
+        self.ordered(group_id, move |logs, group| {
+            logs.convert_group(group, metadata.as_ref(), &records)
         })
     }
 

@@ -17,6 +17,7 @@
 //! | 10   | TxnOffsets    | `i64 producer id`, then binary offsets: pending until the transaction ends |
 //! | 11   | TxnEnd        | `i64 producer id`, `u8` 1 commit / 0 abort               |
 //! | 12   | ConsumerGroup | JSON: one change of a KIP-848 consumer group, its records in order (`[{"record":…}…]`, [`ConsumerGroupRecord`]) |
+//! | 13   | Conversion    | JSON `{"metadata":…,"consumer":[…]}`: an online migration between a classic and a consumer group, the classic metadata (as in kind 4, `null` its tombstone) and the consumer group's records (as in kind 12) in one frame |
 //!
 //! Commits and snapshots are most of what a coordinator writes, so they are
 //! binary (big-endian, as Kafka's own records): encoding a 1000-offset
@@ -74,6 +75,7 @@ const KIND_TXN: u8 = 9;
 const KIND_TXN_OFFSETS: u8 = 10;
 const KIND_TXN_END: u8 = 11;
 const KIND_CONSUMER: u8 = 12;
+const KIND_CONVERSION: u8 = 13;
 
 const SECTION_TXN: u8 = 1;
 const SECTION_PENDING: u8 = 2;
@@ -257,6 +259,15 @@ pub(super) enum Record {
     },
     /// One change of a consumer group: its records, replayed in order.
     Consumer(Vec<ConsumerGroupRecord>),
+    /// An online migration: the classic metadata set (or cleared) and the
+    /// consumer group's records replayed, together.
+    Conversion(ConversionBody),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct ConversionBody {
+    pub metadata: Option<GroupMeta>,
+    pub consumer: Vec<ConsumerGroupRecord>,
 }
 
 impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
@@ -489,6 +500,7 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
             f.finish()
         }
         Record::Consumer(records) => FrameBuf::json(KIND_CONSUMER, records),
+        Record::Conversion(body) => FrameBuf::json(KIND_CONVERSION, body),
         Record::Commit(offsets) => encode_commit(offsets),
         Record::Snapshot(_) => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -739,6 +751,9 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
         KIND_CONSUMER => serde_json::from_slice(body)
             .map(Record::Consumer)
             .map_err(json_err),
+        KIND_CONVERSION => serde_json::from_slice(body)
+            .map(Record::Conversion)
+            .map_err(json_err),
         other => Err(format!("unknown record kind {other}")),
     }
 }
@@ -864,6 +879,10 @@ impl Table {
             }
             Record::Consumer(records) => {
                 replay_change(&mut self.consumer, &self.group_id, &records)
+            }
+            Record::Conversion(c) => {
+                self.metadata = c.metadata.map(Into::into);
+                replay_change(&mut self.consumer, &self.group_id, &c.consumer);
             }
             Record::Snapshot(s) => {
                 self.offsets = VecMap::default();

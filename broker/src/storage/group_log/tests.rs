@@ -1275,3 +1275,35 @@ async fn the_memory_store_keeps_consumer_groups_as_the_log_does() {
     }
     assert_eq!(store.stored("g").unwrap().consumer, replayed(&changes));
 }
+
+/// An online migration is one frame: after the upgrade the log holds the
+/// consumer group and no classic metadata; after the downgrade the classic
+/// metadata and no consumer group; both survive a reload.
+#[tokio::test]
+async fn a_conversion_swaps_the_classic_and_the_consumer_group_in_one_frame() {
+    use crate::group::consumer::classic::tombstones;
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    store.write_metadata("g", Some(&metadata(3))).await.unwrap();
+    let upgrade = consumer_join("m1", 4, &[0, 1]);
+    store.convert_group("g", None, &upgrade).await.unwrap();
+    let load = || {
+        GroupLogStore::new(dir.path())
+            .unwrap()
+            .load("g")
+            .unwrap()
+            .unwrap()
+    };
+    let loaded = load();
+    assert_eq!(loaded.metadata, None, "the classic metadata's tombstone");
+    assert_eq!(loaded.consumer, replayed(std::slice::from_ref(&upgrade)));
+
+    let group = loaded.consumer.unwrap();
+    store
+        .convert_group("g", Some(&metadata(4)), &tombstones(&group))
+        .await
+        .unwrap();
+    let loaded = load();
+    assert_eq!(loaded.metadata, Some(metadata(4)));
+    assert_eq!(loaded.consumer, None, "the consumer group's tombstones");
+}

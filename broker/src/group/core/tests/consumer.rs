@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::group::consumer::heartbeat::HeartbeatRequest as ConsumerHeartbeat;
-use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatResponse};
+use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatResponse, MigrationPolicy};
 use crate::group::consumer::records::{ConsumerGroupRecord, TopicMetadata};
 
-fn topics() -> BTreeMap<String, TopicMetadata> {
+pub(super) fn topics() -> BTreeMap<String, TopicMetadata> {
     [(
         "foo".to_string(),
         TopicMetadata {
@@ -20,7 +20,7 @@ fn topics() -> BTreeMap<String, TopicMetadata> {
     .into()
 }
 
-fn join(member: &str) -> ConsumerHeartbeat {
+pub(super) fn join(member: &str) -> ConsumerHeartbeat {
     ConsumerHeartbeat {
         group_id: "g".into(),
         member_id: member.into(),
@@ -33,7 +33,7 @@ fn join(member: &str) -> ConsumerHeartbeat {
 }
 
 /// A classic consumer's JoinGroup to "g".
-fn classic_join() -> JoinGroupRequest {
+pub(super) fn classic_join() -> JoinGroupRequest {
     JoinGroupRequest {
         group_id: "g".into(),
         session_timeout_ms: 10_000,
@@ -52,7 +52,7 @@ fn classic_join() -> JoinGroupRequest {
     }
 }
 
-fn beat(member: &str, epoch: i32) -> ConsumerHeartbeat {
+pub(super) fn beat(member: &str, epoch: i32) -> ConsumerHeartbeat {
     ConsumerHeartbeat {
         group_id: "g".into(),
         member_id: member.into(),
@@ -63,7 +63,7 @@ fn beat(member: &str, epoch: i32) -> ConsumerHeartbeat {
 }
 
 impl Shell {
-    fn consumer_heartbeat(&mut self, request: ConsumerHeartbeat) -> RequestToken {
+    pub(super) fn consumer_heartbeat(&mut self, request: ConsumerHeartbeat) -> RequestToken {
         let t = self.token();
         let fx = self
             .c
@@ -72,7 +72,7 @@ impl Shell {
         t
     }
 
-    fn consumer_answer(
+    pub(super) fn consumer_answer(
         &mut self,
         t: RequestToken,
     ) -> Option<Result<HeartbeatResponse, HeartbeatError>> {
@@ -84,7 +84,7 @@ impl Shell {
     }
 
     /// Reports the oldest consumer group write.
-    fn finish_consumer_write(&mut self, result: Result<(), i16>) {
+    pub(super) fn finish_consumer_write(&mut self, result: Result<(), i16>) {
         let (group, _, write) = self.consumer_writes.remove(0);
         let fx = self
             .c
@@ -183,8 +183,10 @@ fn a_loaded_group_arms_its_members_sessions() {
 }
 
 #[test]
-fn a_classic_group_with_members_is_not_a_consumer_group() {
-    let mut s = Shell::new();
+fn a_classic_group_with_members_is_not_a_consumer_group_without_the_upgrade() {
+    let mut cfg = test_config();
+    cfg.consumer.migration_policy = MigrationPolicy::Downgrade;
+    let mut s = Shell::with_config(cfg);
     // A member joins (and waits out the initial rebalance delay).
     s.join(classic_join());
     assert_eq!(s.c.group("g").map(|g| g.num_members()), Some(1));
@@ -197,7 +199,7 @@ fn a_classic_group_with_members_is_not_a_consumer_group() {
 /// Apache's OffsetMetadataManagerTest consumer group commit cases: the
 /// generation id of a consumer-protocol member is its member epoch.
 impl Shell {
-    fn member_commit(&mut self, member: &str, epoch: i32, version: i16) -> i16 {
+    pub(super) fn member_commit(&mut self, member: &str, epoch: i32, version: i16) -> i16 {
         let t = self.token();
         let request = OffsetCommitRequest {
             generation_id: epoch,
@@ -275,14 +277,17 @@ fn test_consumer_group_offset_commit_from_admin_client() {
 }
 
 #[test]
-fn a_classic_member_cannot_join_a_consumer_group() {
+fn a_classic_member_with_an_unreadable_subscription_cannot_join_a_consumer_group() {
     let mut s = Shell::new();
     s.stable_consumer_group();
+    // Its protocol's metadata is no consumer subscription (Apache answers
+    // the IllegalStateException it throws with UNKNOWN_SERVER_ERROR).
     let t = s.join(classic_join());
     assert_eq!(
         s.join_resp(t).unwrap().error_code,
-        code::INCONSISTENT_GROUP_PROTOCOL
+        code::UNKNOWN_SERVER_ERROR
     );
+    assert_eq!(s.c.consumer_group("g").unwrap().members().len(), 1);
 }
 
 #[test]

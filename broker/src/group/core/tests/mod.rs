@@ -4,6 +4,7 @@
 mod admin;
 mod consumer;
 mod join;
+mod migration;
 mod offsets;
 mod rebalance;
 mod static_members;
@@ -50,6 +51,10 @@ pub(crate) struct Shell {
         Vec<crate::group::consumer::records::ConsumerGroupRecord>,
         u64,
     )>,
+    /// The conversions among them, by write.
+    pub conversions: HashMap<u64, Conversion>,
+    /// The topics that exist.
+    pub topics: std::collections::BTreeMap<String, crate::group::consumer::records::TopicMetadata>,
 }
 
 impl Shell {
@@ -73,6 +78,8 @@ impl Shell {
             txn_offset_plans: Vec::new(),
             txn_ends: Vec::new(),
             consumer_writes: Vec::new(),
+            conversions: HashMap::new(),
+            topics: Default::default(),
         }
     }
 
@@ -111,7 +118,13 @@ impl Shell {
                     group_id,
                     records,
                     write,
-                } => self.consumer_writes.push((group_id, records, write)),
+                    conversion,
+                } => {
+                    if let Some(c) = conversion {
+                        self.conversions.insert(write, c);
+                    }
+                    self.consumer_writes.push((group_id, records, write))
+                }
             }
         }
     }
@@ -128,7 +141,7 @@ impl Shell {
 
     pub fn join(&mut self, req: JoinGroupRequest) -> RequestToken {
         let t = self.token();
-        let fx = self.c.join_group(t, req, self.now);
+        let fx = self.c.join_group(t, req, &self.topics.clone(), self.now);
         self.apply(fx);
         t
     }

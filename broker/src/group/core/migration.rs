@@ -1,0 +1,173 @@
+//! Online migration in the core: classic members served inside consumer
+//! groups (JoinGroup, SyncGroup, Heartbeat and LeaveGroup through the pure
+//! [`crate::group::consumer::classic`]), and the upgrade of a classic group
+//! when a consumer-protocol member joins it. The downgrade, when the last
+//! consumer-protocol member is fenced, is in [`super::consumer`].
+
+use super::leave::shape;
+use super::rebalance::answer_leftover_waiters;
+use super::{
+    code, ClassicGroup, Ctx, Effect, GroupCoordinator, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, RequestToken, Response,
+    SyncGroupRequest,
+};
+use crate::group::consumer::classic;
+use crate::group::consumer::group::ConsumerGroup;
+use crate::group::consumer::heartbeat::{self, TimerOp, TopicsView};
+
+impl GroupCoordinator {
+    /// Why a classic group with members may not become a consumer group
+    /// (Apache's `validateOnlineUpgrade`), if it may not.
+    pub(super) fn upgrade_refused(&self, classic: &ClassicGroup) -> Option<&'static str> {
+        if !self.config.consumer.migration_policy.upgrade_enabled() {
+            Some("the online upgrade is disabled")
+        } else if !classic.uses_consumer_protocol() {
+            Some("the group does not use the consumer embedded protocol")
+        } else if classic.num_members() > self.config.consumer.max_size {
+            Some("the group size exceeds the consumer group maximum size")
+        } else {
+            None
+        }
+    }
+
+    /// A classic group converted to `converted` leaves memory: its parked
+    /// JoinGroup and SyncGroup are told REBALANCE_IN_PROGRESS (they rejoin,
+    /// into the consumer group), its timers go, and each converted member's
+    /// session runs on its classic session timeout.
+    pub(super) fn drop_upgraded_classic_group(
+        &mut self,
+        group_id: &str,
+        converted: &ConsumerGroup,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        if let Some(g) = self.groups.remove(group_id) {
+            tracing::info!(group = %group_id, members = g.num_members(), generation = g.generation_id,
+                           "converting the classic group to a consumer group: a consumer-protocol member joins");
+            let mut cx = Ctx {
+                cfg: &self.config,
+                timers: &mut self.timers,
+                persist: &mut self.persist,
+                now: now_ms,
+                fx: &mut fx,
+            };
+            for m in g.members_in_order() {
+                answer_leftover_waiters(m, code::REBALANCE_IN_PROGRESS, &mut cx);
+            }
+        }
+        self.timers.cancel_group(group_id);
+        let sessions = converted
+            .members()
+            .values()
+            .map(|m| TimerOp::ScheduleSession {
+                member_id: m.member_id.clone(),
+                deadline_ms: now_ms
+                    + m.classic_session_timeout_ms()
+                        .unwrap_or(self.config.consumer.session_timeout_ms)
+                        .max(0) as u64,
+            })
+            .collect();
+        self.apply_timer_ops(group_id, sessions);
+        fx
+    }
+
+    /// JoinGroup of a classic member to a consumer group with members
+    /// (Apache's `classicGroupJoinToConsumerGroup`), answered once durable.
+    pub(super) fn classic_join_to_consumer_group(
+        &mut self,
+        token: RequestToken,
+        req: &JoinGroupRequest,
+        topics: &dyn TopicsView,
+        now_ms: u64,
+    ) -> Vec<Effect> {
+        let Some(group) = self.consumer.groups.get(&req.group_id) else {
+            return Vec::new();
+        };
+        let cx = heartbeat::Context {
+            config: &self.config.consumer,
+            assignors: &self.consumer.assignors.0,
+            topics,
+            now_ms,
+        };
+        let result = classic::join(group, req, &cx, || uuid::Uuid::new_v4().to_string());
+        self.apply_timer_ops(&req.group_id, result.timers);
+        self.write_consumer_change(
+            &req.group_id,
+            result.records,
+            Some((token, Response::Join(result.response))),
+            None,
+        )
+    }
+
+    /// An empty consumer group that a classic member joins is deleted first
+    /// (Apache's `maybeDeleteEmptyConsumerGroup`); its offsets stay.
+    pub(super) fn delete_empty_consumer_group(&mut self, group_id: &str) -> Vec<Effect> {
+        let Some(group) = self.consumer.groups.get(group_id) else {
+            return Vec::new();
+        };
+        let tombstones = classic::tombstones(group);
+        tracing::info!(group = %group_id, "empty consumer group replaced by a classic group: a classic member joins");
+        self.write_consumer_change(group_id, tombstones, None, None)
+    }
+
+    /// SyncGroup of a classic member of a consumer group, answered behind
+    /// the group's writes in flight.
+    pub(super) fn classic_sync_to_consumer_group(
+        &mut self,
+        token: RequestToken,
+        req: &SyncGroupRequest,
+        now_ms: u64,
+    ) -> Option<Vec<Effect>> {
+        let group = self.consumer.groups.get(&req.group_id)?;
+        let (response, timers) = classic::sync(group, req, now_ms);
+        self.apply_timer_ops(&req.group_id, timers);
+        Some(self.write_consumer_change(
+            &req.group_id,
+            Vec::new(),
+            Some((token, Response::Sync(response))),
+            None,
+        ))
+    }
+
+    /// Heartbeat of a classic member of a consumer group.
+    pub(super) fn classic_heartbeat_to_consumer_group(
+        &mut self,
+        token: RequestToken,
+        req: &HeartbeatRequest,
+        now_ms: u64,
+    ) -> Option<Vec<Effect>> {
+        let group = self.consumer.groups.get(&req.group_id)?;
+        let (error_code, timers) = classic::heartbeat(group, req, now_ms);
+        self.apply_timer_ops(&req.group_id, timers);
+        Some(self.write_consumer_change(
+            &req.group_id,
+            Vec::new(),
+            Some((token, Response::Heartbeat(HeartbeatResponse { error_code }))),
+            None,
+        ))
+    }
+
+    /// LeaveGroup of classic members of a consumer group.
+    pub(super) fn classic_leave_to_consumer_group(
+        &mut self,
+        token: RequestToken,
+        req: &LeaveGroupRequest,
+    ) -> Option<Vec<Effect>> {
+        let group = self.consumer.groups.get(&req.group_id)?;
+        let result = classic::leave(group, req);
+        self.apply_timer_ops(&req.group_id, result.timers);
+        let response = shape(
+            req.api_version,
+            LeaveGroupResponse {
+                error_code: code::NONE,
+                members: result.members,
+            },
+        );
+        Some(self.write_consumer_change(
+            &req.group_id,
+            result.records,
+            Some((token, Response::Leave(response))),
+            None,
+        ))
+    }
+}
