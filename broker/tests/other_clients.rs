@@ -64,6 +64,13 @@ async fn confluent_kafka_rolls_a_group_from_classic_to_consumer_and_back() {
     run_script("python3", "python/migration.py").await;
 }
 
+/// The same rolling migration with the Java client 3.9.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_rolls_a_group_from_classic_to_consumer_and_back() {
+    let (_classes, classpath) = common::compile_java("Migration");
+    run("java", vec!["-cp".into(), classpath, "Migration".into()]).await;
+}
+
 /// The same with the Java client 3.9.1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_client_consumer_protocol_group() {

@@ -126,6 +126,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         self.max = max;
     }
 
+    /// Whether [`next`](Self::next) answers without reading: a whole frame,
+    /// or a header it refuses, is buffered.
+    pub fn has_buffered_frame(&self) -> bool {
+        if self.buf.len() < 4 {
+            return false;
+        }
+        let size = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        size < 0 || size as usize > self.max || self.buf.len() >= 4 + size as usize
+    }
+
     /// The next frame; `Ok(None)` on a clean end of stream between frames.
     pub async fn next(&mut self) -> Result<Option<BytesMut>, FrameError> {
         loop {

@@ -40,6 +40,7 @@ pub async fn handle(ctx: &RequestContext, req: DescribeGroupsRequest) -> Describ
             let mut g = DescribedGroup::default()
                 .with_group_id(GroupId(str_bytes(d.group_id)))
                 .with_error_code(d.error_code)
+                .with_error_message(d.error_message.map(str_bytes))
                 .with_group_state(str_bytes(d.group_state))
                 .with_protocol_type(str_bytes(d.protocol_type))
                 .with_protocol_data(str_bytes(d.protocol_data))

@@ -22,7 +22,15 @@ pub async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetc
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let r = fetch(ctx, g.group_id.0.to_string(), topics, req.require_stable).await;
+            let member = (g.member_id.as_ref().map(|m| m.to_string()), g.member_epoch);
+            let r = fetch(
+                ctx,
+                g.group_id.0.to_string(),
+                topics,
+                req.require_stable,
+                member,
+            )
+            .await;
             out.groups.push(
                 OffsetFetchResponseGroup::default()
                     .with_group_id(g.group_id.clone())
@@ -42,6 +50,7 @@ pub async fn handle(ctx: &RequestContext, req: OffsetFetchRequest) -> OffsetFetc
         req.group_id.0.to_string(),
         topics,
         v >= 7 && req.require_stable,
+        (None, -1),
     )
     .await;
     let mut out = OffsetFetchResponse::default().with_topics(
@@ -88,6 +97,7 @@ async fn fetch(
     group_id: String,
     topics: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
+    (member_id, member_epoch): (Option<String>, i32),
 ) -> core::OffsetFetchResponse {
     let manager = &ctx.broker.groups;
     let ready = async {
@@ -114,6 +124,8 @@ async fn fetch(
         group_id,
         topics,
         require_stable,
+        member_id,
+        member_epoch,
     };
     let mut answer = manager.read(|core| core.offset_fetch(&request));
     if answer.error_code == 0 {

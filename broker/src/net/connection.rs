@@ -69,10 +69,14 @@ pub async fn serve_connection<R, W>(
     let mut linger = false;
     let mut out: Vec<u8> = Vec::new();
     loop {
+        // Requests already read (pipelined behind one another) are started
+        // before any answer goes out, so their answers share one write.
+        let start_buffered =
+            reading && pending.len() < MAX_IN_FLIGHT && reader.has_buffered_frame();
         tokio::select! {
-            // Finish responses first: they free room for more requests.
+            // Then finish responses first: they free room for more requests.
             biased;
-            Some(response) = pending.next(), if !pending.is_empty() => {
+            Some(response) = pending.next(), if !pending.is_empty() && !start_buffered => {
                 // Responses already finished behind this one go out in the
                 // same write.
                 let mut batch: Vec<Bytes> = response.into_iter().collect();

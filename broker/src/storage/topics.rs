@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -88,6 +90,9 @@ pub struct TopicRegistry {
     data_dir: PathBuf,
     version: SharedCounter,
     cache: RwLock<Cache>,
+    /// When the counter was last read, in ns since `born`.
+    checked_ns: AtomicU64,
+    born: Instant,
 }
 
 #[derive(Default)]
@@ -95,7 +100,9 @@ struct Cache {
     /// The counter's value the cache was read at; `None` before the first
     /// scan.
     version: Option<i64>,
-    by_name: HashMap<String, Arc<TopicMeta>>,
+    /// Shared with [`TopicRegistry::by_name`]'s callers: a new scan
+    /// replaces it, an insert copies it only while a caller holds it.
+    by_name: Arc<HashMap<String, Arc<TopicMeta>>>,
 }
 
 fn write_json_durably(path: &Path, value: &impl Serialize) -> io::Result<()> {
@@ -111,6 +118,8 @@ impl TopicRegistry {
             version: SharedCounter::new(data_dir.join("__cluster").join("topics.version")),
             data_dir,
             cache: RwLock::new(Cache::default()),
+            checked_ns: AtomicU64::new(0),
+            born: Instant::now(),
         }
     }
 
@@ -123,6 +132,8 @@ impl TopicRegistry {
     /// lookup until it reads again).
     fn refresh(&self) {
         let version = self.version.read().ok();
+        self.checked_ns
+            .store(self.born.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if version.is_some() && self.cache.read().version == version {
             return;
         }
@@ -139,7 +150,10 @@ impl TopicRegistry {
                 }
             }
         }
-        *self.cache.write() = Cache { version, by_name };
+        *self.cache.write() = Cache {
+            version,
+            by_name: Arc::new(by_name),
+        };
     }
 
     pub fn all(&self) -> Vec<Arc<TopicMeta>> {
@@ -147,6 +161,28 @@ impl TopicRegistry {
         let mut all: Vec<_> = self.cache.read().by_name.values().cloned().collect();
         all.sort_by(|a, b| a.name.cmp(&b.name));
         all
+    }
+
+    /// Every topic by name, as of now (one read of the shared counter, no
+    /// copy): what a request that looks up several names reads once.
+    pub fn by_name(&self) -> Arc<HashMap<String, Arc<TopicMeta>>> {
+        self.refresh();
+        self.cache.read().by_name.clone()
+    }
+
+    /// [`Self::by_name`] as read at most `max_age` ago: a heartbeat, which
+    /// sees a topic change at its next beat anyway, spares the volume one
+    /// read of the shared counter each (a change made through this broker
+    /// is seen at once: it refreshes the cache).
+    pub fn by_name_within(&self, max_age: Duration) -> Arc<HashMap<String, Arc<TopicMeta>>> {
+        let checked = Duration::from_nanos(self.checked_ns.load(Ordering::Relaxed));
+        let fresh = self.born.elapsed().saturating_sub(checked) < max_age;
+        let cache = self.cache.read();
+        if fresh && cache.version.is_some() {
+            return cache.by_name.clone();
+        }
+        drop(cache);
+        self.by_name()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<TopicMeta>> {
@@ -157,10 +193,7 @@ impl TopicRegistry {
         // Created by a broker that has not advanced the counter yet (or
         // could not): the topic's own file says.
         let meta = Arc::new(read_meta(&self.topic_dir(name)).filter(|m| m.name == name)?);
-        self.cache
-            .write()
-            .by_name
-            .insert(name.to_string(), meta.clone());
+        Arc::make_mut(&mut self.cache.write().by_name).insert(name.to_string(), meta.clone());
         Some(meta)
     }
 

@@ -25,6 +25,7 @@ impl GroupCoordinator {
                     };
                     DescribedGroup {
                         error_code: code::NONE,
+                        error_message: None,
                         group_id: id.clone(),
                         group_state: g.state.as_str().to_string(),
                         protocol_type: g.protocol_type.clone().unwrap_or_default(),
@@ -47,12 +48,21 @@ impl GroupCoordinator {
                             .collect(),
                     }
                 }
+                // Apache 4.x: v6 tells why (a KIP-848 consumer group is
+                // not a classic group); older versions see a Dead group.
                 None => DescribedGroup {
                     error_code: if api_version >= 6 {
                         code::GROUP_ID_NOT_FOUND
                     } else {
                         code::NONE
                     },
+                    error_message: (api_version >= 6).then(|| {
+                        if self.consumer.groups.contains_key(id) {
+                            format!("Group {id} is not a classic group.")
+                        } else {
+                            format!("Group {id} not found.")
+                        }
+                    }),
                     group_id: id.clone(),
                     group_state: GroupState::Dead.as_str().to_string(),
                     protocol_type: String::new(),

@@ -270,6 +270,23 @@ pub struct OffsetFetchRequest {
     /// None asks for every committed offset of the group.
     pub topics: Option<Vec<(String, Vec<i32>)>>,
     pub require_stable: bool,
+    /// v9+: the member asking, checked against a consumer group's members
+    /// (None and -1: an admin client, or a client outside the group).
+    pub member_id: Option<String>,
+    pub member_epoch: i32,
+}
+
+impl OffsetFetchRequest {
+    /// No member: what an admin client sends (the rest to fill in).
+    pub fn admin() -> OffsetFetchRequest {
+        OffsetFetchRequest {
+            group_id: String::new(),
+            topics: None,
+            require_stable: false,
+            member_id: None,
+            member_epoch: -1,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -348,6 +365,8 @@ pub struct DescribedMember {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DescribedGroup {
     pub error_code: i16,
+    /// v6+: why the group is not described.
+    pub error_message: Option<String>,
     pub group_id: String,
     pub group_state: String,
     pub protocol_type: String,

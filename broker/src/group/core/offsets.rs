@@ -98,6 +98,31 @@ pub(crate) fn validate_consumer_commit(
     Ok(())
 }
 
+/// Apache `ConsumerGroup.validateOffsetFetch`: a member that names
+/// itself (v9+) must be one, at its epoch; no member id and a negative
+/// epoch is an admin client or a client outside the group.
+fn validate_consumer_fetch(
+    g: &crate::group::consumer::group::ConsumerGroup,
+    member_id: Option<&str>,
+    member_epoch: i32,
+) -> Result<(), i16> {
+    let Some(member_id) = member_id else {
+        if member_epoch < 0 {
+            return Ok(());
+        }
+        return Err(code::UNKNOWN_MEMBER_ID);
+    };
+    let member = g.member(member_id).ok_or(code::UNKNOWN_MEMBER_ID)?;
+    if member_epoch != member.member_epoch() {
+        return Err(if member.uses_classic_protocol() {
+            code::ILLEGAL_GENERATION
+        } else {
+            code::STALE_MEMBER_EPOCH
+        });
+    }
+    Ok(())
+}
+
 /// Java `String.length()` counts UTF-16 units; Apache compares that.
 fn metadata_too_large(metadata: Option<&str>, max: usize) -> bool {
     metadata.is_some_and(|m| m.encode_utf16().count() > max)
@@ -400,6 +425,16 @@ impl GroupCoordinator {
             };
         }
         let gid = req.group_id.as_str();
+        if let Some(group) = self.consumer.groups.get(gid) {
+            if let Err(error_code) =
+                validate_consumer_fetch(group, req.member_id.as_deref(), req.member_epoch)
+            {
+                return OffsetFetchResponse {
+                    error_code,
+                    topics: Vec::new(),
+                };
+            }
+        }
         let live = self
             .groups
             .get(gid)

@@ -239,6 +239,7 @@ fn test_consumer_group_offset_commit() {
         group_id: "g".into(),
         topics: None,
         require_stable: false,
+        ..OffsetFetchRequest::admin()
     });
     assert_eq!(fetched.topics[0].partitions[0].offset, 42);
 }
@@ -353,4 +354,71 @@ fn only_an_empty_consumer_group_is_deleted() {
     let t = s.consumer_heartbeat(join("m3"));
     s.finish_consumer_write(Ok(()));
     assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 1);
+}
+
+/// Apache 4.x: DescribeGroups v6 tells a consumer group is not a classic
+/// group; older versions see it Dead, with no error.
+#[test]
+fn describe_groups_of_a_consumer_group() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    let old = &s.c.describe_groups(&["g".into()], 5)[0];
+    assert_eq!(
+        (
+            old.error_code,
+            old.group_state.as_str(),
+            old.error_message.clone()
+        ),
+        (code::NONE, "Dead", None)
+    );
+    let v6 = &s.c.describe_groups(&["g".into(), "nothing".into()], 6);
+    assert_eq!(
+        (v6[0].error_code, v6[0].error_message.as_deref()),
+        (
+            code::GROUP_ID_NOT_FOUND,
+            Some("Group g is not a classic group.")
+        )
+    );
+    assert_eq!(
+        v6[1].error_message.as_deref(),
+        Some("Group nothing not found.")
+    );
+}
+
+impl Shell {
+    fn member_fetch(&self, member: Option<&str>, epoch: i32) -> i16 {
+        self.c
+            .offset_fetch(&OffsetFetchRequest {
+                group_id: "g".into(),
+                member_id: member.map(Into::into),
+                member_epoch: epoch,
+                ..OffsetFetchRequest::admin()
+            })
+            .error_code
+    }
+}
+
+/// Apache's OffsetMetadataManagerTest consumer-group fetch cases (v9).
+#[test]
+fn test_consumer_group_offset_fetch_with_member_id_and_epoch() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_fetch(Some("m1"), 1), code::NONE);
+    // An admin client, or a client outside the group.
+    assert_eq!(s.member_fetch(None, -1), code::NONE);
+}
+
+#[test]
+fn test_consumer_group_offset_fetch_with_unknown_member_id() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_fetch(Some("nobody"), 1), code::UNKNOWN_MEMBER_ID);
+    assert_eq!(s.member_fetch(None, 1), code::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn test_consumer_group_offset_fetch_with_stale_member_epoch() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_fetch(Some("m1"), 7), code::STALE_MEMBER_EPOCH);
 }

@@ -54,6 +54,7 @@ impl Shell {
             group_id: group.into(),
             topics: Some(vec![(topic.into(), vec![partition])]),
             require_stable,
+            ..OffsetFetchRequest::admin()
         });
         r.topics[0].partitions[0].clone()
     }
@@ -276,6 +277,7 @@ fn test_offset_fetch_require_stable() {
         group_id: "foo".into(),
         topics: None,
         require_stable: false,
+        ..OffsetFetchRequest::admin()
     });
     assert_eq!(all.topics.len(), 1);
     assert_eq!(all.topics[0].partitions.len(), 1);
@@ -300,6 +302,7 @@ fn test_offset_fetch_require_stable_tracks_each_commit_in_flight() {
             group_id: "foo".into(),
             topics: None,
             require_stable: true,
+            ..OffsetFetchRequest::admin()
         })
         .topics[0]
             .partitions

@@ -63,6 +63,7 @@ impl Shell {
             group_id: group.into(),
             topics: Some(vec![("in".into(), vec![0])]),
             require_stable,
+            ..OffsetFetchRequest::admin()
         });
         let p = &r.topics[0].partitions[0];
         (p.offset, p.error_code)
