@@ -248,10 +248,7 @@ impl GroupStore for MemoryStore {
     ) -> Durable {
         self.write(group_id, |groups| {
             let stored = groups.entry(group_id.to_string()).or_default();
-            stored.metadata = match conversion {
-                Conversion::FromClassic => None,
-                Conversion::ToClassic(record) => Some(record.clone()),
-            };
+            stored.metadata = conversion.classic_metadata().cloned();
             replay_change(&mut stored.consumer, group_id, records);
         })
     }

@@ -281,9 +281,10 @@ pub fn run_checks(program: &str, args: &[String]) {
     );
 }
 
-/// Compiles `e2e/clients/java/{class}.java` against the Java client's jars
-/// (kafka-clients 3.9.1; scripts/install-test-deps fetches them and a JDK)
-/// into a fresh folder; returns the folder and the classpath to run with.
+/// Compiles `e2e/clients/java/{class}.java`, and the classes it uses from
+/// that folder, against the Java client's jars (kafka-clients 3.9.1;
+/// scripts/install-test-deps fetches them and a JDK) into a fresh folder;
+/// returns the folder and the classpath to run with.
 pub fn compile_java(class: &str) -> (tempfile::TempDir, String) {
     let lib = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/java-clients/pyflink/lib");
@@ -301,7 +302,9 @@ pub fn compile_java(class: &str) -> (tempfile::TempDir, String) {
     let classes = tempfile::tempdir().unwrap();
     let source = clients_dir().join(format!("java/{class}.java"));
     let compiled = std::process::Command::new("javac")
-        .args(["-cp", &jars, "-d"])
+        .args(["-cp", &jars, "-sourcepath"])
+        .arg(clients_dir().join("java"))
+        .arg("-d")
         .arg(classes.path())
         .arg(&source)
         .output()

@@ -21,23 +21,6 @@ public class ConsumerProtocol {
     static final int PARTITIONS = 12;
     static final int PER_PARTITION = 50;
 
-    static final Map<Integer, String> owner = new HashMap<>();
-    static final List<String> violations = new ArrayList<>();
-
-    static void check(boolean ok, String what) {
-        if (!ok) {
-            System.out.println("FAILED: " + what);
-            System.exit(1);
-        }
-        System.out.println("ok: " + what);
-    }
-
-    static Set<Integer> ownedBy(String member) {
-        Set<Integer> s = new TreeSet<>();
-        owner.forEach((p, m) -> { if (m.equals(member)) s.add(p); });
-        return s;
-    }
-
     static class Member implements ConsumerRebalanceListener {
         final String name;
         final KafkaConsumer<String, String> consumer;
@@ -58,22 +41,17 @@ public class ConsumerProtocol {
         }
 
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            for (TopicPartition tp : partitions) {
-                String holder = owner.get(tp.partition());
-                if (holder != null && !holder.equals(name))
-                    violations.add(tp + " given to " + name + " while " + holder + " owns it");
-                owner.put(tp.partition(), name);
-            }
+            Ledger.assigned(name, partitions);
         }
 
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             // Commit what was read before giving the partitions up.
-            consumer.commitSync();
-            for (TopicPartition tp : partitions) owner.remove(tp.partition(), name);
+            Ledger.commit(name, consumer);
+            Ledger.released(name, partitions);
         }
 
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            for (TopicPartition tp : partitions) owner.remove(tp.partition(), name);
+            Ledger.released(name, partitions);
         }
 
         void poll() {
@@ -82,32 +60,21 @@ public class ConsumerProtocol {
         }
 
         void close() {
-            consumer.commitSync();
+            Ledger.commit(name, consumer);
             consumer.close();
         }
     }
 
     static void pollAll(List<Member> members, BooleanSupplier until, int seconds, String what) {
-        long deadline = System.currentTimeMillis() + seconds * 1000L;
-        while (System.currentTimeMillis() < deadline) {
-            for (Member m : members) m.poll();
-            if (until.getAsBoolean()) return;
-        }
-        check(false, what);
+        Ledger.pollUntil(() -> { for (Member m : members) m.poll(); }, until, seconds, what);
     }
 
     // Reconciliation moves partitions a step at a time: wait for the
     // balanced end state (the ledger checks every step on the way).
     static BooleanSupplier balanced(List<Member> members) {
-        List<Integer> even = Collections.nCopies(members.size(), PARTITIONS / members.size());
-        return () -> shares(members).equals(even);
-    }
-
-    static List<Integer> shares(List<Member> members) {
-        List<Integer> s = new ArrayList<>();
-        for (Member m : members) s.add(ownedBy(m.name).size());
-        Collections.sort(s);
-        return s;
+        List<String> names = new ArrayList<>();
+        for (Member m : members) names.add(m.name);
+        return Ledger.balanced(names, PARTITIONS);
     }
 
     public static void main(String[] args) throws Exception {
@@ -132,18 +99,15 @@ public class ConsumerProtocol {
         List<Member> members = new ArrayList<>();
         for (int i = 0; i < 3; i++) members.add(new Member("m" + i));
         pollAll(members, balanced(members), 60, "3 members own 4 of the 12 partitions each");
-        System.out.println("ok: 3 members own 4 of the 12 partitions each");
 
         members.add(new Member("m3"));
         pollAll(members, balanced(members), 60, "4 members own 3 partitions each");
-        System.out.println("ok: 4 members own 3 partitions each");
 
         Member leaving = members.remove(0);
         Set<String> seen = new HashSet<>(leaving.seen);
         leaving.close();
-        owner.values().removeIf(m -> m.equals(leaving.name));
+        Ledger.forget(leaving.name);
         pollAll(members, balanced(members), 60, "the 3 left own 4 partitions each");
-        System.out.println("ok: the 3 left own 4 partitions each");
 
         int total = PARTITIONS * PER_PARTITION;
         pollAll(members, () -> {
@@ -151,8 +115,8 @@ public class ConsumerProtocol {
             for (Member m : members) all.addAll(m.seen);
             return all.size() >= total;
         }, 60, "every record consumed");
-        for (Member m : members) m.consumer.commitSync();
-        check(violations.isEmpty(), "no partition owned by two members at once: " + violations);
+        pollAll(members, () -> members.stream().allMatch(m -> Ledger.commit(m.name, m.consumer)), 30, "the last commits");
+        Ledger.check(Ledger.violations.isEmpty(), "no partition owned by two members at once: " + Ledger.violations);
 
         Map<TopicPartition, OffsetAndMetadata> committed;
         Set<TopicPartition> all = new HashSet<>();
@@ -160,7 +124,7 @@ public class ConsumerProtocol {
         committed = members.get(0).consumer.committed(all);
         boolean atEnd = committed.values().stream()
             .allMatch(o -> o != null && o.offset() == PER_PARTITION);
-        check(atEnd, "every partition committed at its end: " + committed);
+        Ledger.check(atEnd, "every partition committed at its end: " + committed);
         for (Member m : members) m.close();
         System.out.println("all checks passed");
     }

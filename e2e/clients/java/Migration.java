@@ -16,7 +16,6 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.serialization.*;
 
 public class Migration {
@@ -25,23 +24,6 @@ public class Migration {
     static final String GROUP = "java-migration-group";
     static final int PARTITIONS = 12;
     static final int PER_ROUND = 25;
-
-    static final Map<Integer, String> owner = new HashMap<>();
-    static final List<String> violations = new ArrayList<>();
-
-    static void check(boolean ok, String what) {
-        if (!ok) {
-            System.out.println("FAILED: " + what);
-            System.exit(1);
-        }
-        System.out.println("ok: " + what);
-    }
-
-    static Set<Integer> ownedBy(String member) {
-        Set<Integer> s = new TreeSet<>();
-        owner.forEach((p, m) -> { if (m.equals(member)) s.add(p); });
-        return s;
-    }
 
     static class Member implements ConsumerRebalanceListener {
         final String name;
@@ -67,35 +49,21 @@ public class Migration {
         }
 
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            for (TopicPartition tp : partitions) {
-                String holder = owner.get(tp.partition());
-                if (holder != null && !holder.equals(name))
-                    violations.add(tp + " given to " + name + " while " + holder + " owns it");
-                owner.put(tp.partition(), name);
-            }
+            Ledger.assigned(name, partitions);
         }
 
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             // Commit what was read before giving the partitions up.
             commit();
-            for (TopicPartition tp : partitions) owner.remove(tp.partition(), name);
+            Ledger.released(name, partitions);
         }
 
-        // A commit racing a rebalance is refused (the member's epoch or
-        // generation moved on, as on Apache's brokers): what it covered is
-        // read again by the partition's next owner, which commits it.
         boolean commit() {
-            try {
-                consumer.commitSync();
-                return true;
-            } catch (CommitFailedException | RebalanceInProgressException e) {
-                System.out.println("note: " + name + "'s commit refused during a rebalance: " + e.getMessage());
-                return false;
-            }
+            return Ledger.commit(name, consumer);
         }
 
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            for (TopicPartition tp : partitions) owner.remove(tp.partition(), name);
+            Ledger.released(name, partitions);
         }
 
         void poll() {
@@ -110,25 +78,13 @@ public class Migration {
     }
 
     static void pollAll(List<Member> members, BooleanSupplier until, int seconds, String what) {
-        long deadline = System.currentTimeMillis() + seconds * 1000L;
-        while (System.currentTimeMillis() < deadline) {
-            for (Member m : members) m.poll();
-            if (until.getAsBoolean()) {
-                System.out.println("ok: " + what);
-                return;
-            }
-        }
-        check(false, what + " (owners: " + owner + ")");
+        Ledger.pollUntil(() -> { for (Member m : members) m.poll(); }, until, seconds, what);
     }
 
     static BooleanSupplier balanced(List<Member> members) {
-        List<Integer> even = Collections.nCopies(members.size(), PARTITIONS / members.size());
-        return () -> {
-            List<Integer> s = new ArrayList<>();
-            for (Member m : members) s.add(ownedBy(m.name).size());
-            Collections.sort(s);
-            return s.equals(even);
-        };
+        List<String> names = new ArrayList<>();
+        for (Member m : members) names.add(m.name);
+        return Ledger.balanced(names, PARTITIONS);
     }
 
     static GroupType groupType(Admin admin) throws Exception {
@@ -156,7 +112,7 @@ public class Migration {
         Member gone = members.get(i);
         seenByGone.addAll(gone.seen);
         gone.close();
-        owner.values().removeIf(m -> m.equals(gone.name));
+        Ledger.forget(gone.name);
         members.set(i, new Member(name, protocol));
         pollAll(members, balanced(members), 90, gone.name + " replaced by " + name + ": 4 partitions each");
     }
@@ -173,19 +129,19 @@ public class Migration {
             List<Member> members = new ArrayList<>();
             for (int i = 0; i < 3; i++) members.add(new Member("classic-" + i, "classic"));
             pollAll(members, balanced(members), 60, "3 classic members own 4 partitions each");
-            check(groupType(admin) == GroupType.CLASSIC, "a classic group");
+            Ledger.check(groupType(admin) == GroupType.CLASSIC, "a classic group");
 
             replace(members, 0, "consumer-0", "consumer");
-            check(groupType(admin) == GroupType.CONSUMER, "converted to a consumer group");
+            Ledger.check(groupType(admin) == GroupType.CONSUMER, "converted to a consumer group");
             replace(members, 1, "consumer-1", "consumer");
             replace(members, 2, "consumer-2", "consumer");
             produce(1);
 
             replace(members, 0, "classic-3", "classic");
             replace(members, 1, "classic-4", "classic");
-            check(groupType(admin) == GroupType.CONSUMER, "still a consumer group");
+            Ledger.check(groupType(admin) == GroupType.CONSUMER, "still a consumer group");
             replace(members, 2, "classic-5", "classic");
-            check(groupType(admin) == GroupType.CLASSIC, "converted back to a classic group");
+            Ledger.check(groupType(admin) == GroupType.CLASSIC, "converted back to a classic group");
 
             int total = 2 * PARTITIONS * PER_ROUND;
             pollAll(members, () -> {
@@ -194,14 +150,14 @@ public class Migration {
                 return all.size() >= total;
             }, 60, "every record consumed");
             pollAll(members, () -> members.stream().allMatch(Member::commit), 30, "the last commits");
-            check(violations.isEmpty(), "no partition owned by two members at once: " + violations);
+            Ledger.check(Ledger.violations.isEmpty(), "no partition owned by two members at once: " + Ledger.violations);
 
             Set<TopicPartition> all = new HashSet<>();
             for (int i = 0; i < PARTITIONS; i++) all.add(new TopicPartition(TOPIC, i));
             Map<TopicPartition, OffsetAndMetadata> committed = members.get(0).consumer.committed(all);
             boolean atEnd = committed.values().stream()
                 .allMatch(o -> o != null && o.offset() == 2 * PER_ROUND);
-            check(atEnd, "every partition committed at its end: " + committed);
+            Ledger.check(atEnd, "every partition committed at its end: " + committed);
             for (Member m : members) m.close();
         }
         System.out.println("all checks passed");

@@ -11,41 +11,13 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ledger import Ledger, check, commit, poll_all
+
 BOOT = sys.argv[1]
 TOPIC = "py-kip848"
 GROUP = "py-kip848-group"
 PARTITIONS = 12
 PER_PARTITION = 50
-
-
-def check(cond, what):
-    if not cond:
-        print("FAILED:", what)
-        sys.exit(1)
-    print("ok:", what)
-
-
-class Ledger:
-    """Who owns which partition, from the members' own callbacks."""
-
-    def __init__(self):
-        self.owner = {}
-        self.violations = []
-
-    def assigned(self, member, partitions):
-        for p in partitions:
-            holder = self.owner.get(p)
-            if holder is not None and holder != member:
-                self.violations.append(f"{p} given to {member} while {holder} owns it")
-            self.owner[p] = member
-
-    def revoked(self, member, partitions):
-        for p in partitions:
-            if self.owner.get(p) == member:
-                del self.owner[p]
-
-    def owned_by(self, member):
-        return {p for p, m in self.owner.items() if m == member}
 
 
 LEDGER = Ledger()
@@ -84,26 +56,11 @@ class Member:
         self.seen[(m.partition(), m.offset())] = m.value()
 
     def commit(self):
-        try:
-            self.c.commit(asynchronous=False)
-        except KafkaException as e:
-            # Nothing consumed since the last commit.
-            if e.args[0].code() != -168:  # _NO_OFFSET
-                raise
+        return commit(self.name, self.c)
 
     def close(self):
         self.commit()
         self.c.close()
-
-
-def poll_all(members, until, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for m in members:
-            m.poll()
-        if until():
-            return
-    check(False, what)
 
 
 def main():
@@ -118,28 +75,23 @@ def main():
 
     # Reconciliation moves partitions a step at a time: wait for the
     # balanced end state (the ledger checks every step on the way).
-    shares = lambda ms: lambda: (
-        sorted(len(LEDGER.owned_by(m.name)) for m in ms) == [PARTITIONS // len(ms)] * len(ms))
+    shares = lambda ms: LEDGER.balanced(ms, PARTITIONS)
     members = [Member(f"m{i}") for i in range(3)]
     poll_all(members, shares(members), 60, "3 members own 4 of the 12 partitions each")
-    print("ok: 3 members own 4 of the 12 partitions each")
 
     members.append(Member("m3"))
     poll_all(members, shares(members), 60, "4 members own 3 partitions each")
-    print("ok: 4 members own 3 partitions each")
 
     leaving = members.pop(0)
     leaving_seen = leaving.seen
     leaving.close()
     poll_all(members, shares(members), 60, "the 3 left own 4 partitions each")
-    print("ok: the 3 left own 4 partitions each")
 
     total = PARTITIONS * PER_PARTITION
     seen = lambda: set(leaving_seen) | {k for m in members for k in m.seen}
     poll_all(members, lambda: len(seen()) >= total, 60, "every record consumed")
     check(len(seen()) == total, f"all {total} records consumed")
-    for m in members:
-        m.commit()
+    poll_all(members, lambda: all([m.commit() for m in members]), 30, "the last commits")
     check(not LEDGER.violations, "no partition owned by two members at once: "
           + "; ".join(LEDGER.violations))
 

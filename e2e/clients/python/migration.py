@@ -14,6 +14,8 @@ from confluent_kafka import (ConsumerGroupType, Consumer, KafkaException, Produc
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ledger import Ledger, check, commit, poll_all
+
 BOOT = sys.argv[1]
 TOPIC = "py-migration"
 GROUP = "py-migration-group"
@@ -21,41 +23,8 @@ PARTITIONS = 12
 PER_ROUND = 25
 
 
-def check(cond, what):
-    if not cond:
-        print("FAILED:", what)
-        sys.exit(1)
-    print("ok:", what)
-
-
-class Ledger:
-    """Who owns which partition, from the members' own callbacks."""
-
-    def __init__(self):
-        self.owner = {}
-        self.violations = []
-
-    def assigned(self, member, partitions):
-        for p in partitions:
-            holder = self.owner.get(p)
-            if holder is not None and holder != member:
-                self.violations.append(f"{p} given to {member} while {holder} owns it")
-            self.owner[p] = member
-
-    def revoked(self, member, partitions):
-        for p in partitions:
-            if self.owner.get(p) == member:
-                del self.owner[p]
-
-    def owned_by(self, member):
-        return {p for p, m in self.owner.items() if m == member}
-
-
 LEDGER = Ledger()
 
-# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
-# STALE_MEMBER_EPOCH.
-REFUSED_IN_A_REBALANCE = {22, 25, 27, 113}
 
 
 class Member:
@@ -98,41 +67,15 @@ class Member:
         self.seen[(m.partition(), m.offset())] = m.value()
 
     def commit(self):
-        """Whether the commit went through. One racing a rebalance is
-        refused (the member's generation or epoch moved on, as on Apache's
-        brokers): what it covered is read again by the partition's next
-        owner, which commits it."""
-        try:
-            self.c.commit(asynchronous=False)
-            return True
-        except KafkaException as e:
-            code = e.args[0].code()
-            if code == -168:  # _NO_OFFSET: nothing consumed since the last one
-                return True
-            if code in REFUSED_IN_A_REBALANCE:
-                print(f"note: {self.name}'s commit refused during a rebalance: {e}")
-                return False
-            raise
+        return commit(self.name, self.c)
 
     def close(self):
         self.commit()
         self.c.close()
 
 
-def poll_all(members, until, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for m in members:
-            m.poll()
-        if until():
-            print("ok:", what)
-            return
-    check(False, what + f" (ledger: {sorted(LEDGER.owner.items())})")
-
-
 def balanced(members):
-    return lambda: (sorted(len(LEDGER.owned_by(m.name)) for m in members)
-                    == [PARTITIONS // len(members)] * len(members))
+    return LEDGER.balanced(members, PARTITIONS)
 
 
 def group_type(admin):

@@ -495,6 +495,16 @@ pub enum Conversion {
     ToClassic(GroupMetadataRecord),
 }
 
+impl Conversion {
+    /// The classic metadata once converted (`None`: its tombstone).
+    pub fn classic_metadata(&self) -> Option<&GroupMetadataRecord> {
+        match self {
+            Conversion::FromClassic => None,
+            Conversion::ToClassic(record) => Some(record),
+        }
+    }
+}
+
 pub(crate) fn join_error(token: RequestToken, member_id: &str, error: i16) -> Effect {
     Effect::Respond(
         token,

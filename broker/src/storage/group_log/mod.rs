@@ -804,10 +804,7 @@ impl crate::group::store::GroupStore for GroupLogStore {
         conversion: &Conversion,
         records: &[ConsumerGroupRecord],
     ) -> Durable {
-        let metadata = match conversion {
-            Conversion::FromClassic => None,
-            Conversion::ToClassic(record) => Some(record.clone()),
-        };
+        let metadata = conversion.classic_metadata().cloned();
         let records = records.to_vec();
         self.ordered(group_id, move |logs, group| {
             logs.convert_group(group, metadata.as_ref(), &records)
