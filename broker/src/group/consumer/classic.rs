@@ -45,11 +45,15 @@ pub fn upgrade_records(
     topics: &dyn TopicsView,
 ) -> Result<Vec<ConsumerGroupRecord>, String> {
     let generation = classic.generation_id();
-    let protocol = classic.protocol_name().unwrap_or_default();
     let mut members = Vec::new();
     for m in classic.members_in_order() {
-        let subscription = m
-            .metadata(protocol)
+        // The group's protocol; a group still in its first rebalance has
+        // none yet: the member's first (every one carries the same
+        // subscription).
+        let subscription = classic
+            .protocol_name()
+            .and_then(|p| m.metadata(p))
+            .or_else(|| m.protocols.first().map(|p| &p.metadata))
             .and_then(|metadata| decode_subscription(metadata))
             .ok_or_else(|| format!("the subscription of member {} does not parse", m.member_id))?;
         let assignment = decode_assignment(&m.assignment)

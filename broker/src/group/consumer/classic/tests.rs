@@ -202,3 +202,28 @@ fn the_protocol_all_support_that_most_prefer_is_chosen() {
         "a tie goes to the first name"
     );
 }
+
+#[test]
+fn a_group_in_its_first_rebalance_upgrades_with_its_members_subscriptions() {
+    // No protocol chosen yet: each member's own (first) subscription.
+    let group = ClassicGroup::from_record(
+        &GroupMetadataRecord {
+            group_id: "g".into(),
+            protocol_type: Some("consumer".into()),
+            generation: 0,
+            protocol: None,
+            leader: None,
+            current_state_timestamp_ms: None,
+            members: vec![classic_member("a", vec![])],
+        },
+        0,
+    );
+    let records = upgrade_records(&group, &topics()).unwrap();
+    let mut converted = None;
+    replay_change(&mut converted, "g", &records);
+    let a = converted.unwrap().member("a").unwrap().clone();
+    assert_eq!(
+        a.metadata.subscribed_topic_names,
+        ["foo".to_string(), "gone".to_string()].into()
+    );
+}
