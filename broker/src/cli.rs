@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cluster::assignment_file;
 use crate::cluster::controller::{parse_brokers, ControllerConfig};
+use crate::group::assignor::BuiltinAssignor;
 use crate::group::consumer::heartbeat::MigrationPolicy;
 use crate::net::listener::{protocol_name, ListenerConfig};
 use crate::net::tls::{ClientAuth, TlsSettings};
@@ -247,13 +248,35 @@ pub struct Tuning {
     /// this long is fenced [default: 45000].
     #[arg(long, env = "KAAS_GROUP_CONSUMER_SESSION_TIMEOUT_MS")]
     pub group_consumer_session_timeout_ms: Option<i32>,
+    /// group.consumer.min.session.timeout.ms [default: 45000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS")]
+    pub group_consumer_min_session_timeout_ms: Option<i32>,
+    /// group.consumer.max.session.timeout.ms [default: 60000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS")]
+    pub group_consumer_max_session_timeout_ms: Option<i32>,
     /// group.consumer.heartbeat.interval.ms: how often KIP-848 members are
     /// told to heartbeat [default: 5000].
     #[arg(long, env = "KAAS_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS")]
     pub group_consumer_heartbeat_interval_ms: Option<i32>,
+    /// group.consumer.min.heartbeat.interval.ms [default: 5000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS")]
+    pub group_consumer_min_heartbeat_interval_ms: Option<i32>,
+    /// group.consumer.max.heartbeat.interval.ms [default: 15000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS")]
+    pub group_consumer_max_heartbeat_interval_ms: Option<i32>,
     /// group.consumer.max.size: members per KIP-848 group [default: 2147483647].
     #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SIZE")]
     pub group_consumer_max_size: Option<usize>,
+    /// group.consumer.assignors: the server-side assignors, comma-separated,
+    /// the default first (uniform, range) [default: uniform,range].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_ASSIGNORS", value_delimiter = ',', value_parser = <BuiltinAssignor as std::str::FromStr>::from_str)]
+    pub group_consumer_assignors: Option<Vec<BuiltinAssignor>>,
+    /// group.consumer.regex.refresh.interval.ms: regular-expression
+    /// subscriptions are matched against the topics again at least this
+    /// often (and whenever a topic is created or deleted), at least 10000
+    /// [default: 600000].
+    #[arg(long, env = "KAAS_GROUP_CONSUMER_REGEX_REFRESH_INTERVAL_MS", value_parser = clap::value_parser!(u64).range(10_000..))]
+    pub group_consumer_regex_refresh_interval_ms: Option<u64>,
     /// group.consumer.migration.policy: which online conversions between
     /// classic and consumer groups happen: disabled, upgrade, downgrade or
     /// bidirectional [default: bidirectional].
@@ -336,8 +359,14 @@ impl Tuning {
             group_max_session_timeout_ms: self.group_max_session_timeout_ms,
             group_max_size: self.group_max_size,
             group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
+            group_consumer_min_session_timeout_ms: self.group_consumer_min_session_timeout_ms,
+            group_consumer_max_session_timeout_ms: self.group_consumer_max_session_timeout_ms,
             group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
+            group_consumer_min_heartbeat_interval_ms: self.group_consumer_min_heartbeat_interval_ms,
+            group_consumer_max_heartbeat_interval_ms: self.group_consumer_max_heartbeat_interval_ms,
             group_consumer_max_size: self.group_consumer_max_size,
+            group_consumer_assignors: self.group_consumer_assignors.clone(),
+            group_consumer_regex_refresh_interval_ms: self.group_consumer_regex_refresh_interval_ms,
             group_consumer_migration_policy: self.group_consumer_migration_policy,
             offsets_retention_minutes: self.offsets_retention_minutes,
             group_idle_unload_ms: self.group_idle_unload_ms,
@@ -364,11 +393,14 @@ impl Tuning {
     /// file's warnings.
     pub fn merged(&self, flags: Settings) -> anyhow::Result<(Settings, Vec<String>)> {
         let flags = flags.or(self.settings());
-        if self.config.is_none() && self.overrides.is_empty() {
-            return Ok((flags, Vec::new()));
-        }
-        let file = read_config(self.config.as_deref(), &self.overrides)?;
-        Ok((flags.or(file.settings), file.warnings))
+        let (merged, warnings) = if self.config.is_none() && self.overrides.is_empty() {
+            (flags, Vec::new())
+        } else {
+            let file = read_config(self.config.as_deref(), &self.overrides)?;
+            (flags.or(file.settings), file.warnings)
+        };
+        merged.check()?;
+        Ok((merged, warnings))
     }
 }
 

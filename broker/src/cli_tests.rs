@@ -55,10 +55,22 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "50",
         "--group-consumer-session-timeout-ms",
         "20000",
+        "--group-consumer-min-session-timeout-ms",
+        "10000",
+        "--group-consumer-max-session-timeout-ms",
+        "30000",
         "--group-consumer-heartbeat-interval-ms",
         "1000",
+        "--group-consumer-min-heartbeat-interval-ms",
+        "500",
+        "--group-consumer-max-heartbeat-interval-ms",
+        "2000",
         "--group-consumer-max-size",
         "40",
+        "--group-consumer-assignors",
+        "range,org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "--group-consumer-regex-refresh-interval-ms",
+        "30000",
         "--group-consumer-migration-policy",
         "upgrade",
         "--offsets-retention-minutes",
@@ -107,8 +119,14 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          group.max.session.timeout.ms=60000\n\
          group.max.size=50\n\
          group.consumer.session.timeout.ms=20000\n\
+         group.consumer.min.session.timeout.ms=10000\n\
+         group.consumer.max.session.timeout.ms=30000\n\
          group.consumer.heartbeat.interval.ms=1000\n\
+         group.consumer.min.heartbeat.interval.ms=500\n\
+         group.consumer.max.heartbeat.interval.ms=2000\n\
          group.consumer.max.size=40\n\
+         group.consumer.assignors=range, uniform\n\
+         group.consumer.regex.refresh.interval.ms=30000\n\
          group.consumer.migration.policy=UPGRADE\n\
          offsets.retention.minutes : 60\n\
          max.connections=500\n\
@@ -131,11 +149,30 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
     assert_eq!(
         (
             consumer.session_timeout_ms,
+            (
+                consumer.min_session_timeout_ms,
+                consumer.max_session_timeout_ms
+            ),
             consumer.heartbeat_interval_ms,
+            (
+                consumer.min_heartbeat_interval_ms,
+                consumer.max_heartbeat_interval_ms
+            ),
             consumer.max_size,
-            consumer.migration_policy
+            consumer.assignors.clone(),
+            consumer.migration_policy,
+            consumer.regex_refresh_interval_ms
         ),
-        (20_000, 1_000, 40, MigrationPolicy::Upgrade),
+        (
+            20_000,
+            (10_000, 30_000),
+            1_000,
+            (500, 2_000),
+            40,
+            vec![BuiltinAssignor::Range, BuiltinAssignor::Uniform],
+            MigrationPolicy::Upgrade,
+            30_000
+        ),
         "the KIP-848 group settings took"
     );
     let t = &flags.config.transactions;
@@ -339,6 +376,72 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
         text.contains("num.partitions: -2 is below the minimum of 1"),
         "{text}"
     );
+}
+
+/// Apache `GroupCoordinatorConfig`'s checks of the consumer group
+/// settings together, wherever each comes from.
+#[test]
+fn consumer_group_bounds_and_assignors_are_checked_as_apache_checks_them() {
+    let refused = |args: &[&str]| format!("{:#}", resolve(args).unwrap_err());
+    fn with<'a>(more: &[&'a str]) -> Vec<&'a str> {
+        let base = ["serve", "--id", "0", "--data", "/d"];
+        base.iter().chain(more).copied().collect()
+    }
+    let text = refused(&with(&["--group-consumer-session-timeout-ms", "20000"]));
+    assert!(
+        text.contains("group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        "{text}"
+    );
+    let text = refused(&with(&["--group-consumer-heartbeat-interval-ms", "20000"]));
+    assert!(
+        text.contains("group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+        "{text}"
+    );
+    let text = refused(&with(&[
+        "--group-consumer-session-timeout-ms",
+        "6000",
+        "--group-consumer-min-session-timeout-ms",
+        "6000",
+        "--group-consumer-heartbeat-interval-ms",
+        "6000",
+    ]));
+    assert!(
+        text.contains("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+        "{text}"
+    );
+    // A file's bound and a flag's value meet.
+    let file = config_file("group.consumer.min.heartbeat.interval.ms=500\n");
+    let path = file.path().to_str().unwrap();
+    let ok = serve(&with(&[
+        "--config",
+        path,
+        "--group-consumer-heartbeat-interval-ms",
+        "1000",
+    ]));
+    assert_eq!(ok.config.groups.core.consumer.heartbeat_interval_ms, 1_000);
+
+    for (list, reason) in [
+        ("", "an assignor's name is empty"),
+        ("uniform,range,uniform", "uniform is listed twice"),
+        ("sticky", "unknown assignor \"sticky\""),
+        ("com.example.MyAssignor", "custom assignor classes"),
+    ] {
+        let file = config_file(&format!("group.consumer.assignors={list}\n"));
+        let from_file = with(&["--config", file.path().to_str().unwrap()]);
+        let from_flag = with(&["--group-consumer-assignors", list]);
+        for args in [from_file, from_flag] {
+            let text = match Cli::try_parse_from(std::iter::once("kaas-broker").chain(args)) {
+                Err(e) => e.to_string(),
+                Ok(cli) => format!("{:#}", cli.command.resolve().unwrap_err()),
+            };
+            assert!(
+                text.contains("group.consumer.assignors")
+                    || text.contains("--group-consumer-assignors"),
+                "{list}: {text}"
+            );
+            assert!(text.contains(reason), "{list}: {text}");
+        }
+    }
 }
 
 #[test]

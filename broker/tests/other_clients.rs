@@ -56,6 +56,14 @@ async fn confluent_kafka_consumer_protocol_group() {
     run_script("python3", "python/consumer_protocol.py").await;
 }
 
+/// KIP-848 regular-expression subscriptions: two members on a regex share
+/// the matching topics' partitions, a matching topic created later joins
+/// them, the topic that does not match stays out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_regex_subscription_with_the_consumer_protocol() {
+    run_script("python3", "python/consumer_regex.py").await;
+}
+
 /// Online migration: a rolling restart of 3 confluent-kafka consumers from
 /// `group.protocol=classic` to `consumer` and back converts the group both
 /// ways, with a ledger: no partition owned twice, no committed offset lost.

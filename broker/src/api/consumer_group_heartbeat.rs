@@ -4,6 +4,7 @@
 //! before the manager's lock.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeart
 use kafka_protocol::ResponseError;
 
 use super::{group_error, str_bytes, Err::GroupAuthorizationFailed, RequestContext};
-use crate::auth::{Operation::Read, ResourceType::Group};
+use crate::auth::{Action, Authorizer, Operation, Principal, ResourceType};
 use crate::group::assignor::MemberAssignment;
 use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatRequest, TopicsView};
 use crate::group::consumer::records::TopicMetadata;
@@ -33,11 +34,8 @@ pub async fn handle(
         subscribed_topic_names: req
             .subscribed_topic_names
             .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
-        // librdkafka sends "" for no regex.
-        subscribed_topic_regex: req
-            .subscribed_topic_regex
-            .filter(|r| !r.is_empty())
-            .map(|s| s.to_string()),
+        // "" (librdkafka's when it has none) is no regex.
+        subscribed_topic_regex: req.subscribed_topic_regex.map(|s| s.to_string()),
         server_assignor: req.server_assignor.map(|s| s.to_string()),
         owned: req.topic_partitions.map(|tps| {
             let mut owned = MemberAssignment::new();
@@ -50,7 +48,12 @@ pub async fn handle(
         client_host: format!("/{}", ctx.client_addr.ip()),
     };
     let answer = async {
-        ctx.require(Read, Group, &request.group_id, GroupAuthorizationFailed)?;
+        ctx.require(
+            Operation::Read,
+            ResourceType::Group,
+            &request.group_id,
+            GroupAuthorizationFailed,
+        )?;
         let topics = TopicsNow::read(ctx);
         ctx.broker
             .groups
@@ -99,22 +102,63 @@ fn assignment(partitions: MemberAssignment) -> Assignment {
 /// half of its CPU.
 const TOPICS_MAX_AGE: Duration = Duration::from_millis(500);
 
-/// The topics that exist, read once per request.
-pub(super) struct TopicsNow(Arc<HashMap<String, Arc<TopicMeta>>>);
+/// The topics that exist, read once per request, as the requesting
+/// principal may see them through a regex.
+pub(super) struct TopicsNow {
+    version: i64,
+    by_name: Arc<HashMap<String, Arc<TopicMeta>>>,
+    describer: Describer,
+}
+
+/// Who asks: a regex resolves only to topics it may describe.
+struct Describer {
+    authorizer: Arc<dyn Authorizer>,
+    principal: Principal,
+    host: IpAddr,
+}
 
 impl TopicsNow {
     pub(super) fn read(ctx: &RequestContext) -> TopicsNow {
-        TopicsNow(ctx.broker.storage.topics.by_name_within(TOPICS_MAX_AGE))
+        let (version, by_name) = ctx.broker.storage.topics.versioned_within(TOPICS_MAX_AGE);
+        TopicsNow {
+            version,
+            by_name,
+            describer: Describer {
+                authorizer: ctx.broker.authorizer.clone(),
+                principal: ctx.principal.clone(),
+                host: ctx.client_addr.ip(),
+            },
+        }
     }
 }
 
 impl TopicsView for TopicsNow {
     fn topic(&self, name: &str) -> Option<TopicMetadata> {
-        let t = self.0.get(name)?;
+        let t = self.by_name.get(name)?;
         Some(TopicMetadata {
             id: t.id,
             name: t.name.clone(),
             num_partitions: t.partitions,
         })
+    }
+
+    fn names_for_regex(&self) -> Vec<String> {
+        let d = &self.describer;
+        self.by_name
+            .keys()
+            .filter(|name| {
+                let action = Action {
+                    operation: Operation::Describe,
+                    resource_type: ResourceType::Topic,
+                    name,
+                };
+                d.authorizer.authorize(&d.principal, d.host, action)
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn version(&self) -> i64 {
+        self.version
     }
 }

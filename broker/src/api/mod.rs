@@ -82,8 +82,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::WriteTxnMarkers, 1, 1),
-    // v1 adds subscribed_topic_regex: kaas answers a regex INVALID_REQUEST
-    // until it resolves them (librdkafka needs v1 even without one).
+    // v1 adds subscribed_topic_regex (and librdkafka needs it even
+    // without one).
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),

@@ -14,7 +14,9 @@ use std::str::FromStr;
 
 pub mod security;
 
-use crate::group::consumer::heartbeat::MigrationPolicy;
+use crate::group::assignor::BuiltinAssignor;
+use crate::group::consumer::heartbeat::{ConsumerGroupConfig, MigrationPolicy};
+use crate::group::consumer::regex_subscription::REFRESH_MIN_INTERVAL_MS as REGEX_REFRESH_MIN_INTERVAL_MS;
 use crate::net::listener::ListenerConfig;
 use crate::storage::group_log::GroupLogSync;
 use crate::BrokerConfig;
@@ -85,8 +87,14 @@ pub struct Settings {
     pub group_max_session_timeout_ms: Option<i32>,
     pub group_max_size: Option<usize>,
     pub group_consumer_session_timeout_ms: Option<i32>,
+    pub group_consumer_min_session_timeout_ms: Option<i32>,
+    pub group_consumer_max_session_timeout_ms: Option<i32>,
     pub group_consumer_heartbeat_interval_ms: Option<i32>,
+    pub group_consumer_min_heartbeat_interval_ms: Option<i32>,
+    pub group_consumer_max_heartbeat_interval_ms: Option<i32>,
     pub group_consumer_max_size: Option<usize>,
+    pub group_consumer_assignors: Option<Vec<BuiltinAssignor>>,
+    pub group_consumer_regex_refresh_interval_ms: Option<u64>,
     pub group_consumer_migration_policy: Option<MigrationPolicy>,
     pub offsets_retention_minutes: Option<u64>,
     pub group_idle_unload_ms: Option<u64>,
@@ -474,8 +482,28 @@ impl Settings {
                 "group.consumer.session.timeout.ms" => {
                     s.group_consumer_session_timeout_ms = Some(at_least(key, value, 1)?)
                 }
+                "group.consumer.min.session.timeout.ms" => {
+                    s.group_consumer_min_session_timeout_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.max.session.timeout.ms" => {
+                    s.group_consumer_max_session_timeout_ms = Some(at_least(key, value, 1)?)
+                }
                 "group.consumer.heartbeat.interval.ms" => {
                     s.group_consumer_heartbeat_interval_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.min.heartbeat.interval.ms" => {
+                    s.group_consumer_min_heartbeat_interval_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.max.heartbeat.interval.ms" => {
+                    s.group_consumer_max_heartbeat_interval_ms = Some(at_least(key, value, 1)?)
+                }
+                "group.consumer.regex.refresh.interval.ms" => {
+                    s.group_consumer_regex_refresh_interval_ms =
+                        Some(at_least(key, value, REGEX_REFRESH_MIN_INTERVAL_MS as u64)?)
+                }
+                "group.consumer.assignors" => {
+                    s.group_consumer_assignors =
+                        Some(BuiltinAssignor::parse_list(value).map_err(|e| refuse(key, e))?)
                 }
                 "group.consumer.max.size" => {
                     s.group_consumer_max_size = Some(at_least(key, value, 1)?)
@@ -583,12 +611,30 @@ impl Settings {
             group_consumer_session_timeout_ms: self
                 .group_consumer_session_timeout_ms
                 .or(lower.group_consumer_session_timeout_ms),
+            group_consumer_min_session_timeout_ms: self
+                .group_consumer_min_session_timeout_ms
+                .or(lower.group_consumer_min_session_timeout_ms),
+            group_consumer_max_session_timeout_ms: self
+                .group_consumer_max_session_timeout_ms
+                .or(lower.group_consumer_max_session_timeout_ms),
             group_consumer_heartbeat_interval_ms: self
                 .group_consumer_heartbeat_interval_ms
                 .or(lower.group_consumer_heartbeat_interval_ms),
+            group_consumer_min_heartbeat_interval_ms: self
+                .group_consumer_min_heartbeat_interval_ms
+                .or(lower.group_consumer_min_heartbeat_interval_ms),
+            group_consumer_max_heartbeat_interval_ms: self
+                .group_consumer_max_heartbeat_interval_ms
+                .or(lower.group_consumer_max_heartbeat_interval_ms),
             group_consumer_max_size: self
                 .group_consumer_max_size
                 .or(lower.group_consumer_max_size),
+            group_consumer_assignors: self
+                .group_consumer_assignors
+                .or(lower.group_consumer_assignors),
+            group_consumer_regex_refresh_interval_ms: self
+                .group_consumer_regex_refresh_interval_ms
+                .or(lower.group_consumer_regex_refresh_interval_ms),
             group_consumer_migration_policy: self
                 .group_consumer_migration_policy
                 .or(lower.group_consumer_migration_policy),
@@ -619,6 +665,61 @@ impl Settings {
                 .or(lower.producer_id_expiration_check_interval_ms),
             security: self.security.or(lower.security),
         }
+    }
+
+    /// The `group.consumer.*` settings on `c`.
+    fn tune_consumer_groups(&self, c: &mut ConsumerGroupConfig) {
+        let set = |target: &mut i32, v: Option<i32>| {
+            if let Some(v) = v {
+                *target = v;
+            }
+        };
+        set(
+            &mut c.session_timeout_ms,
+            self.group_consumer_session_timeout_ms,
+        );
+        set(
+            &mut c.min_session_timeout_ms,
+            self.group_consumer_min_session_timeout_ms,
+        );
+        set(
+            &mut c.max_session_timeout_ms,
+            self.group_consumer_max_session_timeout_ms,
+        );
+        set(
+            &mut c.heartbeat_interval_ms,
+            self.group_consumer_heartbeat_interval_ms,
+        );
+        set(
+            &mut c.min_heartbeat_interval_ms,
+            self.group_consumer_min_heartbeat_interval_ms,
+        );
+        set(
+            &mut c.max_heartbeat_interval_ms,
+            self.group_consumer_max_heartbeat_interval_ms,
+        );
+        if let Some(v) = self.group_consumer_max_size {
+            c.max_size = v;
+        }
+        if let Some(v) = &self.group_consumer_assignors {
+            c.assignors = v.clone();
+        }
+        if let Some(v) = self.group_consumer_migration_policy {
+            c.migration_policy = v;
+        }
+        if let Some(v) = self.group_consumer_regex_refresh_interval_ms {
+            c.regex_refresh_interval_ms = v;
+        }
+    }
+
+    /// The checks Apache makes of settings together, defaults filled in
+    /// (the consumer group session and heartbeat bounds).
+    pub fn check(&self) -> Result<(), SettingError> {
+        let mut consumer = ConsumerGroupConfig::default();
+        self.tune_consumer_groups(&mut consumer);
+        consumer
+            .validate()
+            .map_err(|(key, reason)| refuse(key, reason))
     }
 
     /// Sets what these settings give on `c` (the broker's tuning; id,
@@ -655,18 +756,7 @@ impl Settings {
         if let Some(v) = self.group_max_size {
             g.core.max_group_size = v;
         }
-        if let Some(v) = self.group_consumer_session_timeout_ms {
-            g.core.consumer.session_timeout_ms = v;
-        }
-        if let Some(v) = self.group_consumer_heartbeat_interval_ms {
-            g.core.consumer.heartbeat_interval_ms = v;
-        }
-        if let Some(v) = self.group_consumer_max_size {
-            g.core.consumer.max_size = v;
-        }
-        if let Some(v) = self.group_consumer_migration_policy {
-            g.core.consumer.migration_policy = v;
-        }
+        self.tune_consumer_groups(&mut g.core.consumer);
         if let Some(v) = self.offsets_retention_minutes {
             g.core.offsets_retention_ms = v * 60 * 1000;
         }

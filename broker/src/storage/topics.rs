@@ -175,14 +175,23 @@ impl TopicRegistry {
     /// read of the shared counter each (a change made through this broker
     /// is seen at once: it refreshes the cache).
     pub fn by_name_within(&self, max_age: Duration) -> Arc<HashMap<String, Arc<TopicMeta>>> {
+        self.versioned_within(max_age).1
+    }
+
+    /// [`Self::by_name_within`] with the shared counter's value it was read
+    /// at (0 if unreadable): it moves whenever a topic is created or
+    /// deleted, on any broker.
+    pub fn versioned_within(
+        &self,
+        max_age: Duration,
+    ) -> (i64, Arc<HashMap<String, Arc<TopicMeta>>>) {
         let checked = Duration::from_nanos(self.checked_ns.load(Ordering::Relaxed));
         let fresh = self.born.elapsed().saturating_sub(checked) < max_age;
-        let cache = self.cache.read();
-        if fresh && cache.version.is_some() {
-            return cache.by_name.clone();
+        if !fresh || self.cache.read().version.is_none() {
+            self.refresh();
         }
-        drop(cache);
-        self.by_name()
+        let cache = self.cache.read();
+        (cache.version.unwrap_or(0), cache.by_name.clone())
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<TopicMeta>> {

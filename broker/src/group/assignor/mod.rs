@@ -100,13 +100,68 @@ pub trait PartitionAssignor: Send + Sync {
     ) -> Result<GroupAssignment, AssignorError>;
 }
 
-/// Apache's `group.consumer.assignors` default: uniform first (the
-/// default), then range.
+/// A built-in assignor, as `group.consumer.assignors` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinAssignor {
+    Uniform,
+    Range,
+}
+
+impl BuiltinAssignor {
+    /// Apache's default list: uniform first (the default), then range.
+    pub const DEFAULTS: [BuiltinAssignor; 2] = [BuiltinAssignor::Uniform, BuiltinAssignor::Range];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinAssignor::Uniform => "uniform",
+            BuiltinAssignor::Range => "range",
+        }
+    }
+
+    pub fn build(self) -> Box<dyn PartitionAssignor> {
+        match self {
+            BuiltinAssignor::Uniform => Box::new(uniform::UniformAssignor),
+            BuiltinAssignor::Range => Box::new(range::RangeAssignor),
+        }
+    }
+
+    /// `group.consumer.assignors` as written: a comma-separated list
+    /// (whether it is empty or repeats one is checked with the other
+    /// settings, [`ConsumerGroupConfig::validate`]).
+    ///
+    /// [`ConsumerGroupConfig::validate`]: crate::group::consumer::heartbeat::ConsumerGroupConfig::validate
+    pub fn parse_list(list: &str) -> Result<Vec<BuiltinAssignor>, String> {
+        list.split(',').map(|item| item.trim().parse()).collect()
+    }
+}
+
+impl std::str::FromStr for BuiltinAssignor {
+    type Err = String;
+
+    /// A built-in name, or the class name Apache lists it under.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "uniform" | "org.apache.kafka.coordinator.group.assignor.UniformAssignor" => {
+                Ok(BuiltinAssignor::Uniform)
+            }
+            "range" | "org.apache.kafka.coordinator.group.assignor.RangeAssignor" => {
+                Ok(BuiltinAssignor::Range)
+            }
+            "" => Err("an assignor's name is empty".to_string()),
+            other => Err(format!(
+                "unknown assignor {other:?}: the built-in assignors are uniform and range \
+                 (custom assignor classes cannot be loaded by kaas)"
+            )),
+        }
+    }
+}
+
+/// Apache's `group.consumer.assignors` default, built.
 pub fn defaults() -> Vec<Box<dyn PartitionAssignor>> {
-    vec![
-        Box::new(uniform::UniformAssignor),
-        Box::new(range::RangeAssignor),
-    ]
+    BuiltinAssignor::DEFAULTS
+        .iter()
+        .map(|a| a.build())
+        .collect()
 }
 
 #[cfg(test)]

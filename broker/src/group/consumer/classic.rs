@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::group::ConsumerGroup;
 use super::heartbeat::{
-    check_instance_not_fenced, error, remove_member_records, replace_static_member,
-    subscribed_names, update_and_reconcile, Context, HeartbeatError, MigrationPolicy, TimerOp,
+    check_instance_not_fenced, error, members_gone_records, remove_member_records,
+    replace_static_member, update_and_reconcile, Context, HeartbeatError, MigrationPolicy, TimerOp,
     TopicsView,
 };
 use super::member::{ClassicMemberMetadata, ClassicProtocol, ConsumerGroupMember};
@@ -734,25 +734,7 @@ pub fn leave(group: &ConsumerGroup, req: &LeaveGroupRequest) -> ClassicLeaveResu
         }
     }
     if !left.is_empty() {
-        let mut remaining = subscribed_names(group, None, None);
-        for m in &left {
-            for name in &m.metadata.subscribed_topic_names {
-                if let Some(n) = remaining.get_mut(name) {
-                    *n -= 1;
-                    if *n == 0 {
-                        remaining.remove(name);
-                    }
-                }
-            }
-        }
-        let mut metadata = group.subscription_metadata().clone();
-        metadata.retain(|name, _| remaining.contains_key(name));
-        if &metadata != group.subscription_metadata() {
-            records.push(ConsumerGroupRecord::SubscriptionMetadata { topics: metadata });
-        }
-        records.push(ConsumerGroupRecord::GroupEpoch {
-            epoch: group.group_epoch() + 1,
-        });
+        records.extend(members_gone_records(group, &left));
     }
     ClassicLeaveResult {
         records,

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::member::ConsumerGroupMember;
 use super::reconcile::{MemberAssignmentState, MemberState};
-use super::records::{ConsumerGroupRecord, TopicMetadata};
+use super::records::{ConsumerGroupRecord, ResolvedRegex, TopicMetadata};
 use crate::group::assignor::MemberAssignment;
 
 /// The epoch of a member that left (Apache's `LEAVE_GROUP_MEMBER_EPOCH`).
@@ -69,8 +69,12 @@ pub struct ConsumerGroup {
     partition_epochs: HashMap<Uuid, HashMap<i32, i32>>,
     /// `server_assignor` → how many members ask for it.
     server_assignors: BTreeMap<String, usize>,
-    /// Subscribed topic name → how many members subscribe to it.
+    /// Subscribed topic name → how many members subscribe to it by name.
     subscribed_topic_names: BTreeMap<String, usize>,
+    /// Regular expression → how many members subscribe with it.
+    subscribed_regexes: BTreeMap<String, usize>,
+    /// Regular expression → what it last resolved to.
+    resolved_regexes: BTreeMap<String, ResolvedRegex>,
 }
 
 impl ConsumerGroup {
@@ -125,6 +129,31 @@ impl ConsumerGroup {
     /// Subscribed topic names, each with how many members subscribe to it.
     pub fn subscribed_topic_names(&self) -> &BTreeMap<String, usize> {
         &self.subscribed_topic_names
+    }
+
+    /// Apache `ModernGroup.isSubscribedToTopic`: by name or through a
+    /// resolved regex.
+    pub fn is_subscribed_to_topic(&self, topic: &str) -> bool {
+        self.subscribed_topic_names.contains_key(topic)
+            || self
+                .resolved_regexes
+                .values()
+                .any(|r| r.topics.contains(topic))
+    }
+
+    /// Regular expression → how many members subscribe with it.
+    pub fn subscribed_regexes(&self) -> &BTreeMap<String, usize> {
+        &self.subscribed_regexes
+    }
+
+    /// Apache `numSubscribedMembers(regex)`.
+    pub fn num_regex_subscribers(&self, regex: &str) -> usize {
+        self.subscribed_regexes.get(regex).copied().unwrap_or(0)
+    }
+
+    /// Regular expression → what it last resolved to.
+    pub fn resolved_regexes(&self) -> &BTreeMap<String, ResolvedRegex> {
+        &self.resolved_regexes
     }
 
     /// The epoch of the member holding the partition, -1 if none does.
@@ -198,6 +227,12 @@ impl ConsumerGroup {
         records.push(ConsumerGroupRecord::SubscriptionMetadata {
             topics: self.subscription_metadata.clone(),
         });
+        records.extend(self.resolved_regexes.iter().map(|(regex, resolved)| {
+            ConsumerGroupRecord::RegularExpression {
+                regex: regex.clone(),
+                resolved: resolved.clone(),
+            }
+        }));
         records.extend(
             self.target_assignment
                 .iter()
@@ -286,6 +321,13 @@ impl ConsumerGroup {
                 self.target_assignment.remove(member_id);
             }
             R::TargetEpoch { assignment_epoch } => self.target_assignment_epoch = *assignment_epoch,
+            R::RegularExpression { regex, resolved } => {
+                self.resolved_regexes
+                    .insert(regex.clone(), resolved.clone());
+            }
+            R::RegularExpressionTombstone { regex } => {
+                self.resolved_regexes.remove(regex);
+            }
             R::TargetEpochTombstone => {
                 if !self.target_assignment.is_empty() {
                     return Err(self.inconsistent(format!(
@@ -423,6 +465,9 @@ impl ConsumerGroup {
         for name in &old.metadata.subscribed_topic_names {
             decrement(&mut self.subscribed_topic_names, name);
         }
+        if let Some(regex) = &old.metadata.subscribed_topic_regex {
+            decrement(&mut self.subscribed_regexes, regex);
+        }
     }
 
     /// Adds what `new` contributes to the indexes.
@@ -442,6 +487,9 @@ impl ConsumerGroup {
         }
         for name in &new.metadata.subscribed_topic_names {
             *self.subscribed_topic_names.entry(name.clone()).or_default() += 1;
+        }
+        if let Some(regex) = &new.metadata.subscribed_topic_regex {
+            *self.subscribed_regexes.entry(regex.clone()).or_default() += 1;
         }
     }
 }

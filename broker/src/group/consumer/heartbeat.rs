@@ -6,16 +6,17 @@
 //! group as it is in, the records that change it and the answer out (the
 //! caller replays the records once they are durable).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
 use super::group::{ConsumerGroup, LEAVE_GROUP_MEMBER_EPOCH};
 use super::member::ConsumerGroupMember;
 use super::reconcile::{reconcile, MemberAssignmentState, MemberState};
-use super::records::{ConsumerGroupRecord, TopicMetadata};
+use super::records::{ConsumerGroupRecord, ResolvedRegex, TopicMetadata};
+use super::regex_subscription;
 use super::target::TargetAssignmentBuilder;
-use crate::group::assignor::{MemberAssignment, PartitionAssignor};
+use crate::group::assignor::{BuiltinAssignor, MemberAssignment, PartitionAssignor};
 use crate::group::core::code;
 
 /// The epoch a static member leaves with, keeping its place for a
@@ -27,12 +28,97 @@ pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
 pub struct ConsumerGroupConfig {
     /// group.consumer.session.timeout.ms
     pub session_timeout_ms: i32,
+    /// group.consumer.min.session.timeout.ms
+    pub min_session_timeout_ms: i32,
+    /// group.consumer.max.session.timeout.ms
+    pub max_session_timeout_ms: i32,
     /// group.consumer.heartbeat.interval.ms
     pub heartbeat_interval_ms: i32,
+    /// group.consumer.min.heartbeat.interval.ms
+    pub min_heartbeat_interval_ms: i32,
+    /// group.consumer.max.heartbeat.interval.ms
+    pub max_heartbeat_interval_ms: i32,
     /// group.consumer.max.size
     pub max_size: usize,
+    /// group.consumer.assignors, the default first.
+    pub assignors: Vec<BuiltinAssignor>,
     /// group.consumer.migration.policy
     pub migration_policy: MigrationPolicy,
+    /// group.consumer.regex.refresh.interval.ms: regexes are resolved
+    /// again at least this often while members heartbeat.
+    pub regex_refresh_interval_ms: u64,
+}
+
+impl ConsumerGroupConfig {
+    /// Apache `GroupCoordinatorConfig`'s checks of these settings together:
+    /// the setting at fault and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        const SESSION: &str = "group.consumer.session.timeout.ms";
+        const MIN_SESSION: &str = "group.consumer.min.session.timeout.ms";
+        const MAX_SESSION: &str = "group.consumer.max.session.timeout.ms";
+        const INTERVAL: &str = "group.consumer.heartbeat.interval.ms";
+        const MIN_INTERVAL: &str = "group.consumer.min.heartbeat.interval.ms";
+        const MAX_INTERVAL: &str = "group.consumer.max.heartbeat.interval.ms";
+        let checks = [
+            (
+                self.max_heartbeat_interval_ms >= self.min_heartbeat_interval_ms,
+                MAX_INTERVAL,
+                "greater than or equal to",
+                MIN_INTERVAL,
+            ),
+            (
+                self.heartbeat_interval_ms >= self.min_heartbeat_interval_ms,
+                INTERVAL,
+                "greater than or equal to",
+                MIN_INTERVAL,
+            ),
+            (
+                self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
+                INTERVAL,
+                "less than or equal to",
+                MAX_INTERVAL,
+            ),
+            (
+                self.max_session_timeout_ms >= self.min_session_timeout_ms,
+                MAX_SESSION,
+                "greater than or equal to",
+                MIN_SESSION,
+            ),
+            (
+                self.session_timeout_ms >= self.min_session_timeout_ms,
+                SESSION,
+                "greater than or equal to",
+                MIN_SESSION,
+            ),
+            (
+                self.session_timeout_ms <= self.max_session_timeout_ms,
+                SESSION,
+                "less than or equal to",
+                MAX_SESSION,
+            ),
+            (
+                self.heartbeat_interval_ms < self.session_timeout_ms,
+                INTERVAL,
+                "less than",
+                SESSION,
+            ),
+        ];
+        const ASSIGNORS: &str = "group.consumer.assignors";
+        if self.assignors.is_empty() {
+            return Err((ASSIGNORS, "no assignor is listed".to_string()));
+        }
+        for (i, a) in self.assignors.iter().enumerate() {
+            if self.assignors[..i].contains(a) {
+                return Err((ASSIGNORS, format!("{} is listed twice", a.name())));
+            }
+        }
+        match checks.into_iter().find(|(ok, ..)| !ok) {
+            None => Ok(()),
+            Some((_, key, relation, other)) => {
+                Err((key, format!("{key} must be {relation} {other}")))
+            }
+        }
+    }
 }
 
 /// `group.consumer.migration.policy`: which online conversions between
@@ -85,21 +171,43 @@ impl Default for ConsumerGroupConfig {
     fn default() -> Self {
         ConsumerGroupConfig {
             session_timeout_ms: 45_000,
+            min_session_timeout_ms: 45_000,
+            max_session_timeout_ms: 60_000,
             heartbeat_interval_ms: 5_000,
+            min_heartbeat_interval_ms: 5_000,
+            max_heartbeat_interval_ms: 15_000,
             max_size: i32::MAX as usize,
+            assignors: BuiltinAssignor::DEFAULTS.to_vec(),
             migration_policy: MigrationPolicy::default(),
+            regex_refresh_interval_ms: 600_000,
         }
     }
 }
 
-/// The topics that exist, by name.
+/// The topics that exist, as the heartbeat's member sees them.
 pub trait TopicsView {
     fn topic(&self, name: &str) -> Option<TopicMetadata>;
+
+    /// The topics a regex of the member may match: those it may describe
+    /// (Apache's `filterTopicDescribeAuthorizedTopics`).
+    fn names_for_regex(&self) -> Vec<String>;
+
+    /// Moves when a topic is created or deleted (Apache's metadata image
+    /// version): regexes resolved at an older one are resolved again.
+    fn version(&self) -> i64;
 }
 
 impl TopicsView for BTreeMap<String, TopicMetadata> {
     fn topic(&self, name: &str) -> Option<TopicMetadata> {
         self.get(name).cloned()
+    }
+
+    fn names_for_regex(&self) -> Vec<String> {
+        self.keys().cloned().collect()
+    }
+
+    fn version(&self) -> i64 {
+        0
     }
 }
 
@@ -259,9 +367,6 @@ fn validate(
     if blank(request.rack_id.as_deref()) {
         return invalid("RackId can't be empty.");
     }
-    if request.subscribed_topic_regex.is_some() {
-        return invalid("SubscribedTopicRegex is not supported yet.");
-    }
     let epoch = request.member_epoch;
     if epoch > 0 || epoch == LEAVE_GROUP_MEMBER_EPOCH {
         if request.member_id.trim().is_empty() {
@@ -274,12 +379,11 @@ fn validate(
         if request.owned.as_ref().is_none_or(|o| !o.is_empty()) {
             return invalid("TopicPartitions must be empty when (re-)joining.");
         }
-        if request
-            .subscribed_topic_names
-            .as_ref()
-            .is_none_or(Vec::is_empty)
-        {
-            return invalid("SubscribedTopicNames must be set in first request.");
+        // Empty names or an empty regex: a member subscribed to nothing.
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
+            return invalid(
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+            );
         }
     } else if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
         if request.member_id.trim().is_empty() {
@@ -378,6 +482,10 @@ fn join_or_heartbeat(
     if let Some(names) = &request.subscribed_topic_names {
         m.subscribed_topic_names = names.iter().cloned().collect();
     }
+    if let Some(regex) = &request.subscribed_topic_regex {
+        // "" is no regex.
+        m.subscribed_topic_regex = Some(regex.clone()).filter(|r| !r.is_empty());
+    }
     m.client_id = request.client_id.clone();
     m.client_host = request.client_host.clone();
     // It speaks the consumer protocol now, whatever it spoke before.
@@ -402,7 +510,8 @@ fn join_or_heartbeat(
     // sent every field after an error) and whenever it changed.
     let full_request = joining
         || (request.rebalance_timeout_ms != -1
-            && request.subscribed_topic_names.is_some()
+            && (request.subscribed_topic_names.is_some()
+                || request.subscribed_topic_regex.is_some())
             && request.owned.is_some());
     let changed = updated.assignment.assigned != member.assignment.assigned;
     Ok(HeartbeatResult {
@@ -440,13 +549,20 @@ pub(super) fn update_and_reconcile(
             member_id: member_id.clone(),
             metadata: updated.metadata.clone(),
         });
-        bump |= updated.metadata.subscribed_topic_names != member.metadata.subscribed_topic_names
-            || updated.metadata.subscribed_topic_regex != member.metadata.subscribed_topic_regex;
+        bump |= updated.metadata.subscribed_topic_names != member.metadata.subscribed_topic_names;
     }
-    // The subscribed topics as they are now: a subscription changed, or a
-    // subscribed topic was created, deleted or grew.
-    let subscription_metadata =
-        subscription_metadata(group, Some(member), Some(&updated), cx.topics);
+    let regexes = regex_subscription::update(group, member, &updated, cx, records)?;
+    // A new group starts at epoch 1, whatever its first member subscribes
+    // to (Apache 4.x's `groupEpoch == 0`).
+    bump |= regexes.bump || group.group_epoch() == 0;
+    // The subscribed topics as they are now: a subscription changed, a
+    // regex matches other topics, or a subscribed topic was created,
+    // deleted or grew.
+    let subscribed = subscribed_topics(group, Some(member), Some(&updated), &regexes.resolved);
+    let subscription_metadata: BTreeMap<String, TopicMetadata> = subscribed
+        .into_keys()
+        .filter_map(|name| cx.topics.topic(&name).map(|t| (name, t)))
+        .collect();
     if &subscription_metadata != group.subscription_metadata() {
         bump = true;
         records.push(ConsumerGroupRecord::SubscriptionMetadata {
@@ -466,7 +582,7 @@ pub(super) fn update_and_reconcile(
             group_epoch,
             member,
             &updated,
-            &subscription_metadata,
+            (&subscription_metadata, &regexes.resolved),
             cx,
         )?;
         records.extend(result.records);
@@ -664,26 +780,15 @@ fn check_member_epoch(
     Ok(())
 }
 
-/// The subscribed topics that exist, with `old` replaced by `new` among
-/// the members (either may be `None`).
-fn subscription_metadata(
+/// The group's subscribed topic names (each with a count of the members
+/// subscribing by name, and of the regexes matching it), the regexes'
+/// topics as `resolved` has them, with `old` replaced by `new` among the
+/// members (either may be `None`; Apache's `computeSubscribedTopicNames`).
+pub(super) fn subscribed_topics(
     group: &ConsumerGroup,
     old: Option<&ConsumerGroupMember>,
     new: Option<&ConsumerGroupMember>,
-    topics: &dyn TopicsView,
-) -> BTreeMap<String, TopicMetadata> {
-    subscribed_names(group, old, new)
-        .keys()
-        .filter_map(|name| topics.topic(name).map(|t| (name.clone(), t)))
-        .collect()
-}
-
-/// The group's subscribed names and their subscriber counts, with `old`
-/// replaced by `new` (Apache's `computeSubscribedTopicNames`).
-pub(super) fn subscribed_names(
-    group: &ConsumerGroup,
-    old: Option<&ConsumerGroupMember>,
-    new: Option<&ConsumerGroupMember>,
+    resolved: &BTreeMap<String, ResolvedRegex>,
 ) -> BTreeMap<String, usize> {
     let mut names = group.subscribed_topic_names().clone();
     if let Some(old) = old {
@@ -701,6 +806,13 @@ pub(super) fn subscribed_names(
             *names.entry(name.clone()).or_default() += 1;
         }
     }
+    if !resolved.is_empty() {
+        for regex in regex_subscription::subscribed_regexes(group, old, new).keys() {
+            for topic in resolved.get(regex).into_iter().flat_map(|r| &r.topics) {
+                *names.entry(topic.clone()).or_default() += 1;
+            }
+        }
+    }
     names
 }
 
@@ -710,7 +822,10 @@ fn new_target_assignment(
     group_epoch: i32,
     member: &ConsumerGroupMember,
     updated: &ConsumerGroupMember,
-    subscription_metadata: &BTreeMap<String, TopicMetadata>,
+    (subscription_metadata, resolved_regexes): (
+        &BTreeMap<String, TopicMetadata>,
+        &BTreeMap<String, ResolvedRegex>,
+    ),
     cx: &Context<'_>,
 ) -> Result<super::target::TargetAssignmentResult, HeartbeatError> {
     let assignor = preferred_assignor(group, member, updated, cx.assignors);
@@ -718,6 +833,7 @@ fn new_target_assignment(
         .with_members(group.members())
         .with_static_members(group.static_members())
         .with_subscription_metadata(subscription_metadata)
+        .with_resolved_regexes(resolved_regexes)
         .with_target_assignment(group.target_assignment())
         .add_or_update_member(updated.clone());
     // A static member replacing the instance's previous member.
@@ -841,23 +957,46 @@ fn leave(
 
 /// Apache's `consumerGroupFenceMember`: the member's tombstones, the
 /// subscribed topics without it, a new group epoch; its timers cancelled.
-/// (Only topics only it subscribed to leave the metadata; a topic created,
-/// grown or deleted meanwhile is seen at the next heartbeat.)
 pub fn fence_member(
     group: &ConsumerGroup,
     member: &ConsumerGroupMember,
 ) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
     let mut records = remove_member_records(&member.member_id).to_vec();
-    let remaining = subscribed_names(group, Some(member), None);
+    records.extend(members_gone_records(group, &[member]));
+    (records, TimerOp::cancel_all(&member.member_id))
+}
+
+/// After `gone` members' tombstones: the tombstones of regexes only they
+/// subscribed with, the subscribed topics without them, a new group epoch
+/// (Apache's `consumerGroupFenceMembers`). Only topics only they
+/// subscribed to leave the metadata; a topic created, grown or deleted
+/// meanwhile is seen at the next heartbeat.
+pub(super) fn members_gone_records(
+    group: &ConsumerGroup,
+    gone: &[&ConsumerGroupMember],
+) -> Vec<ConsumerGroupRecord> {
+    let mut records = Vec::new();
+    let resolved = regex_subscription::drop_unused(group, gone, &mut records);
+    let mut names = group.subscribed_topic_names().clone();
+    for name in gone.iter().flat_map(|m| &m.metadata.subscribed_topic_names) {
+        if let Some(n) = names.get_mut(name) {
+            *n -= 1;
+            if *n == 0 {
+                names.remove(name);
+            }
+        }
+    }
+    let regex_topics = resolved.values().flat_map(|r| &r.topics);
+    let remaining: BTreeSet<&String> = names.keys().chain(regex_topics).collect();
     let mut metadata = group.subscription_metadata().clone();
-    metadata.retain(|name, _| remaining.contains_key(name));
+    metadata.retain(|name, _| remaining.contains(name));
     if &metadata != group.subscription_metadata() {
         records.push(ConsumerGroupRecord::SubscriptionMetadata { topics: metadata });
     }
     records.push(ConsumerGroupRecord::GroupEpoch {
         epoch: group.group_epoch() + 1,
     });
-    (records, TimerOp::cancel_all(&member.member_id))
+    records
 }
 
 /// A member's session expired: fenced if it is still there.

@@ -3,7 +3,8 @@
 //! (`records`, `group`, `member`), the target assignment (`target`, Apache's
 //! `TargetAssignmentBuilder`) and the reconciliation of one member towards
 //! it (`reconcile`, Apache's `CurrentAssignmentBuilder`), the heartbeat
-//! (`heartbeat`), and the online migration from and to classic groups
+//! (`heartbeat`) with its regular-expression subscriptions
+//! (`regex_subscription`), and the online migration from and to classic groups
 //! (`classic`).
 
 pub mod classic;
@@ -12,4 +13,5 @@ pub mod heartbeat;
 pub mod member;
 pub mod reconcile;
 pub mod records;
+pub mod regex_subscription;
 pub mod target;

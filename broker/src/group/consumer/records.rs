@@ -4,7 +4,7 @@
 //! computes records, then replays them ([`super::group::ConsumerGroup::replay`]):
 //! the same path builds the group live and when its log is loaded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -20,6 +20,18 @@ pub struct TopicMetadata {
     pub id: Uuid,
     pub name: String,
     pub num_partitions: i32,
+}
+
+/// What a subscribed regular expression resolved to (Apache's
+/// `ResolvedRegularExpression`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedRegex {
+    /// The topics it matched that the member resolving it may describe.
+    pub topics: BTreeSet<String>,
+    /// The version of the topics it was matched against.
+    pub version: i64,
+    /// When it was resolved (ms since the epoch).
+    pub timestamp_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +86,16 @@ pub enum ConsumerGroupRecord {
     /// Its tombstone: the member has left (epoch -1, nothing assigned).
     CurrentAssignmentTombstone {
         member_id: String,
+    },
+    /// `ConsumerGroupRegularExpressionValue`: what a subscribed regex
+    /// resolved to.
+    RegularExpression {
+        regex: String,
+        resolved: ResolvedRegex,
+    },
+    /// Its tombstone: no member subscribes with the regex any more.
+    RegularExpressionTombstone {
+        regex: String,
     },
 }
 
@@ -139,6 +161,17 @@ mod tests {
             },
             ConsumerGroupRecord::CurrentAssignmentTombstone {
                 member_id: "m".into(),
+            },
+            ConsumerGroupRecord::RegularExpression {
+                regex: "foo.*".into(),
+                resolved: ResolvedRegex {
+                    topics: ["foo".to_string(), "foo2".to_string()].into(),
+                    version: 12,
+                    timestamp_ms: 1_700_000_000_000,
+                },
+            },
+            ConsumerGroupRecord::RegularExpressionTombstone {
+                regex: "foo.*".into(),
             },
         ];
         for record in records {

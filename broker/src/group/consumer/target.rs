@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::member::ConsumerGroupMember;
-use super::records::{ConsumerGroupRecord, TopicMetadata};
+use super::records::{ConsumerGroupRecord, ResolvedRegex, TopicMetadata};
 use crate::group::assignor::{
     AssignorError, GroupAssignment, GroupSpec, MemberAssignment, MemberSubscription,
     PartitionAssignor,
@@ -27,6 +27,7 @@ pub struct TargetAssignmentBuilder<'a> {
     static_members: Option<&'a BTreeMap<String, String>>,
     subscription_metadata: Option<&'a BTreeMap<String, TopicMetadata>>,
     target_assignment: Option<&'a BTreeMap<String, MemberAssignment>>,
+    resolved_regexes: Option<&'a BTreeMap<String, ResolvedRegex>>,
     /// Members added or changed (`Some`) or removed (`None`) by this change.
     updated: BTreeMap<String, Option<ConsumerGroupMember>>,
 }
@@ -41,6 +42,7 @@ impl<'a> TargetAssignmentBuilder<'a> {
             static_members: None,
             subscription_metadata: None,
             target_assignment: None,
+            resolved_regexes: None,
             updated: BTreeMap::new(),
         }
     }
@@ -75,6 +77,16 @@ impl<'a> TargetAssignmentBuilder<'a> {
         self
     }
 
+    /// What each subscribed regex resolved to: a member subscribes to
+    /// its names and its regex's topics.
+    pub fn with_resolved_regexes(
+        mut self,
+        resolved_regexes: &'a BTreeMap<String, ResolvedRegex>,
+    ) -> Self {
+        self.resolved_regexes = Some(resolved_regexes);
+        self
+    }
+
     pub fn add_or_update_member(mut self, member: ConsumerGroupMember) -> Self {
         self.updated.insert(member.member_id.clone(), Some(member));
         self
@@ -90,6 +102,11 @@ impl<'a> TargetAssignmentBuilder<'a> {
         let empty_statics = BTreeMap::new();
         let empty_topics = BTreeMap::new();
         let empty_target = BTreeMap::new();
+        let empty_regexes = BTreeMap::new();
+        let regexes = self.resolved_regexes.unwrap_or(&empty_regexes);
+        let subscription = |m: &ConsumerGroupMember, assignment, topics| {
+            subscription(m, assignment, topics, regexes)
+        };
         let members = self.members.unwrap_or(&empty_members);
         let static_members = self.static_members.unwrap_or(&empty_statics);
         let topics = self.subscription_metadata.unwrap_or(&empty_topics);
@@ -140,13 +157,22 @@ impl<'a> TargetAssignmentBuilder<'a> {
 }
 
 /// Apache's `createMemberSubscriptionAndAssignment`: the member as the
-/// assignor sees it, its subscribed names resolved to the ids of topics
-/// that exist.
+/// assignor sees it, its subscribed names and its regex's topics (an
+/// unresolved regex matches nothing) resolved to the ids of topics that
+/// exist.
 fn subscription(
     member: &ConsumerGroupMember,
     assignment: MemberAssignment,
     topics: &BTreeMap<String, TopicMetadata>,
+    regexes: &BTreeMap<String, ResolvedRegex>,
 ) -> MemberSubscription {
+    let regex_topics = member
+        .metadata
+        .subscribed_topic_regex
+        .as_ref()
+        .and_then(|r| regexes.get(r))
+        .into_iter()
+        .flat_map(|r| &r.topics);
     MemberSubscription {
         instance_id: member.metadata.instance_id.clone(),
         rack_id: member.metadata.rack_id.clone(),
@@ -154,6 +180,7 @@ fn subscription(
             .metadata
             .subscribed_topic_names
             .iter()
+            .chain(regex_topics)
             .filter_map(|name| topics.get(name).map(|t| t.id))
             .collect(),
         assignment,
@@ -320,7 +347,7 @@ mod tests {
         m.metadata.rack_id = Some("rackId".into());
         let a = assignment(&[(foo, &[1, 2, 3]), (bar, &[1, 2, 3])]);
         assert_eq!(
-            subscription(&m, a.clone(), &topics),
+            subscription(&m, a.clone(), &topics, &BTreeMap::new()),
             MemberSubscription {
                 instance_id: Some("instanceId".into()),
                 rack_id: Some("rackId".into()),

@@ -33,6 +33,13 @@ impl Default for Assignors {
     }
 }
 
+impl Assignors {
+    /// The assignors `group.consumer.assignors` lists, in its order.
+    pub fn of(list: &[assignor::BuiltinAssignor]) -> Self {
+        Assignors(list.iter().map(|a| a.build()).collect())
+    }
+}
+
 impl fmt::Debug for Assignors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
@@ -356,12 +363,28 @@ impl GroupCoordinator {
     /// A consumer group's deletion is durable (`done`) or failed.
     pub(crate) fn finish_consumer_group_delete(&mut self, group_id: &str, done: bool) {
         if self.consumer.deleting.remove(group_id) && done {
-            self.consumer.groups.remove(group_id);
-            self.consumer.pending.remove(group_id);
+            self.drop_consumer_group(group_id);
             self.offsets.remove(group_id);
             self.timers.cancel_group(group_id);
             tracing::info!(group = %group_id, "consumer group deleted");
         }
+    }
+
+    /// Forgets a consumer group whose removal is durable or decided.
+    pub(crate) fn drop_consumer_group(&mut self, group_id: &str) {
+        self.consumer.groups.remove(group_id);
+        self.consumer.pending.remove(group_id);
+        self.consumer
+            .rebalance_epochs
+            .retain(|(g, _), _| g != group_id);
+    }
+
+    /// Whether a write of the consumer group is not yet durable.
+    pub(crate) fn consumer_group_writing(&self, group_id: &str) -> bool {
+        self.consumer
+            .pending
+            .get(group_id)
+            .is_some_and(|p| !p.is_empty())
     }
 
     /// Forgets a consumer group held in memory; answers waiting for its

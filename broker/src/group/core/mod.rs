@@ -176,6 +176,8 @@ pub struct GroupCoordinator {
 
 impl GroupCoordinator {
     pub fn new(config: GroupCoordinatorConfig) -> Self {
+        let mut consumer = consumer::ConsumerGroups::default();
+        consumer.assignors = Assignors::of(&config.consumer.assignors);
         GroupCoordinator {
             config,
             groups: HashMap::new(),
@@ -189,7 +191,7 @@ impl GroupCoordinator {
             pending_txn: HashMap::new(),
             pending_txn_commits: HashMap::new(),
             pending_txn_ends: HashMap::new(),
-            consumer: Default::default(),
+            consumer,
         }
     }
 

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::group::consumer::group::ConsumerGroup;
+
 use super::api::{group_id_too_long, invalid_group_id};
 use super::errors::{append_error_to_response_error, code};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
@@ -71,7 +73,7 @@ pub(crate) fn validate_offset_commit(
 /// Apache `ConsumerGroup.validateOffsetCommit`: the generation id is the
 /// member epoch; `api_version` is OffsetCommit's (`None`: TxnOffsetCommit).
 pub(crate) fn validate_consumer_commit(
-    g: &crate::group::consumer::group::ConsumerGroup,
+    g: &ConsumerGroup,
     member_id: &str,
     member_epoch: i32,
     api_version: Option<i16>,
@@ -102,7 +104,7 @@ pub(crate) fn validate_consumer_commit(
 /// itself (v9+) must be one, at its epoch; no member id and a negative
 /// epoch is an admin client or a client outside the group.
 fn validate_consumer_fetch(
-    g: &crate::group::consumer::group::ConsumerGroup,
+    g: &ConsumerGroup,
     member_id: Option<&str>,
     member_epoch: i32,
 ) -> Result<(), i16> {
@@ -137,21 +139,51 @@ enum Expiry {
     Commit,
 }
 
-fn expiration_condition(g: &ClassicGroup) -> Option<Expiry> {
-    if g.protocol_type.is_some() {
-        if g.is(GroupState::Empty) {
-            Some(Expiry::StateTimestampOrCommit(g.current_state_timestamp))
-        } else if g.uses_consumer_protocol()
-            && g.subscribed_topics.is_some()
-            && g.is(GroupState::Stable)
-        {
-            Some(Expiry::Commit)
-        } else {
-            None
+/// The group whose offsets OffsetDelete and the retention sweep look at,
+/// either kind (Apache's `Group` interface as `OffsetMetadataManager` uses it).
+#[derive(Clone, Copy)]
+enum OffsetsGroup<'a> {
+    Classic(&'a ClassicGroup),
+    Consumer(&'a ConsumerGroup),
+}
+
+impl OffsetsGroup<'_> {
+    fn is_subscribed_to_topic(self, topic: &str) -> bool {
+        match self {
+            Self::Classic(g) => g.is_subscribed_to_topic(topic),
+            Self::Consumer(g) => g.is_subscribed_to_topic(topic),
         }
-    } else {
-        // Simple (standalone) consumer group.
-        Some(Expiry::Commit)
+    }
+
+    /// Apache `offsetExpirationCondition`: a consumer group's offsets
+    /// always count from their commit.
+    fn expiration_condition(self) -> Option<Expiry> {
+        let Self::Classic(g) = self else {
+            return Some(Expiry::Commit);
+        };
+        if g.protocol_type.is_some() {
+            if g.is(GroupState::Empty) {
+                Some(Expiry::StateTimestampOrCommit(g.current_state_timestamp))
+            } else if g.uses_consumer_protocol()
+                && g.subscribed_topics.is_some()
+                && g.is(GroupState::Stable)
+            {
+                Some(Expiry::Commit)
+            } else {
+                None
+            }
+        } else {
+            // Simple (standalone) consumer group.
+            Some(Expiry::Commit)
+        }
+    }
+
+    /// Apache `Group.isEmpty`: no members.
+    fn is_empty(self) -> bool {
+        match self {
+            Self::Classic(g) => g.is(GroupState::Empty),
+            Self::Consumer(g) => g.members().is_empty(),
+        }
     }
 }
 
@@ -168,6 +200,19 @@ fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u6
 }
 
 impl GroupCoordinator {
+    /// The live group `group_id` names, either kind; none while a consumer
+    /// group's deletion is being made durable.
+    fn offsets_group(&self, group_id: &str) -> Option<OffsetsGroup<'_>> {
+        if let Some(g) = self.consumer.groups.get(group_id) {
+            return (!self.consumer.deleting.contains(group_id))
+                .then_some(OffsetsGroup::Consumer(g));
+        }
+        self.groups
+            .get(group_id)
+            .filter(|g| !g.is(GroupState::Dead))
+            .map(OffsetsGroup::Classic)
+    }
+
     fn inflight_add(&mut self, group_id: &str, token: RequestToken) {
         match self.inflight.get_mut(group_id) {
             Some(tokens) => tokens.push(token),
@@ -529,19 +574,16 @@ impl GroupCoordinator {
         if invalid_group_id(&req.group_id) {
             return error(code::INVALID_GROUP_ID);
         }
-        let Some(g) = self.groups.get(&req.group_id) else {
+        // Apache `validateOffsetDelete`: a classic group only while it has
+        // no members or its consumers' subscriptions are known; a consumer
+        // group always.
+        let Some(g) = self.offsets_group(&req.group_id) else {
             return error(code::GROUP_ID_NOT_FOUND);
         };
-        match g.state {
-            GroupState::Dead => return error(code::GROUP_ID_NOT_FOUND),
-            GroupState::Stable
-            | GroupState::PreparingRebalance
-            | GroupState::CompletingRebalance
-                if !g.uses_consumer_protocol() =>
-            {
-                return error(code::NON_EMPTY_GROUP)
+        if let OffsetsGroup::Classic(g) = g {
+            if !g.is(GroupState::Empty) && !g.uses_consumer_protocol() {
+                return error(code::NON_EMPTY_GROUP);
             }
-            _ => {}
         }
         let mut topics = Vec::new();
         let mut partitions = Vec::new();
@@ -650,13 +692,13 @@ impl GroupCoordinator {
         let mut out = ExpiredOffsets::default();
         let retention = self.config.offsets_retention_ms;
         for gid in self.resident_groups() {
-            let Some(g) = self.groups.get(&gid) else {
+            let Some(g) = self.offsets_group(&gid) else {
                 continue;
             };
             let mut all_expired = true;
             let mut expired_here = Vec::new();
             if let Some(table) = self.offsets.get(&gid) {
-                match expiration_condition(g) {
+                match g.expiration_condition() {
                     None => all_expired = table.is_empty(),
                     Some(cond) => {
                         for (t, parts) in table {
@@ -678,17 +720,20 @@ impl GroupCoordinator {
                     }
                 }
             }
-            let group_empty = g.is(GroupState::Empty);
+            let group_empty = g.is_empty();
+            let consumer = matches!(g, OffsetsGroup::Consumer(_));
             if !expired_here.is_empty() {
                 tracing::debug!(group = %gid, count = expired_here.len(), "expired offsets");
                 self.remove_offsets(&gid, &expired_here);
                 out.offsets
                     .extend(expired_here.into_iter().map(|(t, p)| (gid.clone(), t, p)));
             }
-            let has_inflight = self.inflight.contains_key(&gid);
-            if all_expired && group_empty && !has_inflight {
+            let busy = self.inflight.contains_key(&gid) || self.consumer_group_writing(&gid);
+            if all_expired && group_empty && !busy {
                 tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
-                if let Some(mut g) = self.groups.remove(&gid) {
+                if consumer {
+                    self.drop_consumer_group(&gid);
+                } else if let Some(mut g) = self.groups.remove(&gid) {
                     g.transition_to(GroupState::Dead, now_ms);
                 }
                 self.offsets.remove(&gid);

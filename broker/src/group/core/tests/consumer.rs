@@ -200,12 +200,23 @@ fn a_classic_group_with_members_is_not_a_consumer_group_without_the_upgrade() {
 /// generation id of a consumer-protocol member is its member epoch.
 impl Shell {
     pub(super) fn member_commit(&mut self, member: &str, epoch: i32, version: i16) -> i16 {
+        self.member_commit_to(member, epoch, version, "foo")
+    }
+
+    /// Commits offset 42 of `topic`-0 in "g" and makes it durable.
+    pub(super) fn member_commit_to(
+        &mut self,
+        member: &str,
+        epoch: i32,
+        version: i16,
+        topic: &str,
+    ) -> i16 {
         let t = self.token();
         let request = OffsetCommitRequest {
             generation_id: epoch,
             member_id: member.into(),
             api_version: version,
-            ..OffsetCommitRequest::simple("g", "foo", 0, 42)
+            ..OffsetCommitRequest::simple("g", topic, 0, 42)
         };
         let fx = self.c.offset_commit(t, request, self.now);
         self.apply(fx);
@@ -216,7 +227,7 @@ impl Shell {
         self.commit_resp(t).unwrap().topics[0].partitions[0].error_code
     }
 
-    fn stable_consumer_group(&mut self) {
+    pub(super) fn stable_consumer_group(&mut self) {
         let t = self.consumer_heartbeat(join("m1"));
         self.finish_consumer_write(Ok(()));
         assert!(self.consumer_answer(t).unwrap().is_ok());
@@ -421,4 +432,34 @@ fn test_consumer_group_offset_fetch_with_stale_member_epoch() {
     let mut s = Shell::new();
     s.stable_consumer_group();
     assert_eq!(s.member_fetch(Some("m1"), 7), code::STALE_MEMBER_EPOCH);
+}
+
+/// `group.consumer.assignors`: its first is the default, and a member
+/// asking for one it does not list gets UNSUPPORTED_ASSIGNOR with Apache's
+/// message.
+#[test]
+fn the_configured_assignors_are_the_ones_served() {
+    use crate::group::assignor::BuiltinAssignor;
+    let mut config = test_config();
+    config.consumer.assignors = vec![BuiltinAssignor::Range];
+    let mut s = Shell::with_config(config);
+    assert_eq!(s.c.consumer_assignor_names(), vec!["range"]);
+    let t = s.consumer_heartbeat(ConsumerHeartbeat {
+        server_assignor: Some("uniform".into()),
+        ..join("m1")
+    });
+    let e = s.consumer_answer(t).unwrap().unwrap_err();
+    assert_eq!(e.code, code::UNSUPPORTED_ASSIGNOR);
+    assert_eq!(
+        e.message,
+        "ServerAssignor uniform is not supported. Supported assignors: range."
+    );
+    let t = s.consumer_heartbeat(join("m1"));
+    s.finish_consumer_write(Ok(()));
+    assert!(s.consumer_answer(t).unwrap().is_ok());
+    assert_eq!(
+        Shell::new().c.consumer_assignor_names(),
+        vec!["uniform", "range"],
+        "Apache's default list"
+    );
 }

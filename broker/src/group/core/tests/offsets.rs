@@ -456,3 +456,95 @@ fn test_cleanup_expired_offsets_simple_group_and_explicit_expiry_via_timer() {
     assert_eq!(s.expired[0].offsets, vec![("simple".into(), "t".into(), 0)]);
     assert_eq!(s.expired[0].removed_groups, vec!["simple".to_string()]);
 }
+
+/// Apache `testConsumerGroupOffsetDelete`: a consumer group's offsets of a
+/// topic it does not subscribe to are deleted, members or not.
+#[test]
+fn test_consumer_group_offset_delete() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit_to("m1", 1, 9, "bar"), code::NONE);
+    assert!(!s
+        .c
+        .consumer_group("g")
+        .unwrap()
+        .is_subscribed_to_topic("bar"));
+    let r = s.delete_offsets("g", "bar", 0);
+    assert_eq!(r.error_code, code::NONE);
+    assert_eq!(r.topics[0].partitions[0].error_code, code::NONE);
+    assert_eq!(s.c.committed_offset("g", "bar", 0), None);
+}
+
+/// Apache `testConsumerGroupOffsetDeleteWithErrors`.
+#[test]
+fn test_consumer_group_offset_delete_with_errors() {
+    let mut s = Shell::new();
+    s.stable_consumer_group();
+    assert_eq!(s.member_commit_to("m1", 1, 9, "foo"), code::NONE);
+    // The offset of a partition that does not exist.
+    let r = s.delete_offsets("g", "bar1", 0);
+    assert_eq!(r.topics[0].partitions[0].error_code, code::NONE);
+    // The offset of a topic the group subscribes to.
+    let r = s.delete_offsets("g", "foo", 0);
+    assert_eq!(r.error_code, code::NONE);
+    assert_eq!(
+        r.topics[0].partitions[0].error_code,
+        code::GROUP_SUBSCRIBED_TO_TOPIC
+    );
+    assert_eq!(
+        s.c.committed_offset("g", "foo", 0).map(|o| o.offset),
+        Some(42)
+    );
+    // Once its last member is gone, nothing is subscribed.
+    s.sleep(s.c.config().consumer.session_timeout_ms as u64);
+    s.finish_consumer_write(Ok(()));
+    let r = s.delete_offsets("g", "foo", 0);
+    assert_eq!(r.topics[0].partitions[0].error_code, code::NONE);
+    assert_eq!(s.c.committed_offset("g", "foo", 0), None);
+    assert!(s.c.consumer_group("g").is_some(), "the group stays");
+    // An unknown group.
+    assert_eq!(
+        s.delete_offsets("unknown", "foo", 0).error_code,
+        code::GROUP_ID_NOT_FOUND
+    );
+}
+
+/// Apache `testCleanupExpiredOffsets` for a consumer group: offsets count
+/// from their commit; those of subscribed topics stay; the empty group
+/// goes with its last offset.
+#[test]
+fn test_cleanup_expired_offsets_of_a_consumer_group() {
+    let mut s = Shell::with_config(GroupCoordinatorConfig {
+        offsets_retention_ms: 10_000,
+        ..test_config()
+    });
+    s.stable_consumer_group();
+    assert!(s.c.config().consumer.session_timeout_ms > 10_000);
+    assert_eq!(s.member_commit_to("m1", 1, 9, "foo"), code::NONE);
+    assert_eq!(s.member_commit_to("m1", 1, 9, "bar"), code::NONE);
+    s.sleep(9_999);
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert!(e.offsets.is_empty());
+    s.sleep(1);
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(e.offsets, vec![("g".into(), "bar".into(), 0)]);
+    assert!(e.removed_groups.is_empty(), "the group has members");
+
+    // The member's session ends: foo-0, committed long ago, expires at
+    // once and the empty group with it.
+    let session_ms = s.c.config().consumer.session_timeout_ms as u64;
+    s.sleep(session_ms);
+    assert!(s.c.consumer_group("g").is_some());
+    // The fence is not durable yet: the group waits.
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(e.offsets, vec![("g".into(), "foo".into(), 0)]);
+    assert!(e.removed_groups.is_empty(), "a write is in flight");
+    s.finish_consumer_write(Ok(()));
+    let (e, _) = s.c.expire_offsets(s.now);
+    assert_eq!(e.removed_groups, vec!["g".to_string()]);
+    assert!(!s.c.is_resident("g"));
+    // A new member starts a new group.
+    let t = s.consumer_heartbeat(super::consumer::join("m2"));
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 1);
+}
