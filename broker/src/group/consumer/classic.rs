@@ -133,34 +133,61 @@ pub fn downgrade_on_fence(
         }
         remaining += 1;
     }
-    if remaining == 0 {
-        return false;
-    }
+    remaining > 0 && downgrade_allowed(group, remaining, policy, classic_max_size)
+}
+
+/// Whether a classic static member replacing `replaced_id` converts the
+/// group back to a classic group (Apache's
+/// `validateOnlineDowngradeWithReplacedMember`): the replaced member is
+/// the only one speaking the consumer protocol, the policy allows it and
+/// the members fit in a classic group.
+pub fn downgrade_on_replace(
+    group: &ConsumerGroup,
+    replaced_id: &str,
+    policy: MigrationPolicy,
+    classic_max_size: usize,
+) -> bool {
+    let last_consumer_member = group.members().values().all(|m| {
+        let replaced = m.member_id == replaced_id;
+        m.uses_classic_protocol() != replaced
+    });
+    last_consumer_member
+        && group.member(replaced_id).is_some()
+        && downgrade_allowed(group, group.members().len(), policy, classic_max_size)
+}
+
+/// The policy and size checks of a downgrade to `members` classic members.
+fn downgrade_allowed(
+    group: &ConsumerGroup,
+    members: usize,
+    policy: MigrationPolicy,
+    classic_max_size: usize,
+) -> bool {
     if !policy.downgrade_enabled() {
         tracing::info!(group = %group.group_id(), "not converting the consumer group back to a classic group: the online downgrade is disabled");
         return false;
     }
-    if remaining > classic_max_size {
+    if members > classic_max_size {
         tracing::info!(group = %group.group_id(), "not converting the consumer group back to a classic group: its size is greater than group.max.size");
         return false;
     }
     true
 }
 
-/// The conversion of `group` without `leaving` back to a classic group
-/// (Apache's `convertToClassicGroup` and `ClassicGroup.fromConsumerGroup`):
-/// the consumer group's tombstones, and the classic group's metadata at the
-/// group epoch as its generation, each member's assignment its target,
-/// encoded at its protocol's version. The caller starts a rebalance on it.
+/// The conversion of `group` without `leaving` (if one leaves) back to a
+/// classic group (Apache's `convertToClassicGroup` and
+/// `ClassicGroup.fromConsumerGroup`): the consumer group's tombstones, and
+/// the classic group's metadata at the group epoch as its generation, each
+/// member's assignment its target, encoded at its protocol's version.
 pub fn downgrade(
     group: &ConsumerGroup,
-    leaving: &str,
+    leaving: Option<&str>,
     now_ms: u64,
 ) -> (Vec<ConsumerGroupRecord>, GroupMetadataRecord) {
     let members: Vec<&ConsumerGroupMember> = group
         .members()
         .values()
-        .filter(|m| m.member_id != leaving)
+        .filter(|m| Some(m.member_id.as_str()) != leaving)
         .collect();
     let protocol = select_protocol(&members);
     let names = topic_names(group);

@@ -312,7 +312,7 @@ impl GroupCoordinator {
             classic::downgrade_on_fence(group, member_id, policy, self.config.max_group_size).then(
                 || {
                     let members: Vec<String> = group.members().keys().cloned().collect();
-                    (classic::downgrade(group, member_id, now_ms), members)
+                    (classic::downgrade(group, Some(member_id), now_ms), members)
                 },
             )
         });
@@ -331,18 +331,34 @@ impl GroupCoordinator {
             answer,
             Some(Conversion::ToClassic(record.clone())),
         );
+        let reason =
+            format!("Downgrade group {group_id} from consumer to classic for member leaving.");
+        self.install_downgraded_group(&record, Some(reason), now_ms, &mut fx);
+        fx
+    }
+
+    /// The classic group a downgrade wrote, live: its members' heartbeats
+    /// armed, and a rebalance started for `rebalance`'s reason if any.
+    pub(super) fn install_downgraded_group(
+        &mut self,
+        record: &super::GroupMetadataRecord,
+        rebalance: Option<String>,
+        now_ms: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let group_id = record.group_id.clone();
         self.groups.insert(
-            group_id.to_string(),
-            super::ClassicGroup::from_record(&record, now_ms),
+            group_id.clone(),
+            super::ClassicGroup::from_record(record, now_ms),
         );
-        self.with_group(group_id, now_ms, &mut fx, |g, cx| {
+        self.with_group(&group_id, now_ms, fx, |g, cx| {
             for id in g.member_ids() {
                 super::rebalance::reschedule_member_heartbeat(g, &id, cx);
             }
-            let reason = format!("Downgrade group {} from consumer to classic.", g.group_id);
-            super::rebalance::prepare_rebalance(g, &reason, cx);
+            if let Some(reason) = rebalance {
+                super::rebalance::prepare_rebalance(g, &reason, cx);
+            }
         });
-        fx
     }
 
     /// DeleteGroups of a consumer group: only an Empty one (Apache's

@@ -1,19 +1,22 @@
 //! Online migration in the core: classic members served inside consumer
 //! groups (JoinGroup, SyncGroup, Heartbeat and LeaveGroup through the pure
 //! [`crate::group::consumer::classic`]), and the upgrade of a classic group
-//! when a consumer-protocol member joins it. The downgrade, when the last
-//! consumer-protocol member is fenced, is in [`super::consumer`].
+//! when a consumer-protocol member joins it, and its downgrade when a
+//! classic static member replaces the last consumer-protocol member. The
+//! downgrade when the last consumer-protocol member is fenced is in
+//! [`super::consumer`].
 
 use super::leave::shape;
 use super::rebalance::answer_leftover_waiters;
 use super::{
-    code, ClassicGroup, Ctx, Effect, GroupCoordinator, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, RequestToken, Response,
-    SyncGroupRequest,
+    code, ClassicGroup, Conversion, Ctx, Effect, GroupCoordinator, HeartbeatRequest,
+    HeartbeatResponse, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, RequestToken,
+    Response, SyncGroupRequest,
 };
 use crate::group::consumer::classic;
-use crate::group::consumer::group::ConsumerGroup;
+use crate::group::consumer::group::{replay_change, ConsumerGroup};
 use crate::group::consumer::heartbeat::{self, TimerOp, TopicsView};
+use crate::group::consumer::records::ConsumerGroupRecord;
 
 impl GroupCoordinator {
     /// Why a classic group with members may not become a consumer group
@@ -90,13 +93,62 @@ impl GroupCoordinator {
             now_ms,
         };
         let result = classic::join(group, req, &cx, || uuid::Uuid::new_v4().to_string());
-        self.apply_timer_ops(&req.group_id, result.timers);
-        self.write_consumer_change(
+        // A static member with no id replaces the instance's member.
+        let replaced = req
+            .group_instance_id
+            .as_deref()
+            .filter(|_| req.member_id.is_empty() && result.response.error_code == code::NONE)
+            .and_then(|instance| group.static_member_id(instance));
+        let policy = self.config.consumer.migration_policy;
+        let downgrade = replaced.is_some_and(|replaced| {
+            classic::downgrade_on_replace(group, replaced, policy, self.config.max_group_size)
+        });
+        if !downgrade {
+            self.apply_timer_ops(&req.group_id, result.timers);
+            return self.write_consumer_change(
+                &req.group_id,
+                result.records,
+                Some((token, Response::Join(result.response))),
+                None,
+            );
+        }
+        // The last consumer-protocol member was replaced: the group, with
+        // the joining member in its place, converts back (Apache's
+        // `convertToClassicGroup` with a joining member), rebalancing only
+        // if the subscriptions changed.
+        let mut joined = Some(group.clone());
+        replay_change(&mut joined, &req.group_id, &result.records);
+        let Some(joined) = joined else {
+            return Vec::new();
+        };
+        let (tombstones, record) = classic::downgrade(&joined, None, now_ms);
+        let subscription_changed = result
+            .records
+            .iter()
+            .any(|r| matches!(r, ConsumerGroupRecord::GroupEpoch { .. }));
+        let mut gone: Vec<String> = group.members().keys().cloned().collect();
+        gone.extend(joined.members().keys().cloned());
+        for member_id in &gone {
+            self.apply_timer_ops(&req.group_id, TimerOp::cancel_all(member_id));
+        }
+        tracing::info!(group = %req.group_id, members = record.members.len(), generation = record.generation,
+                       "converting the consumer group back to a classic group: a classic static member replaced its last consumer-protocol member");
+        let mut records = result.records;
+        records.extend(tombstones);
+        let mut fx = self.write_consumer_change(
             &req.group_id,
-            result.records,
+            records,
             Some((token, Response::Join(result.response))),
-            None,
-        )
+            Some(Conversion::ToClassic(record.clone())),
+        );
+        let reason = subscription_changed.then(|| {
+            format!(
+                "Downgrade group {} from consumer to classic for static member replacement with different subscription.",
+                req.group_id
+            )
+        });
+        self.install_downgraded_group(&record, reason, now_ms, &mut fx);
+        fx
     }
 
     /// An empty consumer group that a classic member joins is deleted first

@@ -134,6 +134,21 @@ fn the_group_goes_back_only_when_classic_members_alone_remain() {
     group = holder.unwrap();
     assert!(!downgrade_on_fence(&group, "a", policy, 10));
     assert!(downgrade_on_fence(&group, "m", policy, 10));
+    // Apache's `allMembersUseClassicProtocolExcept`: replacing the only
+    // consumer-protocol member converts, replacing a classic one does not.
+    assert!(downgrade_on_replace(&group, "m", policy, 10));
+    assert!(!downgrade_on_replace(&group, "a", policy, 10));
+    assert!(!downgrade_on_replace(
+        &group,
+        "m",
+        MigrationPolicy::Upgrade,
+        10
+    ));
+    assert!(
+        !downgrade_on_replace(&group, "m", policy, 2),
+        "3 members over group.max.size"
+    );
+    assert!(!downgrade_on_replace(&group, "unknown", policy, 10));
 }
 
 #[test]
@@ -146,7 +161,7 @@ fn a_downgraded_group_carries_the_targets_at_the_group_epoch() {
         &[ConsumerGroupRecord::SubscriptionMetadata { topics: topics() }],
     );
     let group = holder.unwrap();
-    let (tombstones, record) = downgrade(&group, "b", 42);
+    let (tombstones, record) = downgrade(&group, Some("b"), 42);
     assert_eq!(
         tombstones.last(),
         Some(&ConsumerGroupRecord::GroupTombstone)

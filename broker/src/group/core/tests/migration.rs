@@ -10,7 +10,9 @@ use kafka_protocol::messages::ConsumerProtocolAssignment;
 use super::consumer::{beat, join, topics};
 use super::*;
 use crate::group::consumer::group::ConsumerGroupState;
-use crate::group::consumer::heartbeat::MigrationPolicy;
+use crate::group::consumer::heartbeat::{
+    HeartbeatRequest as ConsumerHeartbeatRequest, MigrationPolicy,
+};
 use crate::group::consumer::member::ClassicMemberMetadata;
 use crate::group::consumer::records::ConsumerGroupRecord;
 use crate::group::core::protocol::{decode_assignment, encode_assignment};
@@ -412,4 +414,110 @@ fn test_classic_group_join_with_empty_consumer_group() {
     assert!(s.c.consumer_group("g").is_none());
     s.sleep(DELAY);
     assert_eq!(s.join_resp(t).unwrap().generation_id, 1);
+}
+
+/// Apache's `testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember`:
+/// a classic static member joining with no id replaces the instance's
+/// member, the group's last one speaking the consumer protocol: the group
+/// converts back with the new member in its place, its partitions kept,
+/// and no rebalance since the subscriptions did not change.
+#[test]
+fn test_last_static_consumer_protocol_member_replaced_by_classic_protocol_member() {
+    let (mut s, c1) = stable_classic_group();
+    let t = s.consumer_heartbeat(ConsumerHeartbeatRequest {
+        instance_id: Some("instance-id".into()),
+        ..join("m1")
+    });
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 2);
+    // c1 revokes and rejoins; m1 gets the other half.
+    assert_eq!(s.heartbeat("g", &c1, 1, None), code::REBALANCE_IN_PROGRESS);
+    let t = s.join(classic_member(&c1));
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.join_resp(t).unwrap().generation_id, 2);
+    let t = s.sync(sync_request(&c1, 2, Vec::new()));
+    let c1_owns = partitions(&s.sync_resp(t).unwrap().assignment);
+    let t = s.consumer_heartbeat(beat("m1", 2));
+    s.finish_consumer_write(Ok(()));
+    let m1_owns: Vec<i32> = s
+        .consumer_answer(t)
+        .unwrap()
+        .unwrap()
+        .assignment
+        .unwrap()
+        .values()
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(c1_owns.len() + m1_owns.len(), 4);
+
+    let t = s.join(JoinGroupRequest {
+        group_instance_id: Some("instance-id".into()),
+        ..classic_member("")
+    });
+    assert!(s.c.consumer_group("g").is_none(), "converted at once");
+    let (_, records, write) = s.consumer_writes[0].clone();
+    assert_eq!(records.last(), Some(&ConsumerGroupRecord::GroupTombstone));
+    let Some(Conversion::ToClassic(record)) = s.conversions.get(&write).cloned() else {
+        panic!("a conversion back: {:?}", s.conversions);
+    };
+    assert_eq!(record.generation, 2, "the group epoch");
+    let ids: Vec<&str> = record
+        .members
+        .iter()
+        .map(|m| m.member_id.as_str())
+        .collect();
+    assert!(ids.contains(&c1.as_str()) && !ids.contains(&"m1") && ids.len() == 2);
+    let new = record.members.iter().find(|m| m.member_id != c1).unwrap();
+    assert_eq!(new.group_instance_id.as_deref(), Some("instance-id"));
+    assert_eq!(new.session_timeout_ms, 10_000, "its JoinGroup's");
+    assert_eq!(partitions(&new.assignment), m1_owns, "m1's partitions");
+    s.finish_consumer_write(Ok(()));
+    let joined = s.join_resp(t).unwrap();
+    assert_eq!(
+        (
+            joined.error_code,
+            joined.member_id.as_str(),
+            joined.generation_id
+        ),
+        (code::NONE, new.member_id.as_str(), 2)
+    );
+    assert_eq!(s.group("g").state(), GroupState::Stable, "no rebalance");
+    // Both go on in the classic group at generation 2.
+    let t = s.sync(SyncGroupRequest {
+        group_instance_id: Some("instance-id".into()),
+        ..sync_request(&joined.member_id, 2, Vec::new())
+    });
+    assert_eq!(partitions(&s.sync_resp(t).unwrap().assignment), m1_owns);
+    assert_eq!(s.heartbeat("g", &c1, 2, None), code::NONE);
+}
+
+/// With the downgrade disabled, the classic static member replaces the
+/// consumer-protocol member inside the consumer group.
+#[test]
+fn a_replacing_classic_static_member_joins_the_consumer_group_without_the_downgrade() {
+    let mut cfg = test_config();
+    cfg.consumer.migration_policy = MigrationPolicy::Upgrade;
+    let mut s = Shell::with_config(cfg);
+    s.topics = topics();
+    let t = s.consumer_heartbeat(ConsumerHeartbeatRequest {
+        instance_id: Some("instance-id".into()),
+        ..join("m1")
+    });
+    s.finish_consumer_write(Ok(()));
+    assert!(s.consumer_answer(t).unwrap().is_ok());
+    let t = s.join(JoinGroupRequest {
+        group_instance_id: Some("instance-id".into()),
+        protocols: vec![Protocol::new("range", encode_subscription(&["foo"]))],
+        ..classic_member("")
+    });
+    s.finish_consumer_write(Ok(()));
+    let joined = s.join_resp(t).unwrap();
+    assert_eq!(joined.error_code, code::NONE);
+    let group = s.c.consumer_group("g").expect("still a consumer group");
+    assert!(group.member("m1").is_none());
+    assert!(group
+        .member(&joined.member_id)
+        .unwrap()
+        .uses_classic_protocol());
 }
