@@ -15,6 +15,7 @@ use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
@@ -332,5 +333,220 @@ async fn committing_a_topic_that_does_not_exist_fails_unknown_topic_or_partition
     assert_eq!(offsets[&("real".to_string(), 0)], Offset::Offset(5));
     assert_eq!(offsets[&("real".to_string(), 3)], Offset::Invalid);
     assert_eq!(offsets[&("nonexist".to_string(), 0)], Offset::Invalid);
+    cluster.shutdown().await;
+}
+
+/// Who owns which partition, from the members' own rebalance callbacks:
+/// any partition given to a member while another owns it is a violation.
+#[derive(Default)]
+struct Ledger {
+    owner: BTreeMap<i32, String>,
+    violations: Vec<String>,
+}
+
+impl Ledger {
+    fn assigned(&mut self, member: &str, partitions: &[i32]) {
+        for p in partitions {
+            if let Some(holder) = self.owner.get(p).filter(|h| *h != member) {
+                let v = format!("partition {p} given to {member} while {holder} owns it");
+                self.violations.push(v);
+            }
+            self.owner.insert(*p, member.to_string());
+        }
+    }
+
+    fn revoked(&mut self, member: &str, partitions: &[i32]) {
+        for p in partitions {
+            if self.owner.get(p).is_some_and(|h| h == member) {
+                self.owner.remove(p);
+            }
+        }
+    }
+
+    fn owned_by(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for m in self.owner.values() {
+            *counts.entry(m.clone()).or_default() += 1;
+        }
+        counts
+    }
+}
+
+/// A member's callbacks write the ledger; a revocation first commits what
+/// the member read (refused if it races the rebalance, as Apache refuses
+/// it: the next owner reads those records again and commits them).
+struct LedgerContext {
+    name: String,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl rdkafka::client::ClientContext for LedgerContext {}
+
+impl rdkafka::consumer::ConsumerContext for LedgerContext {
+    fn pre_rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        rebalance: &rdkafka::consumer::Rebalance<'_>,
+    ) {
+        if let rdkafka::consumer::Rebalance::Revoke(tpl) = rebalance {
+            let _ = consumer.commit_consumer_state(CommitMode::Sync);
+            let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            self.ledger.lock().unwrap().revoked(&self.name, &parts);
+        }
+    }
+
+    fn post_rebalance(
+        &self,
+        _consumer: &BaseConsumer<Self>,
+        rebalance: &rdkafka::consumer::Rebalance<'_>,
+    ) {
+        if let rdkafka::consumer::Rebalance::Assign(tpl) = rebalance {
+            let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            self.ledger.lock().unwrap().assigned(&self.name, &parts);
+        }
+    }
+}
+
+/// A KIP-848 member on its own thread: polls, notes what it read, and
+/// commits all it read when stopped.
+struct LedgerMember {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LedgerMember {
+    fn start(
+        bootstrap: &str,
+        name: &str,
+        ledger: Arc<Mutex<Ledger>>,
+        seen: Arc<Mutex<BTreeSet<(i32, i64)>>>,
+    ) -> LedgerMember {
+        let context = LedgerContext {
+            name: name.to_string(),
+            ledger,
+        };
+        let consumer: BaseConsumer<LedgerContext> = client_config(bootstrap)
+            .set("group.id", "g-ledger")
+            .set("group.protocol", "consumer")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .create_with_context(context)
+            .unwrap();
+        consumer.subscribe(&["ledger"]).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                if let Some(Ok(m)) = consumer.poll(Duration::from_millis(50)) {
+                    seen.lock().unwrap().insert((m.partition(), m.offset()));
+                }
+            }
+            // The last commit may race a rebalance: retry until it lands
+            // (nothing new to commit is done).
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let committed = |r: KafkaResult<()>| {
+                matches!(
+                    r,
+                    Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset))
+                )
+            };
+            while !committed(consumer.commit_consumer_state(CommitMode::Sync))
+                && std::time::Instant::now() < deadline
+            {
+                let _ = consumer.poll(Duration::from_millis(100));
+            }
+            consumer.unsubscribe();
+            for _ in 0..20 {
+                let _ = consumer.poll(Duration::from_millis(50));
+            }
+        });
+        LedgerMember {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            h.join().unwrap();
+        }
+    }
+}
+
+/// The Done-when of the KIP-848 protocol with the rdkafka crate
+/// (librdkafka 2.12): 3 members share 12 partitions, a 4th joins and one
+/// leaves; a ledger of their rebalance callbacks shows no partition owned
+/// by two at once; every record is consumed and committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_protocol_owns_each_partition_once_and_commits_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = LocalClusterConfig::new(3, dir.path().to_path_buf());
+    c.base_port = 0;
+    // KIP-848 members heartbeat every 500 ms (5 s by default): each step
+    // of a reconciliation waits for one.
+    c.tune = |b| b.groups.core.consumer.heartbeat_interval_ms = 500;
+    let cluster = LocalCluster::start(c).await.unwrap();
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "ledger", 12).await;
+    produce(&bootstrap, "ledger", 12, 600).await;
+    let ledger: Arc<Mutex<Ledger>> = Arc::default();
+    let seen: Arc<Mutex<BTreeSet<(i32, i64)>>> = Arc::default();
+    let start = |name: &str| LedgerMember::start(&bootstrap, name, ledger.clone(), seen.clone());
+    let shares = |n: usize| {
+        let owned = ledger.lock().unwrap().owned_by();
+        owned.len() == n && owned.values().all(|c| *c == 12 / n)
+    };
+    let mut members: Vec<LedgerMember> = (0..3).map(|i| start(&format!("m{i}"))).collect();
+    eventually(
+        Duration::from_secs(60),
+        "3 members own 4 partitions each",
+        || shares(3),
+    )
+    .await;
+    members.push(start("m3"));
+    eventually(
+        Duration::from_secs(60),
+        "4 members own 3 partitions each",
+        || shares(4),
+    )
+    .await;
+    tokio::task::block_in_place(|| members.remove(0).stop());
+    eventually(
+        Duration::from_secs(60),
+        "the 3 left own 4 partitions each",
+        || shares(3),
+    )
+    .await;
+    eventually(Duration::from_secs(60), "every record consumed", || {
+        seen.lock().unwrap().len() == 600
+    })
+    .await;
+    tokio::task::block_in_place(|| members.into_iter().for_each(LedgerMember::stop));
+    let violations = ledger.lock().unwrap().violations.clone();
+    assert!(violations.is_empty(), "{violations:?}");
+
+    // The group's committed offsets cover every record.
+    let probe: BaseConsumer = client_config(&bootstrap)
+        .set("group.id", "g-ledger")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..12 {
+        tpl.add_partition("ledger", p);
+    }
+    let committed = tokio::task::block_in_place(|| {
+        probe
+            .committed_offsets(tpl, Duration::from_secs(10))
+            .unwrap()
+    });
+    for e in committed.elements() {
+        assert_eq!(
+            e.offset(),
+            Offset::Offset(50),
+            "partition {}",
+            e.partition()
+        );
+    }
     cluster.shutdown().await;
 }
