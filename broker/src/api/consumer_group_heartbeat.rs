@@ -142,6 +142,16 @@ impl TopicsView for TopicsNow {
         })
     }
 
+    fn exists(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    fn unchanged(&self, m: &TopicMetadata) -> bool {
+        self.by_name
+            .get(&m.name)
+            .is_some_and(|t| t.id == m.id && t.partitions == m.num_partitions)
+    }
+
     fn names_for_regex(&self) -> Vec<String> {
         let d = &self.describer;
         self.by_name

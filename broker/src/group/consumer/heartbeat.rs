@@ -6,6 +6,7 @@
 //! group as it is in, the records that change it and the answer out (the
 //! caller replays the records once they are durable).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
@@ -187,6 +188,15 @@ impl Default for ConsumerGroupConfig {
 /// The topics that exist, as the heartbeat's member sees them.
 pub trait TopicsView {
     fn topic(&self, name: &str) -> Option<TopicMetadata>;
+
+    fn exists(&self, name: &str) -> bool {
+        self.topic(name).is_some()
+    }
+
+    /// Whether the topic `m` names still exists as `m` describes it.
+    fn unchanged(&self, m: &TopicMetadata) -> bool {
+        self.topic(&m.name).as_ref() == Some(m)
+    }
 
     /// The topics a regex of the member may match: those it may describe
     /// (Apache's `filterTopicDescribeAuthorizedTopics`).
@@ -559,15 +569,17 @@ pub(super) fn update_and_reconcile(
     // regex matches other topics, or a subscribed topic was created,
     // deleted or grew.
     let subscribed = subscribed_topics(group, Some(member), Some(&updated), &regexes.resolved);
-    let subscription_metadata: BTreeMap<String, TopicMetadata> = subscribed
-        .into_keys()
-        .filter_map(|name| cx.topics.topic(&name).map(|t| (name, t)))
-        .collect();
-    if &subscription_metadata != group.subscription_metadata() {
+    let mut subscription_metadata = Cow::Borrowed(group.subscription_metadata());
+    if metadata_changed(group.subscription_metadata(), &subscribed, cx.topics) {
+        let now: BTreeMap<String, TopicMetadata> = subscribed
+            .keys()
+            .filter_map(|name| cx.topics.topic(name).map(|t| (name.clone(), t)))
+            .collect();
         bump = true;
         records.push(ConsumerGroupRecord::SubscriptionMetadata {
-            topics: subscription_metadata.clone(),
+            topics: now.clone(),
         });
+        subscription_metadata = Cow::Owned(now);
     }
     let mut group_epoch = group.group_epoch();
     if bump {
@@ -784,12 +796,22 @@ fn check_member_epoch(
 /// subscribing by name, and of the regexes matching it), the regexes'
 /// topics as `resolved` has them, with `old` replaced by `new` among the
 /// members (either may be `None`; Apache's `computeSubscribedTopicNames`).
-pub(super) fn subscribed_topics(
-    group: &ConsumerGroup,
+/// The group's own names when nothing changes them: no copy on a steady
+/// heartbeat.
+pub(super) fn subscribed_topics<'a>(
+    group: &'a ConsumerGroup,
     old: Option<&ConsumerGroupMember>,
     new: Option<&ConsumerGroupMember>,
     resolved: &BTreeMap<String, ResolvedRegex>,
-) -> BTreeMap<String, usize> {
+) -> Cow<'a, BTreeMap<String, usize>> {
+    fn names_of(m: Option<&ConsumerGroupMember>) -> Option<&BTreeSet<String>> {
+        m.map(|m| &m.metadata.subscribed_topic_names)
+            .filter(|names| !names.is_empty())
+    }
+    let same_names = names_of(old) == names_of(new);
+    if same_names && resolved.is_empty() {
+        return Cow::Borrowed(group.subscribed_topic_names());
+    }
     let mut names = group.subscribed_topic_names().clone();
     if let Some(old) = old {
         for name in &old.metadata.subscribed_topic_names {
@@ -813,7 +835,27 @@ pub(super) fn subscribed_topics(
             }
         }
     }
-    names
+    Cow::Owned(names)
+}
+
+/// Whether the subscribed `names` that exist, as `topics` has them, differ
+/// from the group's subscription metadata `current` (compared in place:
+/// a steady heartbeat copies nothing).
+fn metadata_changed(
+    current: &BTreeMap<String, TopicMetadata>,
+    names: &BTreeMap<String, usize>,
+    topics: &dyn TopicsView,
+) -> bool {
+    let mut kept = 0;
+    for name in names.keys() {
+        match current.get(name) {
+            Some(m) if topics.unchanged(m) => kept += 1,
+            Some(_) => return true,
+            None if topics.exists(name) => return true,
+            None => {}
+        }
+    }
+    kept != current.len()
 }
 
 /// Apache's `updateTargetAssignment`.
