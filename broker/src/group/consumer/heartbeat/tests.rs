@@ -983,11 +983,11 @@ fn test_rebalance_timeout_expiration() {
     assert_eq!(c.group().current_partition_epoch(foo, 2), -1);
 }
 
-/// A topic created that a member subscribes to bumps the group epoch at
-/// the next heartbeat (kaas recomputes the subscribed topics on every
-/// heartbeat; Apache on a metadata change).
+/// A topic created, grown or deleted that a member subscribes to bumps
+/// the group epoch at the next heartbeat (kaas compares the subscribed
+/// topics on every heartbeat; Apache on a metadata change).
 #[test]
-fn a_subscribed_topic_created_later_bumps_the_group_epoch() {
+fn a_subscribed_topic_created_grown_or_deleted_bumps_the_group_epoch() {
     let mut c = Context::new();
     let foo = c.add_topic("foo", 2);
     c.assignor()
@@ -1011,6 +1011,41 @@ fn a_subscribed_topic_created_later_bumps_the_group_epoch() {
         Some(assignment(&[(foo, &[0, 1]), (bar, &[0])]))
     );
     assert_eq!(c.group().subscription_metadata().len(), 2);
+
+    // It grows: a new epoch and its new partition assigned.
+    c.topics.get_mut("bar").unwrap().num_partitions = 2;
+    let grown = assignment(&[(foo, &[0, 1]), (bar, &[0, 1])]);
+    c.assignor()
+        .prepare([("member-1".to_string(), grown.clone())].into());
+    let result = c.heartbeat(request("member-1", 2)).unwrap();
+    assert_eq!(
+        (result.response.member_epoch, result.response.assignment),
+        (3, Some(grown))
+    );
+    assert_eq!(c.group().subscription_metadata()["bar"].num_partitions, 2);
+
+    // It is deleted: a new epoch without it.
+    c.topics.remove("bar");
+    c.assignor()
+        .prepare([("member-1".to_string(), assignment(&[(foo, &[0, 1])]))].into());
+    let result = c.heartbeat(request("member-1", 3)).unwrap();
+    assert_eq!(c.group().group_epoch(), 4);
+    assert_eq!(
+        c.group().subscription_metadata().keys().collect::<Vec<_>>(),
+        vec!["foo"]
+    );
+    // It gives up the deleted topic's partitions, then moves on.
+    assert_eq!(
+        (result.response.member_epoch, result.response.assignment),
+        (3, Some(assignment(&[(foo, &[0, 1])])))
+    );
+    let result = c
+        .heartbeat(HeartbeatRequest {
+            owned: Some(assignment(&[(foo, &[0, 1])])),
+            ..request("member-1", 3)
+        })
+        .unwrap();
+    assert_eq!(result.response.member_epoch, 4);
 }
 
 mod regex;
