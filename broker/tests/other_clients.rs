@@ -90,6 +90,13 @@ async fn java_client_consumer_protocol_group() {
     .await;
 }
 
+/// Topic configs: created, described with sources and synonyms, refused
+/// with INVALID_CONFIG; a broker's settings described.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_topic_configs() {
+    run_script("python3", "python/topic_configs.py").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafkajs_group_and_admin_flows() {
     run_script("node", "js/groups.js").await;

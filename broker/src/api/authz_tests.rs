@@ -74,6 +74,8 @@ enum Api {
     InitProducerId,
     DescribeTransactions,
     DescribeAcls,
+    DescribeTopicConfigs,
+    DescribeBrokerConfigs,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -123,11 +125,16 @@ impl Api {
                 E::TransactionalIdAuthorizationFailed,
             ),
             DescribeAcls => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
+            DescribeTopicConfigs => (vec![(DescribeConfigs, Topic)], E::TopicAuthorizationFailed),
+            DescribeBrokerConfigs => (
+                vec![(DescribeConfigs, Cluster)],
+                E::ClusterAuthorizationFailed,
+            ),
         }
     }
 }
 
-const APIS: [Api; 21] = [
+const APIS: [Api; 23] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -146,6 +153,8 @@ const APIS: [Api; 21] = [
     Api::InitProducerId,
     Api::DescribeTransactions,
     Api::DescribeAcls,
+    Api::DescribeTopicConfigs,
+    Api::DescribeBrokerConfigs,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -515,6 +524,23 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.error_code
+        }
+        Api::DescribeTopicConfigs | Api::DescribeBrokerConfigs => {
+            let (resource_type, name) = match api {
+                Api::DescribeTopicConfigs => (2, n.topic.clone()),
+                _ => (4, "0".to_string()),
+            };
+            let req = DescribeConfigsRequest::default().with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(resource_type)
+                    .with_resource_name(s(&name)),
+            ]);
+            let ResponseKind::DescribeConfigs(r) =
+                call_as(broker, user, 4, RequestKind::DescribeConfigs(req)).await
+            else {
+                panic!()
+            };
+            r.results[0].error_code
         }
     }
 }

@@ -10,9 +10,9 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
-use super::{Err, RequestContext};
+use super::{describe_configs, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
-use crate::storage::TopicError;
+use crate::storage::{topic_config, TopicError};
 
 pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = &ctx.broker;
@@ -76,15 +76,41 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
         } else {
             t.num_partitions
         };
-        let configs: BTreeMap<String, String> = t
+        // Apache's checks of a new topic's configs: no null value, known
+        // names, values of their type and range (INVALID_CONFIG, nothing
+        // created).
+        let nulls: Vec<String> = t
+            .configs
+            .iter()
+            .filter(|c| c.value.is_none())
+            .map(|c| c.name.to_string())
+            .collect();
+        if !nulls.is_empty() {
+            resp.topics.push(fail(
+                result,
+                Err::InvalidConfig.code(),
+                format!(
+                    "Null value not supported for topic configs: {}",
+                    nulls.join(",")
+                ),
+            ));
+            continue;
+        }
+        let given: BTreeMap<String, String> = t
             .configs
             .iter()
             .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
             .collect();
+        if let Err(e) = topic_config::validate(&given) {
+            resp.topics
+                .push(fail(result, Err::InvalidConfig.code(), e.0));
+            continue;
+        }
+        let configs = topic_config::normalized(&given);
         match broker
             .storage
             .topics
-            .create(&name, partitions, configs.clone(), req.validate_only)
+            .create(&name, partitions, configs, req.validate_only)
             .await
         {
             Ok(meta) => {
@@ -95,14 +121,19 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
                 result.num_partitions = meta.partitions;
                 // Replicas are the shared volume's business: one log, one leader.
                 result.replication_factor = 1;
+                // v5+: every config of the new topic, as DescribeConfigs
+                // would describe it.
                 result.configs = (ctx.api_version >= 5).then(|| {
-                    configs
+                    let defaults = describe_configs::topic_defaults(&broker.config);
+                    topic_config::describe(&meta.configs, &defaults)
                         .into_iter()
-                        .map(|(k, v)| {
+                        .map(|c| {
                             CreatableTopicConfigs::default()
-                                .with_name(StrBytes::from_string(k))
-                                .with_value(Some(StrBytes::from_string(v)))
-                                .with_config_source(1)
+                                .with_name(StrBytes::from_static_str(c.name))
+                                .with_value(Some(StrBytes::from_string(c.value)))
+                                .with_read_only(false)
+                                .with_config_source(c.source.code())
+                                .with_is_sensitive(false)
                         })
                         .collect()
                 });

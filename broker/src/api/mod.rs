@@ -16,6 +16,7 @@ pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_acls;
+pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_producers;
 pub mod describe_transactions;
@@ -86,6 +87,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     // without one).
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
@@ -338,6 +340,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(&ctx, r).await)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r).await)
         }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(&ctx, r).await)

@@ -384,6 +384,15 @@ fn request(
                 .with_group_ids(vec![group("consumer-a"), group(OURS), group(THEIRS)])
                 .with_include_authorized_operations(true),
         ),
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(
+            DescribeConfigsRequest::default()
+                .with_resources(vec![
+                    describe_configs_request::DescribeConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(StrBytes::from_static_str("t")),
+                ])
+                .with_include_synonyms(true),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -1565,5 +1574,188 @@ async fn list_transactions_filters_by_producer_id_and_duration() {
     assert_eq!(
         list(ListTransactionsRequest::default().with_duration_filter(3_600_000)).await,
         ["idle"]
+    );
+}
+
+/// CreateTopics checks a new topic's configs as Apache does (nothing
+/// created on INVALID_CONFIG), answers v5+ with every config of the
+/// topic; DescribeConfigs describes them, filtered by key, with synonyms
+/// and documentation only when asked.
+#[tokio::test]
+async fn topic_configs_are_checked_stored_and_described() {
+    use create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use describe_configs_request::DescribeConfigsResource;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker_with(dir.path(), Arc::new(crate::auth::AllowAll)).await;
+    let create = |topic: &'static str, configs: &[(&'static str, Option<&'static str>)]| {
+        RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(
+            vec![CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(2)
+                .with_replication_factor(-1)
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, v)| {
+                            CreatableTopicConfig::default()
+                                .with_name(StrBytes::from_static_str(k))
+                                .with_value(v.map(StrBytes::from_static_str))
+                        })
+                        .collect(),
+                )],
+        ))
+    };
+    let created = |r: ResponseKind| match r {
+        ResponseKind::CreateTopics(r) => r.topics.into_iter().next().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    for (configs, message) in [
+        (
+            vec![("dummy.doesntexist", Some("1"))],
+            "Unknown topic config name: dummy.doesntexist",
+        ),
+        (
+            vec![("retention.ms", Some("abc"))],
+            "Invalid value abc for configuration retention.ms: Not a number of type LONG",
+        ),
+        (
+            vec![("segment.bytes", None), ("retention.ms", None)],
+            "Null value not supported for topic configs: segment.bytes,retention.ms",
+        ),
+    ] {
+        let r = created(call_at(&broker, 7, create("bad", &configs)).await);
+        assert_eq!(r.error_code, Err::InvalidConfig.code(), "{configs:?}");
+        assert_eq!(r.error_message.as_deref(), Some(message));
+    }
+    assert!(
+        broker.storage.topics.get("bad").is_none(),
+        "nothing created"
+    );
+
+    let r = created(
+        call_at(
+            &broker,
+            7,
+            create(
+                "c",
+                &[
+                    ("min.cleanable.dirty.ratio", Some("1")),
+                    ("retention.ms", Some("1000")),
+                ],
+            ),
+        )
+        .await,
+    );
+    assert_eq!(r.error_code, 0);
+    let configs = r.configs.unwrap();
+    assert_eq!(
+        configs.len(),
+        crate::storage::topic_config::TOPIC_CONFIGS.len()
+    );
+    let ratio = configs
+        .iter()
+        .find(|c| c.name.as_str() == "min.cleanable.dirty.ratio")
+        .unwrap();
+    assert_eq!(
+        (ratio.value.as_deref(), ratio.config_source),
+        (Some("1.0"), 1)
+    );
+
+    let describe = |keys: Option<Vec<&'static str>>, synonyms: bool, docs: bool| {
+        RequestKind::DescribeConfigs(
+            DescribeConfigsRequest::default()
+                .with_resources(vec![DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("c"))
+                    .with_configuration_keys(
+                        keys.map(|k| k.into_iter().map(StrBytes::from_static_str).collect()),
+                    )])
+                .with_include_synonyms(synonyms)
+                .with_include_documentation(docs),
+        )
+    };
+    let described = |r: ResponseKind| match r {
+        ResponseKind::DescribeConfigs(r) => r.results.into_iter().next().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let r = described(
+        call_at(
+            &broker,
+            4,
+            describe(Some(vec!["retention.ms", "no.such"]), true, true),
+        )
+        .await,
+    );
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.configs.len(), 1, "a name that is no config is left out");
+    let retention = &r.configs[0];
+    assert_eq!(
+        (
+            retention.value.as_deref(),
+            retention.config_source,
+            retention.config_type,
+            retention.read_only,
+            retention.is_sensitive
+        ),
+        (Some("1000"), 1, 5, false, false)
+    );
+    assert_eq!(retention.synonyms.len(), 1);
+    assert!(retention
+        .documentation
+        .as_deref()
+        .unwrap()
+        .starts_with("This configuration controls the maximum time"));
+    let r = described(call_at(&broker, 4, describe(None, false, false)).await);
+    assert_eq!(
+        r.configs.len(),
+        crate::storage::topic_config::TOPIC_CONFIGS.len()
+    );
+    assert!(r
+        .configs
+        .iter()
+        .all(|c| c.synonyms.is_empty() && c.documentation.is_none()));
+
+    // A topic that does not exist: no message, as Apache.
+    let missing =
+        RequestKind::DescribeConfigs(DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("missing")),
+        DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str("7")),
+        DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str("0")),
+    ]));
+    let ResponseKind::DescribeConfigs(r) = call_at(&broker, 4, missing).await else {
+        panic!("not a DescribeConfigs answer");
+    };
+    assert_eq!(
+        (
+            r.results[0].error_code,
+            r.results[0].error_message.is_none()
+        ),
+        (Err::UnknownTopicOrPartition.code(), true)
+    );
+    assert_eq!(r.results[1].error_code, Err::InvalidRequest.code());
+    assert_eq!(
+        r.results[1].error_message.as_deref(),
+        Some("Unexpected broker id, expected 0 or empty string, but received 7")
+    );
+    let own = &r.results[2];
+    assert_eq!(own.error_code, 0);
+    let partitions = own
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "num.partitions")
+        .unwrap();
+    assert_eq!(
+        (
+            partitions.value.as_deref(),
+            partitions.read_only,
+            partitions.config_source
+        ),
+        (Some("1"), true, 5)
     );
 }

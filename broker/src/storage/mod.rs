@@ -12,6 +12,7 @@ pub mod producer_ids;
 pub mod producer_snapshot;
 pub mod producer_state;
 pub mod shared_doc;
+pub mod topic_config;
 pub mod topics;
 pub mod txn_index;
 pub mod txn_log;

@@ -1,0 +1,215 @@
+//! DescribeConfigs (key 32): a topic's configs as Apache's
+//! `ConfigHelper` describes them (`storage::topic_config`), and this broker's
+//! settings. Every broker answers for every topic: the configs live with
+//! the topic on the shared volume.
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+
+use super::{str_bytes, Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::broker::BrokerConfig;
+use crate::storage::topic_config::{self, BrokerTopicDefaults, ConfigSource};
+use crate::storage::topics::validate_topic_name;
+
+/// `ConfigResource.Type` on the wire.
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+pub async fn handle(ctx: &RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let keys: Option<Vec<String>> = r
+                .configuration_keys
+                .filter(|k| !k.is_empty())
+                .map(|k| k.iter().map(|s| s.to_string()).collect());
+            let wanted = |name: &str| keys.as_ref().is_none_or(|k| k.iter().any(|n| n == name));
+            let name = r.resource_name.to_string();
+            let outcome = match r.resource_type {
+                TOPIC => describe_topic(ctx, &name),
+                BROKER => describe_broker(ctx, &name),
+                other => Err((
+                    Err::InvalidRequest.code(),
+                    Some(format!("Unsupported resource type {other}")),
+                )),
+            };
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name);
+            match outcome {
+                Ok(configs) => result.with_configs(
+                    configs
+                        .into_iter()
+                        .filter(|c| wanted(&c.name))
+                        .map(|c| {
+                            entry(
+                                c,
+                                ctx.api_version,
+                                req.include_synonyms,
+                                req.include_documentation,
+                            )
+                        })
+                        .collect(),
+                ),
+                Err((code, message)) => result
+                    .with_error_code(code)
+                    .with_error_message(message.map(str_bytes)),
+            }
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// One described config, whichever the resource.
+struct Described {
+    name: String,
+    value: Option<String>,
+    read_only: bool,
+    source: i8,
+    sensitive: bool,
+    synonyms: Vec<(String, Option<String>, i8)>,
+    kind: i8,
+    doc: Option<&'static str>,
+}
+
+/// `c` on the wire: synonyms and documentation only when asked, the type
+/// from v3.
+fn entry(c: Described, version: i16, synonyms: bool, docs: bool) -> DescribeConfigsResourceResult {
+    let synonyms = if synonyms { c.synonyms } else { Vec::new() };
+    DescribeConfigsResourceResult::default()
+        .with_name(str_bytes(c.name))
+        .with_value(c.value.map(str_bytes))
+        .with_read_only(c.read_only)
+        .with_config_source(c.source)
+        .with_is_sensitive(c.sensitive)
+        .with_synonyms(
+            synonyms
+                .into_iter()
+                .map(|(name, value, source)| {
+                    DescribeConfigsSynonym::default()
+                        .with_name(str_bytes(name))
+                        .with_value(value.map(str_bytes))
+                        .with_source(source)
+                })
+                .collect(),
+        )
+        .with_config_type(if version >= 3 { c.kind } else { 0 })
+        .with_documentation(c.doc.filter(|_| docs).map(|d| str_bytes(d.to_string())))
+}
+
+type Outcome = Result<Vec<Described>, (i16, Option<String>)>;
+
+/// An authorization failure with the error's own message, as Apache
+/// answers it.
+fn denied(e: Err) -> (i16, Option<String>) {
+    (e.code(), Some(e.to_string()))
+}
+
+/// Apache's TOPIC branch: DESCRIBE_CONFIGS on the topic, a valid name, a
+/// topic that exists (UNKNOWN_TOPIC_OR_PARTITION with no message), then
+/// every topic config.
+fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
+    if !ctx.authorized(Operation::DescribeConfigs, ResourceType::Topic, name) {
+        return Err(denied(Err::TopicAuthorizationFailed));
+    }
+    if let Err(e) = validate_topic_name(name) {
+        return Err((Err::InvalidTopicException.code(), Some(e.to_string())));
+    }
+    let Some(topic) = ctx.broker.storage.topics.get(name) else {
+        return Err((Err::UnknownTopicOrPartition.code(), None));
+    };
+    let described = topic_config::describe(&topic.configs, &topic_defaults(&ctx.broker.config));
+    Ok(described
+        .into_iter()
+        .map(|c| Described {
+            name: c.name.to_string(),
+            value: Some(c.value),
+            read_only: false,
+            source: c.source.code(),
+            sensitive: false,
+            synonyms: c
+                .synonyms
+                .into_iter()
+                .map(|s| (s.name, Some(s.value), s.source.code()))
+                .collect(),
+            kind: c.kind.code(),
+            doc: Some(c.doc),
+        })
+        .collect())
+}
+
+/// The broker settings topic configs default to, as this broker has them:
+/// kaas rolls segments at 256 MiB where Apache rolls at 1 GiB.
+pub(super) fn topic_defaults(config: &BrokerConfig) -> BrokerTopicDefaults {
+    let kaas_default = crate::storage::LogConfig::default().segment_bytes;
+    let mut d = BrokerTopicDefaults::default();
+    d.defaults
+        .insert("log.segment.bytes".into(), kaas_default.to_string());
+    if config.log.segment_bytes != kaas_default {
+        d.set.insert(
+            "log.segment.bytes".into(),
+            config.log.segment_bytes.to_string(),
+        );
+    }
+    d
+}
+
+/// Apache's BROKER branch: Cluster DESCRIBE_CONFIGS; an empty name (the
+/// cluster-wide dynamic defaults: kaas has none) or this broker's id,
+/// whose settings are listed as in force (STATIC_BROKER_CONFIG where they
+/// differ from kaas's defaults), read-only (kaas changes no broker setting
+/// at run time), secrets sensitive with no value.
+fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
+    if !ctx.authorized(
+        Operation::DescribeConfigs,
+        ResourceType::Cluster,
+        CLUSTER_NAME,
+    ) {
+        return Err(denied(Err::ClusterAuthorizationFailed));
+    }
+    let config = &ctx.broker.config;
+    if name.is_empty() {
+        return Ok(Vec::new());
+    }
+    let invalid = |m: String| Err((Err::InvalidRequest.code(), Some(m)));
+    let Ok(id) = name.parse::<i32>() else {
+        return invalid(format!("Broker id must be an integer, but it is: {name}"));
+    };
+    if id != config.id {
+        return invalid(format!(
+            "Unexpected broker id, expected {} or empty string, but received {name}",
+            config.id
+        ));
+    }
+    let defaults = BrokerConfig::new(config.id, config.data_dir.clone(), "", 0);
+    let default_of: std::collections::HashMap<&str, String> =
+        crate::settings::effective(&defaults, &[], None)
+            .into_iter()
+            .collect();
+    Ok(crate::settings::effective(config, &[], None)
+        .into_iter()
+        .map(|(key, value)| {
+            let sensitive = crate::settings::is_secret(key);
+            let source = if default_of.get(key) == Some(&value) {
+                ConfigSource::DefaultConfig
+            } else {
+                ConfigSource::StaticBrokerConfig
+            };
+            let value = (!sensitive).then_some(value);
+            Described {
+                name: key.to_string(),
+                synonyms: vec![(key.to_string(), value.clone(), source.code())],
+                value,
+                read_only: true,
+                source: source.code(),
+                sensitive,
+                kind: 0,
+                doc: None,
+            }
+        })
+        .collect())
+}
