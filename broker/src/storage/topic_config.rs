@@ -411,13 +411,15 @@ enum Parsed {
     List(Vec<String>),
 }
 
+/// Apache's `ConfigException(name, value, message)`.
+fn invalid_value(value: impl std::fmt::Display, name: &str, why: &str) -> InvalidConfig {
+    InvalidConfig(format!(
+        "Invalid value {value} for configuration {name}: {why}"
+    ))
+}
+
 fn parse(def: &TopicConfigDef, raw: &str) -> Result<Parsed, InvalidConfig> {
-    let invalid = |why: String| {
-        InvalidConfig(format!(
-            "Invalid value {raw} for configuration {}: {why}",
-            def.name
-        ))
-    };
+    let invalid = |why: String| invalid_value(raw, def.name, &why);
     let value = raw.trim();
     let not_a_number = || invalid(format!("Not a number of type {}", def.kind.name()));
     Ok(match def.kind {
@@ -458,13 +460,7 @@ impl Parsed {
 }
 
 fn check(def: &TopicConfigDef, value: &Parsed) -> Result<(), InvalidConfig> {
-    let invalid = |why: String| {
-        InvalidConfig(format!(
-            "Invalid value {} for configuration {}: {why}",
-            value.to_config_string(),
-            def.name
-        ))
-    };
+    let invalid = |why: String| invalid_value(value.to_config_string(), def.name, &why);
     let number = match value {
         Parsed::Number(n) => Some(*n as f64),
         Parsed::Double(d) => Some(*d),
@@ -497,11 +493,11 @@ fn check(def: &TopicConfigDef, value: &Parsed) -> Result<(), InvalidConfig> {
                 return Ok(());
             };
             match items.iter().find(|i| !valid.contains(&i.as_str())) {
-                Some(bad) => Err(InvalidConfig(format!(
-                    "Invalid value {bad} for configuration {}: String must be one of: {}",
+                Some(bad) => Err(invalid_value(
+                    bad,
                     def.name,
-                    valid.join(", ")
-                ))),
+                    &format!("String must be one of: {}", valid.join(", ")),
+                )),
                 None => Ok(()),
             }
         }
@@ -522,11 +518,11 @@ fn check(def: &TopicConfigDef, value: &Parsed) -> Result<(), InvalidConfig> {
             if ok {
                 Ok(())
             } else {
-                Err(InvalidConfig(format!(
-                    "Invalid value [{}] for configuration {name}: {name} must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
-                    items.join(", "),
-                    name = def.name
-                )))
+                Err(invalid_value(
+                    format!("[{}]", items.join(", ")),
+                    def.name,
+                    &format!("{} must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...", def.name),
+                ))
             }
         }
         _ => Ok(()),

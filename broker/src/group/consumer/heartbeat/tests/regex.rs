@@ -48,6 +48,14 @@ fn tombstone(regex: &str) -> ConsumerGroupRecord {
     }
 }
 
+/// A group at epoch 10 whose one member subscribes with `foo*`, resolved
+/// at time 0 to foo, and owns all of foo.
+fn one_member_on_foo_star(c: &mut Context, foo: Uuid) {
+    let owns = assignment(&[(foo, &[0, 1, 2, 3, 4, 5])]);
+    c.with_group(10, vec![regex_member("member-1", 10, "foo*", owns)], 10);
+    c.with_resolved("foo*", resolved(&["foo"], 0, 0));
+}
+
 impl Context {
     /// `regex` resolved to `topics`, and the group's metadata with them.
     fn with_resolved(&mut self, regex: &str, r: ResolvedRegex) {
@@ -111,17 +119,7 @@ fn test_consumer_heartbeat_regex_validation() {
 fn test_consumer_group_member_picks_up_existing_resolved_regular_expression() {
     let mut c = Context::new();
     let foo = c.add_topic("foo", 6);
-    c.with_group(
-        10,
-        vec![regex_member(
-            "member-1",
-            10,
-            "foo*",
-            assignment(&[(foo, &[0, 1, 2, 3, 4, 5])]),
-        )],
-        10,
-    );
-    c.with_resolved("foo*", resolved(&["foo"], 0, 0));
+    one_member_on_foo_star(&mut c, foo);
     c.now_ms = 1_000;
     let result = c.heartbeat(join_regex("member-2", "foo*")).unwrap();
     // Already resolved: the group epoch moves at once.
@@ -178,17 +176,7 @@ fn test_consumer_group_member_joins_with_updated_regex() {
     let mut c = Context::new();
     let foo = c.add_topic("foo", 6);
     let bar = c.add_topic("bar", 3);
-    c.with_group(
-        10,
-        vec![regex_member(
-            "member-1",
-            10,
-            "foo*",
-            assignment(&[(foo, &[0, 1, 2, 3, 4, 5])]),
-        )],
-        10,
-    );
-    c.with_resolved("foo*", resolved(&["foo"], 0, 0));
+    one_member_on_foo_star(&mut c, foo);
     c.now_ms = 10_001;
     let all = assignment(&[(foo, &[0, 1, 2, 3, 4, 5]), (bar, &[0, 1, 2])]);
     c.assignor()
@@ -226,17 +214,7 @@ fn a_new_regex_waits_for_the_minimum_refresh_interval() {
     let mut c = Context::new();
     let foo = c.add_topic("foo", 6);
     c.add_topic("bar", 3);
-    c.with_group(
-        10,
-        vec![regex_member(
-            "member-1",
-            10,
-            "foo*",
-            assignment(&[(foo, &[0, 1, 2, 3, 4, 5])]),
-        )],
-        10,
-    );
-    c.with_resolved("foo*", resolved(&["foo"], 0, 0));
+    one_member_on_foo_star(&mut c, foo);
     c.now_ms = 5_000;
     let result = c.heartbeat(join_regex("member-2", "bar*")).unwrap();
     assert_eq!(result.response, response("member-2", 10, Some(none())));
@@ -332,17 +310,7 @@ fn regexes_are_refreshed_after_the_refresh_interval() {
     let mut c = Context::new();
     c.config.regex_refresh_interval_ms = 60_000;
     let foo = c.add_topic("foo", 6);
-    c.with_group(
-        10,
-        vec![regex_member(
-            "member-1",
-            10,
-            "foo*",
-            assignment(&[(foo, &[0, 1, 2, 3, 4, 5])]),
-        )],
-        10,
-    );
-    c.with_resolved("foo*", resolved(&["foo"], 0, 0));
+    one_member_on_foo_star(&mut c, foo);
     c.now_ms = 60_000;
     assert!(c
         .heartbeat(request("member-1", 10))
