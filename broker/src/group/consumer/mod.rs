@@ -8,6 +8,7 @@
 //! (`classic`).
 
 pub mod classic;
+pub mod config;
 pub mod group;
 pub mod heartbeat;
 pub mod member;

@@ -417,11 +417,10 @@ impl GroupCoordinator {
                 ));
             }
         }
-        self.consumer
-            .rebalance_epochs
-            .retain(|(g, _), _| g != group_id);
         self.consumer.deleting.remove(group_id);
-        self.consumer.groups.remove(group_id).is_some()
+        let had = self.consumer.groups.contains_key(group_id);
+        self.drop_consumer_group(group_id);
+        had
     }
 
     /// Replays a change on the group now and writes it; `answer` goes out
