@@ -19,6 +19,8 @@ use crate::net::listener::{Listener, ListenerConfig};
 use crate::net::quotas::ConnectionQuotas;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
+use crate::storage::retention::BrokerRetention;
+use crate::storage::topic_config::BrokerTopicDefaults;
 use crate::storage::txn_log::TxnLogStore;
 use crate::storage::{LogConfig, Storage};
 use crate::txn::manager::{TxnManager, TxnManagerConfig};
@@ -44,6 +46,8 @@ pub struct BrokerConfig {
     /// Kafka's `num.partitions`, for auto-created topics.
     pub default_partitions: i32,
     pub log: LogConfig,
+    /// The `log.retention.*` settings topics default to.
+    pub log_retention: BrokerRetention,
     pub groups: GroupManagerConfig,
     /// How group logs are made durable.
     pub group_log_sync: GroupLogSync,
@@ -89,6 +93,7 @@ impl BrokerConfig {
             auto_create_topics: true,
             default_partitions: 1,
             log: LogConfig::default(),
+            log_retention: BrokerRetention::default(),
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
             shutdown_drain_ms: 0,
@@ -144,7 +149,11 @@ impl Broker {
             .iter()
             .map(|l| Listener::open(l.clone()).map(Arc::new))
             .collect::<std::io::Result<Vec<_>>>()?;
-        let storage = Storage::new(&config.data_dir, config.log)?;
+        let storage = Storage::new(
+            &config.data_dir,
+            config.log,
+            BrokerTopicDefaults::of(&config.log, &config.log_retention),
+        )?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
@@ -257,6 +266,29 @@ impl Broker {
                     expired,
                     "forgot producers idle past producer.id.expiration.ms"
                 );
+            }
+        }
+    }
+
+    /// Every `log.retention.check.interval.ms`, the partitions led here
+    /// delete the segments their topic's retention lets go (against the
+    /// wall clock, as record timestamps are), until `shutdown`.
+    pub async fn run_log_retention(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        use crate::group::manager::Clock;
+        let every =
+            std::time::Duration::from_millis(self.config.log_retention.check_interval_ms.max(1));
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let now = SystemClock.now_ms() as i64;
+            let (segments, bytes) = self.storage.enforce_retention(now).await;
+            if segments > 0 {
+                self.metrics
+                    .retention_deleted_segments
+                    .inc_by(segments as u64);
+                self.metrics.retention_deleted_bytes.inc_by(bytes);
             }
         }
     }

@@ -232,6 +232,28 @@ pub struct Tuning {
     /// Segment size in bytes (log.segment.bytes) [default: 268435456].
     #[arg(long, env = "KAAS_SEGMENT_BYTES")]
     pub segment_bytes: Option<u64>,
+    /// log.retention.ms: how long topics keep records, unless a topic's
+    /// retention.ms says otherwise (-1: forever) [default: log.retention.hours]
+    #[arg(long, env = "KAAS_LOG_RETENTION_MS", allow_negative_numbers = true)]
+    pub log_retention_ms: Option<i64>,
+    /// log.retention.minutes (below log.retention.ms)
+    #[arg(
+        long,
+        env = "KAAS_LOG_RETENTION_MINUTES",
+        allow_negative_numbers = true
+    )]
+    pub log_retention_minutes: Option<i64>,
+    /// log.retention.hours (below log.retention.minutes) [default: 168]
+    #[arg(long, env = "KAAS_LOG_RETENTION_HOURS", allow_negative_numbers = true)]
+    pub log_retention_hours: Option<i64>,
+    /// log.retention.bytes: most bytes a partition keeps, unless a topic's
+    /// retention.bytes says otherwise [default: -1, no limit]
+    #[arg(long, env = "KAAS_LOG_RETENTION_BYTES", allow_negative_numbers = true)]
+    pub log_retention_bytes: Option<i64>,
+    /// log.retention.check.interval.ms: how often partition leaders apply
+    /// retention [default: 300000]
+    #[arg(long, env = "KAAS_LOG_RETENTION_CHECK_INTERVAL_MS")]
+    pub log_retention_check_interval_ms: Option<u64>,
     /// group.initial.rebalance.delay.ms [default: 3000]
     #[arg(long, env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS")]
     pub group_initial_rebalance_delay_ms: Option<u64>,
@@ -354,6 +376,11 @@ impl Tuning {
             auto_create_topics: self.no_auto_create_topics.then_some(false),
             default_partitions: self.default_partitions,
             segment_bytes: self.segment_bytes,
+            log_retention_ms: self.log_retention_ms,
+            log_retention_minutes: self.log_retention_minutes,
+            log_retention_hours: self.log_retention_hours,
+            log_retention_bytes: self.log_retention_bytes,
+            log_retention_check_interval_ms: self.log_retention_check_interval_ms,
             group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms: self.group_min_session_timeout_ms,
             group_max_session_timeout_ms: self.group_max_session_timeout_ms,

@@ -101,6 +101,14 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "3600000",
         "--producer-id-expiration-check-interval-ms",
         "30000",
+        "--log-retention-ms",
+        "-1",
+        "--log-retention-minutes",
+        "90",
+        "--log-retention-bytes",
+        "1073741824",
+        "--log-retention-check-interval-ms",
+        "1000",
         "--http",
         "127.0.0.1:18080",
     ]);
@@ -142,6 +150,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          transaction.remove.expired.transaction.cleanup.interval.ms=60000\n\
          producer.id.expiration.ms=3600000\n\
          producer.id.expiration.check.interval.ms=30000\n\
+         log.retention.ms=-1\n\
+         log.retention.minutes=90\n\
+         log.retention.bytes=1073741824\n\
+         log.retention.check.interval.ms=1000\n\
          kaas.http.listen=127.0.0.1:18080\n",
     );
     let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
@@ -187,6 +199,12 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         ),
         (600_000, 86_400_000, 5_000, 60_000, 3_600_000, 30_000),
         "the transaction and producer settings took"
+    );
+    let r = &flags.config.log_retention;
+    assert_eq!(
+        (r.ms, r.minutes, r.hours, r.bytes, r.check_interval_ms),
+        (Some(-1), Some(90), None, Some(1 << 30), 1_000),
+        "the log retention settings took"
     );
     assert_eq!(from_file.effective(), flags.effective());
     assert_eq!(
@@ -374,6 +392,29 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
     assert!(text.contains(&file.path().display().to_string()), "{text}");
     assert!(
         text.contains("num.partitions: -2 is below the minimum of 1"),
+        "{text}"
+    );
+}
+
+/// The retention settings' bounds hold for flags as for the file.
+#[test]
+fn log_retention_bounds_hold_for_flags_and_files() {
+    let refused = |args: &[&str]| format!("{:#}", resolve(args).unwrap_err());
+    let base = ["serve", "--id", "0", "--data", "/d"];
+    let text = refused(&[&base[..], &["--log-retention-hours", "-2"]].concat());
+    assert!(
+        text.contains("log.retention.hours: -2 is below the minimum of -1"),
+        "{text}"
+    );
+    let text = refused(&[&base[..], &["--log-retention-check-interval-ms", "0"]].concat());
+    assert!(
+        text.contains("log.retention.check.interval.ms: 0 is below the minimum of 1"),
+        "{text}"
+    );
+    let file = config_file("log.retention.ms=-5\n");
+    let text = refused(&[&base[..], &["--config", file.path().to_str().unwrap()]].concat());
+    assert!(
+        text.contains("log.retention.ms: -5 is below the minimum of -1"),
         "{text}"
     );
 }

@@ -26,6 +26,9 @@ pub struct Metrics {
     pub reauthentications: Counter,
     /// Connections closed because their SASL session expired.
     pub expired_sessions: Counter,
+    /// Log segments retention deleted, and their bytes.
+    pub retention_deleted_segments: Counter,
+    pub retention_deleted_bytes: Counter,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
 }
@@ -60,6 +63,8 @@ impl Default for Metrics {
         let failed_authentications = Counter::default();
         let reauthentications = Counter::default();
         let expired_sessions = Counter::default();
+        let retention_deleted_segments = Counter::default();
+        let retention_deleted_bytes = Counter::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
         registry.register("requests", "Requests handled, by API", requests.clone());
@@ -94,6 +99,16 @@ impl Default for Metrics {
             expired_sessions.clone(),
         );
         registry.register(
+            "retention_deleted_segments",
+            "Log segments deleted by retention (retention.ms, retention.bytes)",
+            retention_deleted_segments.clone(),
+        );
+        registry.register(
+            "retention_deleted_bytes",
+            "Bytes of log segments deleted by retention",
+            retention_deleted_bytes.clone(),
+        );
+        registry.register(
             "assignment_version",
             "Version of the assignment this broker follows",
             assignment_version.clone(),
@@ -113,6 +128,8 @@ impl Default for Metrics {
             failed_authentications,
             reauthentications,
             expired_sessions,
+            retention_deleted_segments,
+            retention_deleted_bytes,
             assignment_version,
             groups_resident,
         }

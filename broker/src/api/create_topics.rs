@@ -10,7 +10,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
-use super::{describe_configs, Err, RequestContext};
+use super::{Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::{topic_config, TopicError};
 
@@ -124,8 +124,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
                 // v5+: every config of the new topic, as DescribeConfigs
                 // would describe it.
                 result.configs = (ctx.api_version >= 5).then(|| {
-                    let defaults = describe_configs::topic_defaults(&broker.config);
-                    topic_config::describe(&meta.configs, &defaults)
+                    topic_config::describe(&meta.configs, broker.storage.topic_defaults())
                         .into_iter()
                         .map(|c| {
                             CreatableTopicConfigs::default()

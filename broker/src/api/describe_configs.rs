@@ -11,7 +11,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::broker::BrokerConfig;
-use crate::storage::topic_config::{self, BrokerTopicDefaults, ConfigSource};
+use crate::storage::topic_config::{self, ConfigSource};
 use crate::storage::topics::validate_topic_name;
 
 /// `ConfigResource.Type` on the wire.
@@ -122,7 +122,7 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
     let Some(topic) = ctx.broker.storage.topics.get(name) else {
         return Err((Err::UnknownTopicOrPartition.code(), None));
     };
-    let described = topic_config::describe(&topic.configs, &topic_defaults(&ctx.broker.config));
+    let described = topic_config::describe(&topic.configs, ctx.broker.storage.topic_defaults());
     Ok(described
         .into_iter()
         .map(|c| Described {
@@ -140,22 +140,6 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
             doc: Some(c.doc),
         })
         .collect())
-}
-
-/// The broker settings topic configs default to, as this broker has them:
-/// kaas rolls segments at 256 MiB where Apache rolls at 1 GiB.
-pub(super) fn topic_defaults(config: &BrokerConfig) -> BrokerTopicDefaults {
-    let kaas_default = crate::storage::LogConfig::default().segment_bytes;
-    let mut d = BrokerTopicDefaults::default();
-    d.defaults
-        .insert("log.segment.bytes".into(), kaas_default.to_string());
-    if config.log.segment_bytes != kaas_default {
-        d.set.insert(
-            "log.segment.bytes".into(),
-            config.log.segment_bytes.to_string(),
-        );
-    }
-    d
 }
 
 /// Apache's BROKER branch: Cluster DESCRIBE_CONFIGS; an empty name (the

@@ -1759,3 +1759,65 @@ async fn topic_configs_are_checked_stored_and_described() {
         (Some("1"), true, 5)
     );
 }
+
+/// A topic's retention.ms and segment.bytes act on its partitions: after
+/// a retention pass a fetch from the old start is out of range, ListOffsets
+/// earliest and Fetch name the new log start offset, and the log goes on.
+#[tokio::test]
+async fn retention_moves_the_log_start_offset_that_fetch_and_list_offsets_answer() {
+    use list_offsets_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(BrokerConfig::new(0, dir.path().into(), "127.0.0.1", 9092)).unwrap();
+    broker.apply_assignment(Assignment {
+        version: 1,
+        brokers: vec![BrokerInfo::alive(0, "127.0.0.1", 9092)],
+        ..Default::default()
+    });
+    let configs = [("segment.bytes", "300"), ("retention.ms", "60000")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let topic = broker
+        .storage
+        .topics
+        .create_blocking("t", 1, configs, false)
+        .unwrap();
+    let partition = broker.storage.partition(&topic, 0).await.unwrap();
+    for i in 0..6 {
+        partition.append(encode_batch(3, 1_000 * i)).await.unwrap();
+    }
+    let segments = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "log")
+            .count()
+    };
+    let log_dir = broker.storage.topics.topic_dir("t").join("0");
+    assert!(segments(&log_dir) > 1, "segment.bytes=300 rolled the log");
+    assert_eq!(fetched(&broker, 0).await.error_code, 0);
+
+    // A minute after the newest record: everything is past retention.ms.
+    let (deleted, bytes) = broker.storage.enforce_retention(5_002 + 60_001).await;
+    assert!(deleted > 1 && bytes > 0);
+    assert_eq!(segments(&log_dir), 1, "an empty segment at the end stays");
+    let fetch = fetched(&broker, 0).await;
+    assert_eq!(fetch.error_code, Err::OffsetOutOfRange.code());
+    assert_eq!((fetch.log_start_offset, fetch.high_watermark), (18, 18));
+    let earliest = ListOffsetsRequest::default().with_topics(vec![ListOffsetsTopic::default()
+        .with_name(name("t"))
+        .with_partitions(vec![ListOffsetsPartition::default()
+            .with_partition_index(0)
+            .with_timestamp(-2)])]);
+    let Some(ResponseKind::ListOffsets(r)) = handle(
+        context(broker.clone(), 5),
+        RequestKind::ListOffsets(earliest),
+    )
+    .await
+    else {
+        panic!("not a list offsets response")
+    };
+    assert_eq!(r.topics[0].partitions[0].offset, 18);
+    assert_eq!(latest(&broker, 0).await, 18);
+    let next = partition.append(encode_batch(1, 70_000)).await.unwrap();
+    assert_eq!(next.base_offset, 18, "the log goes on where it was");
+}

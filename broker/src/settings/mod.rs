@@ -82,6 +82,11 @@ pub struct Settings {
     pub auto_create_topics: Option<bool>,
     pub default_partitions: Option<i32>,
     pub segment_bytes: Option<u64>,
+    pub log_retention_ms: Option<i64>,
+    pub log_retention_minutes: Option<i64>,
+    pub log_retention_hours: Option<i64>,
+    pub log_retention_bytes: Option<i64>,
+    pub log_retention_check_interval_ms: Option<u64>,
     pub group_initial_rebalance_delay_ms: Option<u64>,
     pub group_min_session_timeout_ms: Option<i32>,
     pub group_max_session_timeout_ms: Option<i32>,
@@ -469,6 +474,16 @@ impl Settings {
                 "num.partitions" => s.default_partitions = Some(at_least(key, value, 1)?),
                 // Apache's minimum: one legacy record's overhead.
                 "log.segment.bytes" => s.segment_bytes = Some(at_least(key, value, 14)?),
+                // -1: no limit, as for the topic configs they default.
+                "log.retention.ms" => s.log_retention_ms = Some(at_least(key, value, -1)?),
+                "log.retention.minutes" => {
+                    s.log_retention_minutes = Some(at_least(key, value, -1)?)
+                }
+                "log.retention.hours" => s.log_retention_hours = Some(at_least(key, value, -1)?),
+                "log.retention.bytes" => s.log_retention_bytes = Some(number(key, value)?),
+                "log.retention.check.interval.ms" => {
+                    s.log_retention_check_interval_ms = Some(at_least(key, value, 1)?)
+                }
                 "group.initial.rebalance.delay.ms" => {
                     s.group_initial_rebalance_delay_ms = Some(at_least(key, value, 0)?)
                 }
@@ -598,6 +613,13 @@ impl Settings {
             auto_create_topics: self.auto_create_topics.or(lower.auto_create_topics),
             default_partitions: self.default_partitions.or(lower.default_partitions),
             segment_bytes: self.segment_bytes.or(lower.segment_bytes),
+            log_retention_ms: self.log_retention_ms.or(lower.log_retention_ms),
+            log_retention_minutes: self.log_retention_minutes.or(lower.log_retention_minutes),
+            log_retention_hours: self.log_retention_hours.or(lower.log_retention_hours),
+            log_retention_bytes: self.log_retention_bytes.or(lower.log_retention_bytes),
+            log_retention_check_interval_ms: self
+                .log_retention_check_interval_ms
+                .or(lower.log_retention_check_interval_ms),
             group_initial_rebalance_delay_ms: self
                 .group_initial_rebalance_delay_ms
                 .or(lower.group_initial_rebalance_delay_ms),
@@ -715,6 +737,22 @@ impl Settings {
     /// The checks Apache makes of settings together, defaults filled in
     /// (the consumer group session and heartbeat bounds).
     pub fn check(&self) -> Result<(), SettingError> {
+        // Flags and variables skip the file's parsing: the same bounds.
+        for (key, value) in [
+            ("log.retention.ms", self.log_retention_ms),
+            ("log.retention.minutes", self.log_retention_minutes),
+            ("log.retention.hours", self.log_retention_hours),
+        ] {
+            if let Some(v) = value.filter(|v| *v < -1) {
+                return Err(refuse(key, format!("{v} is below the minimum of -1")));
+            }
+        }
+        if self.log_retention_check_interval_ms == Some(0) {
+            return Err(refuse(
+                "log.retention.check.interval.ms",
+                "0 is below the minimum of 1",
+            ));
+        }
         let mut consumer = ConsumerGroupConfig::default();
         self.tune_consumer_groups(&mut consumer);
         consumer
@@ -742,6 +780,14 @@ impl Settings {
         }
         if let Some(v) = self.segment_bytes {
             c.log.segment_bytes = v;
+        }
+        let r = &mut c.log_retention;
+        r.ms = self.log_retention_ms.or(r.ms);
+        r.minutes = self.log_retention_minutes.or(r.minutes);
+        r.hours = self.log_retention_hours.or(r.hours);
+        r.bytes = self.log_retention_bytes.or(r.bytes);
+        if let Some(v) = self.log_retention_check_interval_ms {
+            r.check_interval_ms = v;
         }
         let g = &mut c.groups;
         if let Some(v) = self.group_initial_rebalance_delay_ms {
@@ -839,6 +885,18 @@ pub fn effective(
         ("num.partitions", c.default_partitions.to_string()),
         ("log.segment.bytes", c.log.segment_bytes.to_string()),
         (
+            "log.retention.hours",
+            c.log_retention.hours.unwrap_or(168).to_string(),
+        ),
+        (
+            "log.retention.bytes",
+            c.log_retention.bytes.unwrap_or(-1).to_string(),
+        ),
+        (
+            "log.retention.check.interval.ms",
+            c.log_retention.check_interval_ms.to_string(),
+        ),
+        (
             "group.initial.rebalance.delay.ms",
             g.core.initial_rebalance_delay_ms.to_string(),
         ),
@@ -889,6 +947,13 @@ pub fn effective(
     ]);
     if let Some(h) = http {
         out.push(("kaas.http.listen", h.to_string()));
+    }
+    // Apache has no default for these two (log.retention.hours applies).
+    if let Some(m) = c.log_retention.minutes {
+        out.push(("log.retention.minutes", m.to_string()));
+    }
+    if let Some(ms) = c.log_retention.ms {
+        out.push(("log.retention.ms", ms.to_string()));
     }
     out.extend(security::effective(c));
     masked(out)

@@ -23,6 +23,7 @@ use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::fs::{read_at, sync_dir};
 use super::producer_snapshot;
 use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
+use super::retention::SegmentInfo;
 use super::txn_index::{AbortedTxn, AbortedTxns};
 
 /// Present in a log folder once the log holds a transactional batch or a
@@ -160,6 +161,26 @@ fn index_completed(
 
 fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
     dir.join(format!("{base:020}.{ext}"))
+}
+
+/// Deletes the files of segments [`Log::remove_oldest`] let go, oldest
+/// first and each segment's `.log` last (so a crash leaves a suffix of
+/// the log, whose segments open as they are), then makes the deletion
+/// durable: the log start offset is the first remaining segment's base.
+pub fn delete_segment_files(dir: &Path, bases: &[i64]) -> io::Result<()> {
+    for &base in bases {
+        for path in [
+            segment_path(dir, base, "index"),
+            producer_snapshot::path(dir, base),
+            segment_path(dir, base, "log"),
+        ] {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    sync_dir(dir)
 }
 
 fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {
@@ -412,6 +433,20 @@ impl Segment {
         self.size = pos;
         self.next_offset = headers.last().map_or(self.next_offset, |h| h.next_offset());
         Ok(())
+    }
+
+    /// Apache's `largestTimestamp`: the largest record timestamp, else
+    /// the file's modification time.
+    fn largest_timestamp(&self) -> i64 {
+        if self.max_ts >= 0 {
+            return self.max_ts;
+        }
+        self.file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(self.max_ts, |d| d.as_millis() as i64)
     }
 
     /// Byte position of the batch containing `offset` or the first after it.
@@ -667,6 +702,34 @@ impl Log {
         self.segments[0].base_offset
     }
 
+    pub fn config(&self) -> LogConfig {
+        self.config
+    }
+
+    /// The topic's configs changed: the next roll follows them.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    /// The segments as retention weighs them, oldest first.
+    pub fn segment_infos(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .iter()
+            .map(|s| SegmentInfo {
+                base_offset: s.base_offset,
+                size: s.size,
+                largest_timestamp: s.largest_timestamp(),
+            })
+            .collect()
+    }
+
+    /// Forgets the `n` oldest segments (never the last); readers holding
+    /// one keep reading it. Their files go with [`delete_segment_files`].
+    pub fn remove_oldest(&mut self, n: usize) -> Vec<i64> {
+        let n = n.min(self.segments.len() - 1);
+        self.segments.drain(..n).map(|s| s.base_offset).collect()
+    }
+
     pub fn next_offset(&self) -> i64 {
         self.segments
             .last()
@@ -769,8 +832,17 @@ impl Log {
     /// blocking thread ([`Roll::run`]), before [`Log::push_segment`].
     pub fn roll_due(&self, incoming: u64) -> io::Result<Option<Roll>> {
         let active = self.segments.last().expect("a log has a segment");
-        if !self.writable || active.size == 0 || active.size + incoming <= self.config.segment_bytes
-        {
+        if active.size + incoming <= self.config.segment_bytes {
+            return Ok(None);
+        }
+        self.roll()
+    }
+
+    /// A roll of the active segment whatever its size (retention is about
+    /// to delete it), unless it is empty or the log is read-only.
+    pub fn roll(&self) -> io::Result<Option<Roll>> {
+        let active = self.segments.last().expect("a log has a segment");
+        if !self.writable || active.size == 0 {
             return Ok(None);
         }
         Ok(Some(Roll {

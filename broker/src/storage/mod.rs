@@ -11,6 +11,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod producer_snapshot;
 pub mod producer_state;
+pub mod retention;
 pub mod shared_doc;
 pub mod topic_config;
 pub mod topics;
@@ -25,10 +26,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
-use tracing::info;
+use tracing::{info, warn};
 
 pub use log::LogConfig;
 pub use partition::{Partition, PartitionRef};
+use retention::RetentionPolicy;
+use topic_config::BrokerTopicDefaults;
 pub use topics::{TopicError, TopicMeta, TopicRegistry};
 
 /// Opens a partition's log (recovering it): [`Partition::open`], or in
@@ -67,6 +70,8 @@ struct OpenSlot {
 pub struct Storage {
     data_dir: PathBuf,
     log_config: LogConfig,
+    /// The broker settings topic configs default to.
+    topic_defaults: BrokerTopicDefaults,
     pub topics: Arc<TopicRegistry>,
     /// Partitions this broker has open (or is opening) because it leads them.
     open: Mutex<HashMap<(uuid::Uuid, i32), OpenSlot>>,
@@ -74,20 +79,28 @@ pub struct Storage {
 }
 
 impl Storage {
-    pub fn new(data_dir: &Path, log_config: LogConfig) -> io::Result<Storage> {
-        Storage::with_opener(data_dir, log_config, Arc::new(OpenFromDisk))
+    /// Storage under `data_dir`; partition logs follow their topic's
+    /// configs over `topic_defaults`, `log_config` for the rest.
+    pub fn new(
+        data_dir: &Path,
+        log_config: LogConfig,
+        topic_defaults: BrokerTopicDefaults,
+    ) -> io::Result<Storage> {
+        Storage::with_opener(data_dir, log_config, topic_defaults, Arc::new(OpenFromDisk))
     }
 
     /// [`Storage::new`] with partitions opened by `opener`.
     pub fn with_opener(
         data_dir: &Path,
         log_config: LogConfig,
+        topic_defaults: BrokerTopicDefaults,
         opener: Arc<dyn PartitionOpener>,
     ) -> io::Result<Storage> {
         std::fs::create_dir_all(data_dir.join("__cluster"))?;
         Ok(Storage {
             data_dir: data_dir.to_path_buf(),
             log_config,
+            topic_defaults,
             topics: Arc::new(TopicRegistry::new(data_dir.to_path_buf())),
             open: Mutex::new(HashMap::new()),
             opener,
@@ -117,7 +130,8 @@ impl Storage {
         if let Some(p) = cell.get() {
             return Ok(p.clone());
         }
-        let (opener, config) = (self.opener.clone(), self.log_config);
+        let config = self.log_settings(topic).0;
+        let opener = self.opener.clone();
         let (name, dir) = (
             topic.name.clone(),
             self.topics.topic_dir(&topic.name).join(index.to_string()),
@@ -158,6 +172,55 @@ impl Storage {
         open.iter()
             .map(|p| p.remove_expired_producers(now_ms, expiration_ms))
             .sum()
+    }
+
+    /// The broker settings topic configs default to.
+    pub fn topic_defaults(&self) -> &BrokerTopicDefaults {
+        &self.topic_defaults
+    }
+
+    /// What `topic`'s partition logs follow of its configs in force.
+    fn log_settings(&self, topic: &TopicMeta) -> (LogConfig, RetentionPolicy) {
+        let settings = topic_config::log_settings(&topic.configs, &self.topic_defaults);
+        let config = LogConfig {
+            segment_bytes: settings.segment_bytes,
+            ..self.log_config
+        };
+        (config, settings.retention)
+    }
+
+    /// One retention pass at `now_ms` over the partitions this broker
+    /// leads: each follows its topic's configs as they are now (segment
+    /// size included) and deletes the old segments they let go. The
+    /// segments and bytes deleted.
+    pub async fn enforce_retention(&self, now_ms: i64) -> (usize, u64) {
+        let topics = self.topics.by_name();
+        let open: Vec<(String, PartitionRef)> = self
+            .open
+            .lock()
+            .values()
+            .filter_map(|slot| Some((slot.topic.clone(), slot.partition.get()?.clone())))
+            .collect();
+        let mut settings: HashMap<String, (LogConfig, RetentionPolicy)> = HashMap::new();
+        let (mut segments, mut bytes) = (0, 0);
+        for (topic, partition) in open {
+            let Some(meta) = topics.get(&topic) else {
+                continue;
+            };
+            let (config, policy) = *settings
+                .entry(topic)
+                .or_insert_with(|| self.log_settings(meta));
+            partition.set_config(config);
+            match partition.enforce_retention(&policy, now_ms).await {
+                Ok((s, b)) => {
+                    segments += s;
+                    bytes += b;
+                }
+                Err(e) => warn!(topic = %partition.topic, partition = partition.index,
+                                error = %e, "retention could not delete old segments"),
+            }
+        }
+        (segments, bytes)
     }
 
     pub fn close_topic(&self, topic: &str) {
@@ -226,7 +289,13 @@ mod tests {
             opened_held: AtomicBool::new(false),
         });
         let storage = Arc::new(
-            Storage::with_opener(dir.path(), LogConfig::default(), opener.clone()).unwrap(),
+            Storage::with_opener(
+                dir.path(),
+                LogConfig::default(),
+                BrokerTopicDefaults::default(),
+                opener.clone(),
+            )
+            .unwrap(),
         );
         let meta = storage
             .topics

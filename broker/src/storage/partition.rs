@@ -13,14 +13,14 @@ use tracing::{error, info, warn};
 
 use super::batch::{self, ControlMarker};
 use super::blocking;
-use super::log::{AppendError, Appended, Log, LogConfig};
+use super::log::{delete_segment_files, AppendError, Appended, Log, LogConfig};
+use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
 
 pub struct Partition {
     pub topic: String,
     pub index: i32,
     dir: PathBuf,
-    config: LogConfig,
     log: Mutex<Log>,
     /// Durable end of the log (the high watermark): every offset below it
     /// has been fsynced. Readers wait on it for long polls.
@@ -89,7 +89,6 @@ impl Partition {
             topic: topic.to_string(),
             index,
             dir,
-            config,
             log: Mutex::new(log),
             high_watermark: watch::channel(end).0,
             _leader_lock: lock,
@@ -102,6 +101,64 @@ impl Partition {
 
     fn log(&self) -> MutexGuard<'_, Log> {
         self.log.lock()
+    }
+
+    /// The topic's configs changed: the next roll follows them.
+    pub fn set_config(&self, config: LogConfig) {
+        self.log().set_config(config);
+    }
+
+    /// Deletes the oldest segments `policy` lets go at `now_ms`
+    /// ([`super::retention`]), rolling first when the active segment goes
+    /// too: the segments deleted and their bytes. Only the leader has the
+    /// log open, so only the leader deletes.
+    pub async fn enforce_retention(
+        &self,
+        policy: &RetentionPolicy,
+        now_ms: i64,
+    ) -> io::Result<(usize, u64)> {
+        let appending = self.append_lock.lock().await;
+        if self.failed.load(Ordering::Acquire) {
+            // Reopened before the next append; retention waits for it.
+            return Ok((0, 0));
+        }
+        let (n, all) = {
+            let log = self.log();
+            let segments = log.segment_infos();
+            let n = retention::deletable_segments(
+                &segments,
+                log.next_offset(),
+                self.high_watermark(),
+                log.log_start_offset(),
+                policy,
+                now_ms,
+            );
+            (n, segments.len())
+        };
+        if n == 0 {
+            return Ok((0, 0));
+        }
+        if n == all {
+            // A log always has a segment: an empty one at the end first.
+            let roll = self.log().roll()?;
+            if let Some(roll) = roll {
+                let segment = blocking(move || roll.run()).await?;
+                self.log().push_segment(segment);
+            }
+        }
+        let (bases, bytes) = {
+            let mut log = self.log();
+            let sizes: Vec<u64> = log.segment_infos().iter().map(|s| s.size).collect();
+            let bases = log.remove_oldest(n);
+            let bytes = sizes[..bases.len()].iter().sum::<u64>();
+            (bases, bytes)
+        };
+        drop(appending);
+        let (dir, segments) = (self.dir.clone(), bases.len());
+        blocking(move || delete_segment_files(&dir, &bases)).await?;
+        info!(topic = %self.topic, partition = self.index, segments, bytes,
+              log_start_offset = self.log_start_offset(), "retention deleted old segments");
+        Ok((segments, bytes))
     }
 
     /// See [`Log::remove_expired_producers`].
@@ -168,7 +225,7 @@ impl Partition {
     /// append lock.
     async fn prepare_append(&self, data: &[u8]) -> Result<(), AppendError> {
         if self.failed.load(Ordering::Acquire) {
-            let (dir, config) = (self.dir.clone(), self.config);
+            let (dir, config) = (self.dir.clone(), self.log().config());
             let (reopened, _) = blocking(move || Log::open(&dir, config)).await?;
             let mut log = self.log();
             *log = reopened;
@@ -399,6 +456,133 @@ mod tests {
             1
         );
         assert!(part.active_producers().is_empty());
+    }
+
+    fn segment_files(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".log") || n.ends_with(".index"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Time retention deletes the old segments' files, the log start
+    /// offset moves to the first kept one and stays there across a
+    /// reopen; reads below it find nothing, reads above it everything.
+    #[tokio::test]
+    async fn retention_by_time_deletes_old_segments_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0");
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        for i in 0..6 {
+            part.append(encode_batch(3, 1_000 * i)).await.unwrap();
+        }
+        let before = part.log().segment_infos();
+        assert!(before.len() >= 3, "{before:?}");
+        let policy = RetentionPolicy {
+            ms: 500,
+            bytes: -1,
+            delete: true,
+        };
+        // Only the first segment's records are more than 500 ms old.
+        let now = before[0].largest_timestamp + 501;
+        assert!(before[1].largest_timestamp >= now - 500);
+        assert_eq!(part.enforce_retention(&policy, now).await.unwrap().0, 1);
+        let start = before[1].base_offset;
+        assert_eq!(part.log_start_offset(), start);
+        assert_eq!(part.enforce_retention(&policy, now).await.unwrap().0, 0);
+        assert_eq!(
+            segment_files(&path).len(),
+            2 * (before.len() - 1),
+            "each with its index"
+        );
+        let first = batch::validate(&part.read(0, 1 << 20).unwrap()).unwrap();
+        assert_eq!(first.base_offset, start, "nothing below the start is left");
+        drop(part);
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        assert_eq!(part.log_start_offset(), start, "durable");
+        assert_eq!(part.high_watermark(), 18);
+    }
+
+    /// When every segment is past retention the log rolls a new, empty
+    /// one at its end and deletes the rest (Apache's
+    /// UnifiedLogTest.shouldDeleteSegmentsReadyToBeDeletedWhenAllSegmentsAreReadyToBeDeleted's
+    /// rule); appends go on at the same offsets.
+    #[tokio::test]
+    async fn retention_of_every_segment_rolls_first_and_appends_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0");
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        for i in 0..3 {
+            part.append(encode_batch(3, i)).await.unwrap();
+        }
+        let policy = RetentionPolicy {
+            ms: 10,
+            bytes: -1,
+            delete: true,
+        };
+        let (segments, bytes) = part.enforce_retention(&policy, 1_000).await.unwrap();
+        assert_eq!(segments, 2);
+        assert!(bytes > 0);
+        assert_eq!(part.log_start_offset(), 9);
+        assert_eq!(
+            segment_files(&path),
+            ["00000000000000000009.index", "00000000000000000009.log"]
+        );
+        let next = part.append(encode_batch(2, 2_000)).await.unwrap();
+        assert_eq!(next.base_offset, 9);
+        drop(part);
+        let part = Partition::open("t", 0, path, small()).unwrap();
+        assert_eq!((part.log_start_offset(), part.high_watermark()), (9, 11));
+    }
+
+    /// Size retention keeps at least retention.bytes, whole segments only;
+    /// a new segment size takes effect at the next roll.
+    #[tokio::test]
+    async fn retention_by_size_keeps_at_least_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0");
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        for i in 0..8 {
+            part.append(encode_batch(3, i)).await.unwrap();
+        }
+        let sizes: Vec<u64> = part.log().segment_infos().iter().map(|s| s.size).collect();
+        let total: u64 = sizes.iter().sum();
+        let policy = RetentionPolicy {
+            ms: -1,
+            bytes: (total - sizes[0]) as i64,
+            delete: true,
+        };
+        assert_eq!(
+            part.enforce_retention(&policy, 0).await.unwrap(),
+            (1, sizes[0])
+        );
+        let kept: u64 = part.log().segment_infos().iter().map(|s| s.size).sum();
+        assert!(kept >= policy.bytes as u64);
+        assert_eq!(part.enforce_retention(&policy, 0).await.unwrap(), (0, 0));
+        // Not `delete`: nothing goes however small the limit.
+        let compact = RetentionPolicy {
+            bytes: 0,
+            delete: false,
+            ..policy
+        };
+        assert_eq!(part.enforce_retention(&compact, 0).await.unwrap(), (0, 0));
+
+        part.set_config(LogConfig {
+            segment_bytes: 10_000,
+            ..small()
+        });
+        let count = part.log().segment_infos().len();
+        for i in 0..8 {
+            part.append(encode_batch(3, i)).await.unwrap();
+        }
+        assert_eq!(
+            part.log().segment_infos().len(),
+            count,
+            "the active segment grows to the new size"
+        );
     }
 
     #[tokio::test]

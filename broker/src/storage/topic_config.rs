@@ -6,6 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use super::log::LogConfig;
+use super::retention::{BrokerRetention, RetentionPolicy};
+
 /// `DescribeConfigsResponse.ConfigType` (v3+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigType {
@@ -617,6 +620,30 @@ pub struct BrokerTopicDefaults {
 }
 
 impl BrokerTopicDefaults {
+    /// This broker's: its `log.segment.bytes` (kaas's default is 256 MiB
+    /// where Apache's is 1 GiB) and the `log.retention.*` settings given.
+    pub fn of(log: &LogConfig, retention: &BrokerRetention) -> Self {
+        let kaas_default = LogConfig::default().segment_bytes;
+        let mut d = BrokerTopicDefaults::default();
+        d.defaults
+            .insert("log.segment.bytes".into(), kaas_default.to_string());
+        if log.segment_bytes != kaas_default {
+            d.set
+                .insert("log.segment.bytes".into(), log.segment_bytes.to_string());
+        }
+        for (name, value) in [
+            ("log.retention.ms", retention.ms),
+            ("log.retention.minutes", retention.minutes),
+            ("log.retention.hours", retention.hours),
+            ("log.retention.bytes", retention.bytes),
+        ] {
+            if let Some(v) = value {
+                d.set.insert(name.into(), v.to_string());
+            }
+        }
+        d
+    }
+
     fn default_of(&self, s: &Synonym) -> Option<String> {
         self.defaults
             .get(s.name)
@@ -706,6 +733,41 @@ pub fn describe(
             }
         })
         .collect()
+}
+
+/// What a partition log follows of its topic's configs in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogSettings {
+    pub segment_bytes: u64,
+    pub retention: RetentionPolicy,
+}
+
+/// The configs in force for a topic with `overrides` (as DescribeConfigs
+/// reports them) that its partition logs act on.
+pub fn log_settings(
+    overrides: &BTreeMap<String, String>,
+    broker: &BrokerTopicDefaults,
+) -> LogSettings {
+    let described = describe(overrides, broker);
+    let value = |name: &str| {
+        described
+            .iter()
+            .find(|c| c.name == name)
+            .map_or("", |c| c.value.as_str())
+    };
+    let number = |name: &str, fallback: i64| value(name).trim().parse().unwrap_or(fallback);
+    let fallback = RetentionPolicy::default();
+    LogSettings {
+        segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
+            as u64,
+        retention: RetentionPolicy {
+            ms: number("retention.ms", fallback.ms),
+            bytes: number("retention.bytes", fallback.bytes),
+            delete: value("cleanup.policy")
+                .split(',')
+                .any(|p| p.trim().eq_ignore_ascii_case("delete")),
+        },
+    }
 }
 
 #[cfg(test)]

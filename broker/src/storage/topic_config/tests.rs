@@ -242,3 +242,60 @@ fn a_broker_setting_in_hours_is_converted_but_keeps_apaches_source() {
     assert_eq!(retention.source, ConfigSource::DefaultConfig);
     assert!(retention.synonyms.is_empty());
 }
+
+/// What partition logs act on: the topic's override, else the broker's
+/// settings by Apache's precedence (ms over minutes over hours), else
+/// the defaults; `cleanup.policy` without `delete` turns retention off.
+#[test]
+fn log_settings_follow_overrides_then_broker_settings() {
+    use crate::storage::log::LogConfig;
+    use crate::storage::retention::{BrokerRetention, RetentionPolicy};
+    let none = BTreeMap::new();
+    let kaas = BrokerTopicDefaults::of(&LogConfig::default(), &BrokerRetention::default());
+    assert_eq!(
+        log_settings(&none, &kaas),
+        LogSettings {
+            segment_bytes: 256 << 20,
+            retention: RetentionPolicy::default(),
+        }
+    );
+    let broker = BrokerTopicDefaults::of(
+        &LogConfig {
+            segment_bytes: 1 << 20,
+            ..LogConfig::default()
+        },
+        &BrokerRetention {
+            minutes: Some(90),
+            hours: Some(1),
+            bytes: Some(1 << 30),
+            ..BrokerRetention::default()
+        },
+    );
+    let s = log_settings(&none, &broker);
+    assert_eq!(
+        (s.segment_bytes, s.retention.ms, s.retention.bytes),
+        (1 << 20, 90 * 60_000, 1 << 30)
+    );
+    let described = describe(&none, &broker);
+    let retention_ms = described.iter().find(|c| c.name == "retention.ms").unwrap();
+    assert_eq!(retention_ms.value, "5400000");
+    let overrides = configs(&[
+        ("retention.ms", "-1"),
+        ("retention.bytes", "1000"),
+        ("segment.bytes", "2000000"),
+        ("cleanup.policy", "compact"),
+    ]);
+    assert_eq!(
+        log_settings(&overrides, &broker),
+        LogSettings {
+            segment_bytes: 2_000_000,
+            retention: RetentionPolicy {
+                ms: -1,
+                bytes: 1000,
+                delete: false,
+            },
+        }
+    );
+    let both = configs(&[("cleanup.policy", "compact,delete")]);
+    assert!(log_settings(&both, &broker).retention.delete);
+}
