@@ -8,6 +8,7 @@
 mod common;
 
 use common::clients_dir;
+use kaas_broker::broker::BrokerConfig;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
 
 async fn run_script(program: &str, script: &str) {
@@ -21,18 +22,31 @@ async fn run(program: &str, args: Vec<String>) {
     run_on(program, args, None).await
 }
 
+/// What every cluster of these tests changes of the defaults.
+fn quick_groups(b: &mut BrokerConfig) {
+    b.groups.core.initial_rebalance_delay_ms = 200;
+    // KIP-848 members heartbeat every second (5 s by default).
+    b.groups.core.consumer.heartbeat_interval_ms = 1_000;
+}
+
 /// `run` on a cluster started as `local --sasl --admin-password PASSWORD`
 /// when a password is given.
 async fn run_on(program: &str, args: Vec<String>, sasl_admin_password: Option<&str>) {
+    run_tuned(program, args, sasl_admin_password, quick_groups).await
+}
+
+/// `run_on` with the brokers' settings made by `tune`.
+async fn run_tuned(
+    program: &str,
+    args: Vec<String>,
+    sasl_admin_password: Option<&str>,
+    tune: fn(&mut BrokerConfig),
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
     config.base_port = 0;
     config.sasl_admin_password = sasl_admin_password.map(str::to_string);
-    config.tune = |b| {
-        b.groups.core.initial_rebalance_delay_ms = 200;
-        // KIP-848 members heartbeat every second (5 s by default).
-        b.groups.core.consumer.heartbeat_interval_ms = 1_000;
-    };
+    config.tune = tune;
     let cluster = LocalCluster::start(config).await.unwrap();
     let mut args = args;
     args.push(cluster.bootstrap());
@@ -86,6 +100,23 @@ async fn java_client_consumer_protocol_group() {
     run(
         "java",
         vec!["-cp".into(), classpath, "ConsumerProtocol".into()],
+    )
+    .await;
+}
+
+/// Retention by size and by time, and retention.ms altered on a live
+/// topic, with brokers that check every half second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_retention_by_size_and_time() {
+    let script = common::clients_dir().join("python/retention.py");
+    run_tuned(
+        "python3",
+        vec![script.to_string_lossy().into_owned()],
+        None,
+        |b| {
+            quick_groups(b);
+            b.log_retention.check_interval_ms = 500;
+        },
     )
     .await;
 }

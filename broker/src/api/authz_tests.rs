@@ -76,6 +76,9 @@ enum Api {
     DescribeAcls,
     DescribeTopicConfigs,
     DescribeBrokerConfigs,
+    IncrementalAlterTopicConfigs,
+    AlterTopicConfigs,
+    IncrementalAlterBrokerConfigs,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -130,11 +133,17 @@ impl Api {
                 vec![(DescribeConfigs, Cluster)],
                 E::ClusterAuthorizationFailed,
             ),
+            IncrementalAlterTopicConfigs | AlterTopicConfigs => {
+                (vec![(AlterConfigs, Topic)], E::TopicAuthorizationFailed)
+            }
+            IncrementalAlterBrokerConfigs => {
+                (vec![(AlterConfigs, Cluster)], E::ClusterAuthorizationFailed)
+            }
         }
     }
 }
 
-const APIS: [Api; 23] = [
+const APIS: [Api; 26] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -155,6 +164,9 @@ const APIS: [Api; 23] = [
     Api::DescribeAcls,
     Api::DescribeTopicConfigs,
     Api::DescribeBrokerConfigs,
+    Api::IncrementalAlterTopicConfigs,
+    Api::AlterTopicConfigs,
+    Api::IncrementalAlterBrokerConfigs,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -541,6 +553,46 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.results[0].error_code
+        }
+        Api::IncrementalAlterTopicConfigs | Api::IncrementalAlterBrokerConfigs => {
+            use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            let resource = match api {
+                Api::IncrementalAlterTopicConfigs => AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s(&n.topic))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(s("3600000")))]),
+                // An empty change: only the authorization is asked.
+                _ => AlterConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s("0")),
+            };
+            let req = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+            let ResponseKind::IncrementalAlterConfigs(r) =
+                call_as(broker, user, 1, RequestKind::IncrementalAlterConfigs(req)).await
+            else {
+                panic!()
+            };
+            r.responses[0].error_code
+        }
+        Api::AlterTopicConfigs => {
+            use alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            let req =
+                AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default(
+                )
+                .with_resource_type(2)
+                .with_resource_name(s(&n.topic))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(s("retention.ms"))
+                    .with_value(Some(s("3600000")))])]);
+            let ResponseKind::AlterConfigs(r) =
+                call_as(broker, user, 2, RequestKind::AlterConfigs(req)).await
+            else {
+                panic!()
+            };
+            r.responses[0].error_code
         }
     }
 }

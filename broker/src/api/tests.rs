@@ -393,6 +393,30 @@ fn request(
                 ])
                 .with_include_synonyms(true),
         ),
+        ApiKey::IncrementalAlterConfigs => {
+            use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            RequestKind::IncrementalAlterConfigs(
+                IncrementalAlterConfigsRequest::default().with_resources(vec![
+                    AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(StrBytes::from_static_str("t"))
+                        .with_configs(vec![AlterableConfig::default()
+                            .with_name(StrBytes::from_static_str("retention.ms"))
+                            .with_value(Some(StrBytes::from_static_str("3600000")))]),
+                ]),
+            )
+        }
+        ApiKey::AlterConfigs => {
+            use alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            RequestKind::AlterConfigs(AlterConfigsRequest::default().with_resources(vec![
+                AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("t"))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("3600000")))]),
+            ]))
+        }
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -1820,4 +1844,212 @@ async fn retention_moves_the_log_start_offset_that_fetch_and_list_offsets_answer
     assert_eq!(latest(&broker, 0).await, 18);
     let next = partition.append(encode_batch(1, 70_000)).await.unwrap();
     assert_eq!(next.base_offset, 18, "the log goes on where it was");
+}
+
+/// IncrementalAlterConfigs' four operations on a topic and AlterConfigs'
+/// replacement, each refusal with Apache's code and message, nothing
+/// stored by a refused or validate-only change, and the result seen by
+/// another broker's registry and by the open partition's next roll.
+#[tokio::test]
+async fn topic_configs_are_altered_incrementally_and_wholesale_as_apache_answers() {
+    use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, topic) = one_broker_with(dir.path(), Arc::new(crate::auth::AllowAll)).await;
+    let resource = |kind: i8, name: &str, ops: &[(&str, i8, Option<&str>)]| {
+        AlterConfigsResource::default()
+            .with_resource_type(kind)
+            .with_resource_name(StrBytes::from_string(name.to_string()))
+            .with_configs(
+                ops.iter()
+                    .map(|(k, op, v)| {
+                        AlterableConfig::default()
+                            .with_name(StrBytes::from_string(k.to_string()))
+                            .with_config_operation(*op)
+                            .with_value(v.map(|v| StrBytes::from_string(v.to_string())))
+                    })
+                    .collect(),
+            )
+    };
+    let alter = |resources: Vec<AlterConfigsResource>, validate_only: bool| {
+        let broker = broker.clone();
+        async move {
+            let req = IncrementalAlterConfigsRequest::default()
+                .with_resources(resources)
+                .with_validate_only(validate_only);
+            match call_at(&broker, 1, RequestKind::IncrementalAlterConfigs(req)).await {
+                ResponseKind::IncrementalAlterConfigs(r) => r
+                    .responses
+                    .into_iter()
+                    .map(|r| (r.error_code, r.error_message.map(|m| m.to_string())))
+                    .collect::<Vec<_>>(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let on_t = |ops: &[(&str, i8, Option<&str>)]| vec![resource(2, "t", ops)];
+    let stored = || broker.storage.topics.get("t").unwrap().configs.clone();
+    let configs = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    const APPEND: i8 = 2;
+    const SUBTRACT: i8 = 3;
+    let ok = vec![(0, None)];
+
+    let partition = broker.storage.partition(&topic, 0).await.unwrap();
+    let set = on_t(&[
+        ("retention.ms", SET, Some("1000")),
+        ("segment.bytes", SET, Some("1048576")),
+    ]);
+    assert_eq!(alter(set, false).await, ok);
+    assert_eq!(
+        stored(),
+        configs(&[("retention.ms", "1000"), ("segment.bytes", "1048576")])
+    );
+    let segments = || {
+        std::fs::read_dir(broker.storage.topics.topic_dir("t").join("0"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "log")
+            .count()
+    };
+    // About 2 MiB: past the new segment size, far below kaas's 256 MiB.
+    for _ in 0..64 {
+        partition.append(encode_batch(2_000, 0)).await.unwrap();
+    }
+    assert!(
+        segments() > 1,
+        "the open partition rolls at the new segment.bytes"
+    );
+
+    assert_eq!(
+        alter(on_t(&[("cleanup.policy", APPEND, Some("compact"))]), false).await,
+        ok
+    );
+    assert_eq!(
+        stored()["cleanup.policy"],
+        "delete,compact",
+        "from the default"
+    );
+    assert_eq!(
+        alter(on_t(&[("cleanup.policy", SUBTRACT, Some("delete"))]), false).await,
+        ok
+    );
+    assert_eq!(stored()["cleanup.policy"], "compact");
+    assert_eq!(
+        alter(on_t(&[("retention.ms", DELETE, None)]), false).await,
+        ok
+    );
+    assert!(!stored().contains_key("retention.ms"));
+
+    let before = stored();
+    for (ops, code, message) in [
+        (
+            vec![("retention.ms", APPEND, Some("5"))],
+            Err::InvalidConfig,
+            "Can't APPEND to key retention.ms because its type is not LIST.",
+        ),
+        (
+            vec![("retention.ms", SET, Some("abc"))],
+            Err::InvalidConfig,
+            "Invalid value abc for configuration retention.ms: Not a number of type LONG",
+        ),
+        (
+            vec![("no.such.config", SET, Some("1"))],
+            Err::InvalidConfig,
+            "Unknown topic config name: no.such.config",
+        ),
+        (
+            vec![
+                ("retention.ms", SET, Some("5")),
+                ("retention.ms", DELETE, None),
+            ],
+            Err::InvalidRequest,
+            "Error due to duplicate config keys",
+        ),
+        (
+            vec![("retention.ms", SET, None), ("segment.ms", APPEND, None)],
+            Err::InvalidRequest,
+            "Null value not supported for : retention.ms, segment.ms",
+        ),
+        (
+            vec![("retention.ms", 9, Some("5"))],
+            Err::InvalidRequest,
+            "Unknown operations type 9",
+        ),
+    ] {
+        assert_eq!(
+            alter(on_t(&ops), false).await,
+            [(code.code(), Some(message.to_string()))],
+            "{ops:?}"
+        );
+    }
+    assert_eq!(
+        alter(on_t(&[("retention.bytes", SET, Some("5"))]), true).await,
+        ok,
+        "validate_only"
+    );
+    assert_eq!(
+        stored(),
+        before,
+        "nothing refused or only validated was stored"
+    );
+
+    let nope = |ops: &[(&str, i8, Option<&str>)]| vec![resource(2, "nope", ops)];
+    assert_eq!(
+        alter(nope(&[("retention.ms", SET, Some("5"))]), false).await,
+        [(
+            Err::UnknownTopicOrPartition.code(),
+            Some("The topic 'nope' does not exist.".to_string())
+        )]
+    );
+    assert_eq!(
+        alter(nope(&[("retention.ms", SET, Some("x"))]), false).await[0].0,
+        Err::InvalidConfig.code(),
+        "the configs are checked before the topic's existence"
+    );
+    let twice = vec![resource(2, "t", &[]), resource(2, "t", &[])];
+    let dup = (
+        Err::InvalidRequest.code(),
+        Some("Each resource must appear at most once.".to_string()),
+    );
+    assert_eq!(alter(twice, false).await, [dup.clone(), dup]);
+    let on_broker = alter(
+        vec![resource(4, "0", &[("log.retention.ms", SET, Some("5"))])],
+        false,
+    )
+    .await;
+    assert_eq!(on_broker[0].0, Err::InvalidRequest.code());
+    assert!(on_broker[0]
+        .1
+        .as_ref()
+        .unwrap()
+        .contains("kaas does not change broker configs at run time"));
+    assert_eq!(
+        alter(vec![resource(4, "7", &[])], false).await,
+        [(
+            Err::InvalidRequest.code(),
+            Some("Unexpected broker id, expected 0, but received 7".to_string())
+        )]
+    );
+
+    // AlterConfigs replaces the whole set.
+    use alter_configs_request::{AlterConfigsResource as Whole, AlterableConfig as Entry};
+    let req = AlterConfigsRequest::default().with_resources(vec![Whole::default()
+        .with_resource_type(2)
+        .with_resource_name(name("t").0)
+        .with_configs(vec![Entry::default()
+            .with_name(StrBytes::from_static_str("min.cleanable.dirty.ratio"))
+            .with_value(Some(StrBytes::from_static_str("1")))])]);
+    let ResponseKind::AlterConfigs(r) = call_at(&broker, 2, RequestKind::AlterConfigs(req)).await
+    else {
+        panic!("not an AlterConfigs response")
+    };
+    assert_eq!(r.responses[0].error_code, 0);
+    assert_eq!(stored(), configs(&[("min.cleanable.dirty.ratio", "1.0")]));
+    let other_broker = crate::storage::TopicRegistry::new(dir.path().into());
+    assert_eq!(other_broker.get("t").unwrap().configs, stored());
 }

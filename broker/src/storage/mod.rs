@@ -189,6 +189,20 @@ impl Storage {
         (config, settings.retention)
     }
 
+    /// `topic`'s configs changed through this broker: its open partitions
+    /// follow them from their next roll (retention from its next pass;
+    /// other brokers pick changes up at their next retention pass).
+    pub fn topic_configs_changed(&self, topic: &TopicMeta) {
+        let (config, _) = self.log_settings(topic);
+        for slot in self.open.lock().values() {
+            if slot.topic == topic.name {
+                if let Some(p) = slot.partition.get() {
+                    p.set_config(config);
+                }
+            }
+        }
+    }
+
     /// One retention pass at `now_ms` over the partitions this broker
     /// leads: each follows its topic's configs as they are now (segment
     /// size included) and deletes the old segments they let go. The

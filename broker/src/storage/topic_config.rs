@@ -735,6 +735,81 @@ pub fn describe(
         .collect()
 }
 
+/// An IncrementalAlterConfigs operation (`AlterConfigOp.OpType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterOp {
+    Set,
+    Delete,
+    Append,
+    Subtract,
+}
+
+impl AlterOp {
+    pub fn from_code(code: i8) -> Option<AlterOp> {
+        Some(match code {
+            0 => AlterOp::Set,
+            1 => AlterOp::Delete,
+            2 => AlterOp::Append,
+            3 => AlterOp::Subtract,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            AlterOp::Set => "SET",
+            AlterOp::Delete => "DELETE",
+            AlterOp::Append => "APPEND",
+            AlterOp::Subtract => "SUBTRACT",
+        }
+    }
+}
+
+/// Apache's `ConfigurationControlManager.incrementalAlterConfigResource`
+/// on a topic's overrides, then [`validate`] of the result: the new
+/// overrides, normalized. APPEND and SUBTRACT work on a LIST config's
+/// elements, starting from its default when the topic has no override.
+pub fn apply_ops(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, AlterOp, Option<String>)],
+) -> Result<BTreeMap<String, String>, InvalidConfig> {
+    let mut configs = current.clone();
+    for (name, op, value) in ops {
+        match op {
+            AlterOp::Set => {
+                configs.insert(name.clone(), value.clone().unwrap_or_default());
+            }
+            AlterOp::Delete => {
+                configs.remove(name);
+            }
+            AlterOp::Append | AlterOp::Subtract => {
+                let Some(def) = definition(name).filter(|d| d.kind == ConfigType::List) else {
+                    return Err(InvalidConfig(format!(
+                        "Can't {} to key {name} because its type is not LIST.",
+                        op.name()
+                    )));
+                };
+                let old = configs.get(name).map_or(def.default, String::as_str);
+                let mut parts: Vec<String> = old
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                for part in value.as_deref().unwrap_or_default().split(',') {
+                    if *op == AlterOp::Append && !parts.iter().any(|p| p == part) {
+                        parts.push(part.to_string());
+                    } else if *op == AlterOp::Subtract {
+                        parts.retain(|p| p != part);
+                    }
+                }
+                configs.insert(name.clone(), parts.join(","));
+            }
+        }
+    }
+    validate(&configs)?;
+    Ok(normalized(&configs))
+}
+
 /// What a partition log follows of its topic's configs in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogSettings {

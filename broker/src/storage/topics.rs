@@ -6,7 +6,7 @@
 //! win, and a crash never leaves a half-made topic.
 //!
 //! Each broker caches the topics it has read. Every change (create,
-//! delete) advances a shared counter, `__cluster/topics.version`, once it
+//! delete, new configs) advances a shared counter, `__cluster/topics.version`, once it
 //! is durable; a lookup reads the counter and rescans the folder when it
 //! moved. (A folder's mtime would miss a second change in the same clock
 //! tick, and on NFS a `stat` may answer from the attribute cache; the
@@ -25,7 +25,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::fs::{sync_dir, write_synced, SharedCounter};
+use super::fs::{sync_dir, write_atomic, write_synced, FileLock, SharedCounter};
 use super::names::safe_file_name;
 
 pub const TOPIC_FILE: &str = "topic.json";
@@ -294,6 +294,57 @@ impl TopicRegistry {
         self.changed()?;
         let _ = fs::remove_dir_all(&trash);
         Ok(meta)
+    }
+
+    /// [`TopicRegistry::alter_configs_blocking`] on a blocking thread.
+    pub async fn alter_configs<E: Send + 'static>(
+        self: &Arc<Self>,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, E>
+            + Send
+            + 'static,
+    ) -> Result<Result<Arc<TopicMeta>, E>, TopicError> {
+        let (me, name) = (self.clone(), name.to_string());
+        off_runtime(move || me.alter_configs_blocking(&name, validate_only, change)).await
+    }
+
+    /// Replaces a topic's configs by what `change` makes of the current
+    /// ones (read from the volume, under the topic's `configs.lock`, so
+    /// two brokers altering at once both count), durably, and tells every
+    /// broker. With `validate_only`, or when `change` refuses, nothing is
+    /// written.
+    pub fn alter_configs_blocking<E>(
+        &self,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, E>,
+    ) -> Result<Result<Arc<TopicMeta>, E>, TopicError> {
+        let dir = self.topic_dir(name);
+        let unknown = || TopicError::Unknown(name.to_string());
+        if read_meta(&dir).is_none_or(|m| m.name != name) {
+            return Err(unknown());
+        }
+        let _lock = FileLock::acquire_path(&dir.join("configs.lock")).map_err(|e| {
+            match e.kind() {
+                // Deleted meanwhile.
+                io::ErrorKind::NotFound => unknown(),
+                _ => e.into(),
+            }
+        })?;
+        let mut meta = read_meta(&dir)
+            .filter(|m| m.name == name)
+            .ok_or_else(unknown)?;
+        meta.configs = match change(&meta.configs) {
+            Ok(configs) => configs,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !validate_only {
+            let json = serde_json::to_vec_pretty(&meta).map_err(io::Error::other)?;
+            write_atomic(&dir.join(TOPIC_FILE), &json)?;
+            self.changed()?;
+        }
+        Ok(Ok(Arc::new(meta)))
     }
 
     /// Tells every broker (this one included) that the topics changed.

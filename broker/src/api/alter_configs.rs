@@ -1,0 +1,253 @@
+//! IncrementalAlterConfigs (key 44) and AlterConfigs (key 33, which
+//! replaces a resource's whole set): a topic's configs, changed on the
+//! shared volume through any broker, in Apache's order of checks (its
+//! broker's `ConfigAdminManager.preprocess`, then its controller's
+//! `ControllerApis` and `ConfigurationControlManager`): each resource at
+//! most once, no repeated key, no null value but for DELETE; ALTER_CONFIGS
+//! on the topic; a valid name; the operations (APPEND and SUBTRACT on LIST
+//! configs only); the result through `LogConfig.validate`; then the topic's
+//! existence. Broker configs are the broker's command line and files in
+//! kaas: a change to one is refused saying so.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kafka_protocol::messages::{
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{str_bytes, Err, RequestContext};
+use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
+use crate::storage::topics::{validate_topic_name, TopicError};
+
+/// `ConfigResource.Type` on the wire.
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+const BROKER_LOGGER: i8 = 8;
+const CLIENT_METRICS: i8 = 16;
+const GROUP: i8 = 32;
+
+/// One resource's change, from either API.
+struct Change {
+    resource_type: i8,
+    name: StrBytes,
+    /// Name, operation code, value.
+    ops: Vec<(String, i8, Option<String>)>,
+    /// AlterConfigs: the ops are the whole new set.
+    replace: bool,
+}
+
+type Outcome = Result<(), (i16, Option<String>)>;
+
+fn invalid_request(message: impl Into<String>) -> (i16, Option<String>) {
+    (Err::InvalidRequest.code(), Some(message.into()))
+}
+
+pub async fn handle_incremental(
+    ctx: &RequestContext,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let changes = req
+        .resources
+        .into_iter()
+        .map(|r| Change {
+            resource_type: r.resource_type,
+            name: r.resource_name,
+            ops: r
+                .configs
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.name.to_string(),
+                        c.config_operation,
+                        c.value.map(|v| v.to_string()),
+                    )
+                })
+                .collect(),
+            replace: false,
+        })
+        .collect();
+    let responses = alter(ctx, changes, req.validate_only)
+        .await
+        .into_iter()
+        .map(|(change, outcome)| {
+            let (code, message) = outcome.err().unwrap_or((0, None));
+            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes))
+                .with_resource_type(change.resource_type)
+                .with_resource_name(change.name)
+        })
+        .collect();
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+pub async fn handle_legacy(ctx: &RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let changes = req
+        .resources
+        .into_iter()
+        .map(|r| Change {
+            resource_type: r.resource_type,
+            name: r.resource_name,
+            ops: r
+                .configs
+                .into_iter()
+                .map(|c| (c.name.to_string(), 0, c.value.map(|v| v.to_string())))
+                .collect(),
+            replace: true,
+        })
+        .collect();
+    let responses = alter(ctx, changes, req.validate_only)
+        .await
+        .into_iter()
+        .map(|(change, outcome)| {
+            let (code, message) = outcome.err().unwrap_or((0, None));
+            alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes))
+                .with_resource_type(change.resource_type)
+                .with_resource_name(change.name)
+        })
+        .collect();
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Every change's outcome, in request order.
+async fn alter(
+    ctx: &RequestContext,
+    changes: Vec<Change>,
+    validate_only: bool,
+) -> Vec<(Change, Outcome)> {
+    let mut seen: HashMap<(i8, StrBytes), usize> = HashMap::new();
+    for c in &changes {
+        *seen.entry((c.resource_type, c.name.clone())).or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(changes.len());
+    for change in changes {
+        let outcome = if seen[&(change.resource_type, change.name.clone())] > 1 {
+            Err(invalid_request("Each resource must appear at most once."))
+        } else {
+            alter_one(ctx, &change, validate_only).await
+        };
+        out.push((change, outcome));
+    }
+    out
+}
+
+async fn alter_one(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {
+    let mut names: Vec<&str> = change.ops.iter().map(|(n, _, _)| n.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(invalid_request("Error due to duplicate config keys"));
+    }
+    let nulls: Vec<&str> = change
+        .ops
+        .iter()
+        .filter(|(_, op, value)| *op != 1 && value.is_none())
+        .map(|(n, _, _)| n.as_str())
+        .collect();
+    if !nulls.is_empty() {
+        return Err(invalid_request(format!(
+            "Null value not supported for : {}",
+            nulls.join(", ")
+        )));
+    }
+    match change.resource_type {
+        TOPIC => alter_topic(ctx, change, validate_only).await,
+        BROKER => refuse_broker_change(ctx, change),
+        BROKER_LOGGER | CLIENT_METRICS | GROUP => Err(invalid_request(format!(
+            "kaas keeps no configs of resource type {}",
+            match change.resource_type {
+                BROKER_LOGGER => "BROKER_LOGGER",
+                CLIENT_METRICS => "CLIENT_METRICS",
+                _ => "GROUP",
+            }
+        ))),
+        other => Err(invalid_request(format!("Unknown resource type {other}"))),
+    }
+}
+
+/// A broker's settings are its command line, `KAAS_*` variables and
+/// `server.properties`: Apache's checks of the name, then a refusal that
+/// says so (an empty change is answered as Apache answers it).
+fn refuse_broker_change(ctx: &RequestContext, change: &Change) -> Outcome {
+    let name = change.name.as_str();
+    if !name.is_empty() {
+        let id: i32 = name.parse().map_err(|_| {
+            invalid_request(format!("Node id must be an integer, but it is: {name}"))
+        })?;
+        if id != ctx.broker.id() {
+            return Err(invalid_request(format!(
+                "Unexpected broker id, expected {}, but received {name}",
+                ctx.broker.id()
+            )));
+        }
+    }
+    if !change.ops.is_empty() {
+        let keys: Vec<&str> = change.ops.iter().map(|(n, _, _)| n.as_str()).collect();
+        return Err(invalid_request(format!(
+            "kaas does not change broker configs at run time: set {} on each broker's command \
+             line, KAAS_* variables or server.properties and restart it",
+            keys.join(", ")
+        )));
+    }
+    if !ctx.authorized(Operation::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME) {
+        let e = Err::ClusterAuthorizationFailed;
+        return Err((e.code(), Some(e.to_string())));
+    }
+    Ok(())
+}
+
+async fn alter_topic(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {
+    let name = change.name.to_string();
+    if !ctx.authorized(Operation::AlterConfigs, ResourceType::Topic, &name) {
+        let e = Err::TopicAuthorizationFailed;
+        return Err((e.code(), Some(e.to_string())));
+    }
+    if name.is_empty() {
+        return Err(invalid_request("Default topic resources are not allowed."));
+    }
+    if let Err(e) = validate_topic_name(&name) {
+        return Err((Err::InvalidTopicException.code(), Some(e.to_string())));
+    }
+    let mut ops = Vec::with_capacity(change.ops.len());
+    for (config, code, value) in &change.ops {
+        let op = AlterOp::from_code(*code)
+            .ok_or_else(|| invalid_request(format!("Unknown operations type {code}")))?;
+        ops.push((config.clone(), op, value.clone()));
+    }
+    let replace = change.replace;
+    let new_configs = move |current: &BTreeMap<String, String>| {
+        if replace {
+            topic_config::apply_ops(&BTreeMap::new(), &ops)
+        } else {
+            topic_config::apply_ops(current, &ops)
+        }
+    };
+    let invalid = |e: InvalidConfig| (Err::InvalidConfig.code(), Some(e.0));
+    let storage = &ctx.broker.storage;
+    match storage
+        .topics
+        .alter_configs(&name, validate_only, new_configs.clone())
+        .await
+    {
+        Ok(Ok(meta)) => {
+            if !validate_only {
+                storage.topic_configs_changed(&meta);
+            }
+            Ok(())
+        }
+        Ok(Err(e)) => Err(invalid(e)),
+        // Apache validates the configs before it looks for the topic.
+        Err(TopicError::Unknown(_)) => match new_configs(&BTreeMap::new()) {
+            Err(e) => Err(invalid(e)),
+            Ok(_) => Err((
+                Err::UnknownTopicOrPartition.code(),
+                Some(format!("The topic '{name}' does not exist.")),
+            )),
+        },
+        Err(e) => Err((Err::KafkaStorageError.code(), Some(e.to_string()))),
+    }
+}
