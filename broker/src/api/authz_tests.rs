@@ -79,6 +79,7 @@ enum Api {
     IncrementalAlterTopicConfigs,
     AlterTopicConfigs,
     IncrementalAlterBrokerConfigs,
+    DeleteRecords,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -139,11 +140,12 @@ impl Api {
             IncrementalAlterBrokerConfigs => {
                 (vec![(AlterConfigs, Cluster)], E::ClusterAuthorizationFailed)
             }
+            DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 26] = [
+const APIS: [Api; 27] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -167,6 +169,7 @@ const APIS: [Api; 26] = [
     Api::IncrementalAlterTopicConfigs,
     Api::AlterTopicConfigs,
     Api::IncrementalAlterBrokerConfigs,
+    Api::DeleteRecords,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -576,6 +579,22 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.responses[0].error_code
+        }
+        Api::DeleteRecords => {
+            use delete_records_request::*;
+            // To offset 0: allowed, it moves nothing the other APIs read.
+            let req =
+                DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
+                    .with_name(topic())
+                    .with_partitions(vec![DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(0)])]);
+            let ResponseKind::DeleteRecords(r) =
+                call_as(broker, user, 2, RequestKind::DeleteRecords(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].partitions[0].error_code
         }
         Api::AlterTopicConfigs => {
             use alter_configs_request::{AlterConfigsResource, AlterableConfig};

@@ -87,12 +87,16 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
                 }
             };
             // A timestamp's record a read_committed reader cannot fetch yet
-            // is not found (LATEST and EARLIEST are bounds, not records).
+            // is not found (LATEST and EARLIEST are bounds, not records);
+            // one below the log start offset (DeleteRecords cut into its
+            // batch) answers the start.
+            let start = partition.log_start_offset();
             let found = found.map(|f| {
-                f.filter(|(offset, _)| {
-                    matches!(p.timestamp, LATEST | EARLIEST | EARLIEST_LOCAL)
-                        || *offset < last_fetchable
-                })
+                f.map(|(offset, ts)| (offset.max(start), ts))
+                    .filter(|(offset, _)| {
+                        matches!(p.timestamp, LATEST | EARLIEST | EARLIEST_LOCAL)
+                            || *offset < last_fetchable
+                    })
             });
             match found {
                 Ok(Some((offset, timestamp))) => {

@@ -15,6 +15,7 @@ pub mod create_acls;
 pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_acls;
 pub mod describe_configs;
@@ -90,6 +91,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
@@ -346,6 +348,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r).await)
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(delete_records::handle(&ctx, r).await)
         }
         RequestKind::AlterConfigs(r) => {
             ResponseKind::AlterConfigs(alter_configs::handle_legacy(&ctx, r).await)

@@ -393,6 +393,22 @@ fn request(
                 ])
                 .with_include_synonyms(true),
         ),
+        ApiKey::DeleteRecords => {
+            use delete_records_request::*;
+            RequestKind::DeleteRecords(DeleteRecordsRequest::default().with_topics(vec![
+                DeleteRecordsTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(
+                        (0..PARTITIONS + 1)
+                            .map(|p| {
+                                DeleteRecordsPartition::default()
+                                    .with_partition_index(p)
+                                    .with_offset(-1)
+                            })
+                            .collect(),
+                    ),
+            ]))
+        }
         ApiKey::IncrementalAlterConfigs => {
             use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             RequestKind::IncrementalAlterConfigs(
@@ -2052,4 +2068,73 @@ async fn topic_configs_are_altered_incrementally_and_wholesale_as_apache_answers
     assert_eq!(stored(), configs(&[("min.cleanable.dirty.ratio", "1.0")]));
     let other_broker = crate::storage::TopicRegistry::new(dir.path().into());
     assert_eq!(other_broker.get("t").unwrap().configs, stored());
+}
+
+/// DeleteRecords' answers: the new low watermark, durable and seen by
+/// Fetch and ListOffsets; OFFSET_OUT_OF_RANGE past the high watermark;
+/// POLICY_VIOLATION on a compacted topic; UNKNOWN_TOPIC_OR_PARTITION for a
+/// partition that does not exist.
+#[tokio::test]
+async fn delete_records_answers_as_apache_does() {
+    use delete_records_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, topic) = one_broker(dir.path()).await;
+    broker
+        .storage
+        .topics
+        .create_blocking(
+            "compacted",
+            1,
+            [("cleanup.policy".to_string(), "compact".to_string())].into(),
+            false,
+        )
+        .unwrap();
+    let partition = broker.storage.partition(&topic, 0).await.unwrap();
+    for i in 0..4 {
+        partition.append(encode_batch(5, i)).await.unwrap();
+    }
+    let delete = |topic: &'static str, partition: i32, offset: i64| {
+        let broker = broker.clone();
+        async move {
+            let req =
+                DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
+                    .with_name(name(topic))
+                    .with_partitions(vec![DeleteRecordsPartition::default()
+                        .with_partition_index(partition)
+                        .with_offset(offset)])]);
+            let ResponseKind::DeleteRecords(r) =
+                call_at(&broker, 2, RequestKind::DeleteRecords(req)).await
+            else {
+                panic!("not a DeleteRecords response")
+            };
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.low_watermark)
+        }
+    };
+    assert_eq!(delete("t", 0, 7).await, (0, 7));
+    let fetch = fetched(&broker, 0).await;
+    assert_eq!(
+        (fetch.error_code, fetch.log_start_offset),
+        (Err::OffsetOutOfRange.code(), 7),
+        "a fetch from 0 is below the start now"
+    );
+    assert_eq!(delete("t", 0, 21).await, (Err::OffsetOutOfRange.code(), -1));
+    assert_eq!(delete("t", 0, 3).await, (0, 7), "never backwards");
+    assert_eq!(delete("t", 0, -1).await, (0, 20), "-1: the high watermark");
+    assert_eq!(
+        delete("t", 1, 0).await,
+        (Err::UnknownTopicOrPartition.code(), -1)
+    );
+    assert_eq!(
+        delete("nope", 0, 0).await,
+        (Err::UnknownTopicOrPartition.code(), -1)
+    );
+    assert_eq!(
+        delete("compacted", 0, 0).await,
+        (Err::PolicyViolation.code(), -1)
+    );
+    drop(partition);
+    broker.storage.retain_partitions(|_, _| false);
+    let reopened = broker.storage.partition(&topic, 0).await.unwrap();
+    assert_eq!(reopened.log_start_offset(), 20, "durable across a reopen");
 }

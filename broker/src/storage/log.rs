@@ -32,6 +32,10 @@ use super::txn_index::{AbortedTxn, AbortedTxns};
 /// from the active one.
 pub const TRANSACTIONS_FLAG: &str = "transactions";
 
+/// The log start offset DeleteRecords moved into a segment, durable
+/// (decimal); absent, the first segment's base is the start.
+pub const LOG_START_FILE: &str = "log-start-offset";
+
 const INDEX_ENTRY_LEN: usize = 20;
 
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +134,9 @@ pub struct Log {
     transactional: bool,
     /// False when opened by [`Log::open_read_only`].
     writable: bool,
+    /// Set by DeleteRecords ([`LOG_START_FILE`]); the start is the larger
+    /// of this and the first segment's base.
+    deleted_below: i64,
 }
 
 fn identity(h: &BatchHeader) -> BatchIdentity {
@@ -537,6 +544,10 @@ impl Log {
             }
         }
         let transactional = dir.join(TRANSACTIONS_FLAG).exists();
+        let deleted_below = fs::read_to_string(dir.join(LOG_START_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0);
         let mut log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -545,6 +556,7 @@ impl Log {
             aborted: AbortedTxns::default(),
             transactional,
             writable,
+            deleted_below,
         };
         log.rebuild_producers(&mut report)?;
         Ok((log, report))
@@ -698,8 +710,18 @@ impl Log {
         self.producers.remove_expired(now_ms, expiration_ms)
     }
 
+    /// The first offset a reader may ask for: the first segment's base, or
+    /// later where DeleteRecords moved it (never past the log's end).
     pub fn log_start_offset(&self) -> i64 {
-        self.segments[0].base_offset
+        self.segments[0]
+            .base_offset
+            .max(self.deleted_below.min(self.next_offset()))
+    }
+
+    /// The log start offset moves to `offset` (made durable by the caller
+    /// in [`LOG_START_FILE`] first).
+    pub fn delete_below(&mut self, offset: i64) {
+        self.deleted_below = self.deleted_below.max(offset);
     }
 
     pub fn config(&self) -> LogConfig {

@@ -13,9 +13,18 @@ use tracing::{error, info, warn};
 
 use super::batch::{self, ControlMarker};
 use super::blocking;
-use super::log::{delete_segment_files, AppendError, Appended, Log, LogConfig};
+use super::fs::write_atomic;
+use super::log::{delete_segment_files, AppendError, Appended, Log, LogConfig, LOG_START_FILE};
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteRecordsError {
+    #[error("offset {offset} is negative or past the high watermark {high_watermark}")]
+    OutOfRange { offset: i64, high_watermark: i64 },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
 
 pub struct Partition {
     pub topic: String,
@@ -159,6 +168,40 @@ impl Partition {
         info!(topic = %self.topic, partition = self.index, segments, bytes,
               log_start_offset = self.log_start_offset(), "retention deleted old segments");
         Ok((segments, bytes))
+    }
+
+    /// DeleteRecords: moves the log start offset up to `offset` (-1: the
+    /// high watermark) durably before answering, then deletes the
+    /// segments wholly below it. The new log start offset.
+    pub async fn delete_records(&self, offset: i64) -> Result<i64, DeleteRecordsError> {
+        let appending = self.append_lock.lock().await;
+        let high_watermark = self.high_watermark();
+        let offset = if offset == -1 { high_watermark } else { offset };
+        if !(0..=high_watermark).contains(&offset) {
+            return Err(DeleteRecordsError::OutOfRange {
+                offset,
+                high_watermark,
+            });
+        }
+        if offset > self.log_start_offset() {
+            let path = self.dir.join(LOG_START_FILE);
+            blocking(move || write_atomic(&path, offset.to_string().as_bytes())).await?;
+            self.log().delete_below(offset);
+        }
+        drop(appending);
+        // Retention's first pass, whatever the topic's policy.
+        let below_start_only = RetentionPolicy {
+            ms: -1,
+            bytes: -1,
+            delete: false,
+        };
+        // The start moved durably: a segment left behind is only space,
+        // deleted by the next pass.
+        if let Err(e) = self.enforce_retention(&below_start_only, 0).await {
+            warn!(topic = %self.topic, partition = self.index, error = %e,
+                  "cannot delete the segments below the new log start offset yet");
+        }
+        Ok(self.log_start_offset())
     }
 
     /// See [`Log::remove_expired_producers`].
@@ -583,6 +626,55 @@ mod tests {
             count,
             "the active segment grows to the new size"
         );
+    }
+
+    /// DeleteRecords moves the log start offset into a segment durably,
+    /// deletes the segments wholly below it, never goes back, never past
+    /// the high watermark; -1 is the high watermark.
+    #[tokio::test]
+    async fn delete_records_moves_the_log_start_offset_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0");
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        for i in 0..6 {
+            part.append(encode_batch(3, i)).await.unwrap();
+        }
+        let segments = part.log().segment_infos();
+        let inside_second = segments[1].base_offset + 1;
+        assert_eq!(
+            part.delete_records(inside_second).await.unwrap(),
+            inside_second
+        );
+        assert_eq!(
+            part.log().segment_infos().first().unwrap().base_offset,
+            segments[1].base_offset,
+            "the first segment went, the one holding the new start stays"
+        );
+        assert_eq!(
+            part.delete_records(1).await.unwrap(),
+            inside_second,
+            "never backwards"
+        );
+        assert!(matches!(
+            part.delete_records(19).await,
+            Err(DeleteRecordsError::OutOfRange {
+                offset: 19,
+                high_watermark: 18
+            })
+        ));
+        assert!(matches!(
+            part.delete_records(-2).await,
+            Err(DeleteRecordsError::OutOfRange { .. })
+        ));
+        drop(part);
+        let part = Partition::open("t", 0, path.clone(), small()).unwrap();
+        assert_eq!(part.log_start_offset(), inside_second, "durable");
+        assert_eq!(part.delete_records(-1).await.unwrap(), 18);
+        assert_eq!(
+            part.append(encode_batch(1, 0)).await.unwrap().base_offset,
+            18
+        );
+        assert_eq!(part.log_start_offset(), 18);
     }
 
     #[tokio::test]
