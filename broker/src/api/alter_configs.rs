@@ -228,11 +228,15 @@ async fn alter_topic(ctx: &RequestContext, change: &Change, validate_only: bool)
     };
     let invalid = |e: InvalidConfig| (Err::InvalidConfig.code(), Some(e.0));
     let storage = &ctx.broker.storage;
-    match storage
+    let alter = new_configs.clone();
+    let altered = storage
         .topics
-        .alter_configs(&name, validate_only, new_configs.clone())
-        .await
-    {
+        .update(&name, validate_only, move |meta| {
+            meta.configs = alter(&meta.configs)?;
+            Ok(())
+        })
+        .await;
+    match altered {
         Ok(Ok(meta)) => {
             if !validate_only {
                 storage.topic_configs_changed(&meta);

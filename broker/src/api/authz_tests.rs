@@ -80,6 +80,7 @@ enum Api {
     AlterTopicConfigs,
     IncrementalAlterBrokerConfigs,
     DeleteRecords,
+    CreatePartitions,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -141,11 +142,12 @@ impl Api {
                 (vec![(AlterConfigs, Cluster)], E::ClusterAuthorizationFailed)
             }
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
+            CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 27] = [
+const APIS: [Api; 28] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -170,6 +172,7 @@ const APIS: [Api; 27] = [
     Api::AlterTopicConfigs,
     Api::IncrementalAlterBrokerConfigs,
     Api::DeleteRecords,
+    Api::CreatePartitions,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -595,6 +598,21 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.topics[0].partitions[0].error_code
+        }
+        Api::CreatePartitions => {
+            use create_partitions_request::*;
+            // Validate only: allowed, it changes nothing the others read.
+            let req = CreatePartitionsRequest::default()
+                .with_topics(vec![CreatePartitionsTopic::default()
+                    .with_name(topic())
+                    .with_count(100)])
+                .with_validate_only(true);
+            let ResponseKind::CreatePartitions(r) =
+                call_as(broker, user, 3, RequestKind::CreatePartitions(req)).await
+            else {
+                panic!()
+            };
+            r.results[0].error_code
         }
         Api::AlterTopicConfigs => {
             use alter_configs_request::{AlterConfigsResource, AlterableConfig};

@@ -12,6 +12,7 @@ pub mod api_versions;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_acls;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
@@ -92,6 +93,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
@@ -348,6 +350,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r).await)
+        }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(create_partitions::handle(&ctx, r).await)
         }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(delete_records::handle(&ctx, r).await)

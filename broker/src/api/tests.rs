@@ -393,6 +393,16 @@ fn request(
                 ])
                 .with_include_synonyms(true),
         ),
+        ApiKey::CreatePartitions => {
+            use create_partitions_request::*;
+            RequestKind::CreatePartitions(
+                CreatePartitionsRequest::default()
+                    .with_topics(vec![CreatePartitionsTopic::default()
+                        .with_name(name("t"))
+                        .with_count(PARTITIONS + 1)])
+                    .with_validate_only(true),
+            )
+        }
         ApiKey::DeleteRecords => {
             use delete_records_request::*;
             RequestKind::DeleteRecords(DeleteRecordsRequest::default().with_topics(vec![
@@ -2137,4 +2147,111 @@ async fn delete_records_answers_as_apache_does() {
     broker.storage.retain_partitions(|_, _| false);
     let reopened = broker.storage.partition(&topic, 0).await.unwrap();
     assert_eq!(reopened.log_start_offset(), 20, "durable across a reopen");
+}
+
+/// CreatePartitions' answers with Apache's messages; a validate-only or
+/// refused request changes nothing; the new partitions are in Metadata and
+/// take records at their leader; another broker's registry sees them.
+#[tokio::test]
+async fn create_partitions_answers_as_apache_does() {
+    use create_partitions_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let request = |topics: Vec<(&'static str, i32, Option<usize>)>, validate_only: bool| {
+        let broker = broker.clone();
+        async move {
+            let req = CreatePartitionsRequest::default()
+                .with_validate_only(validate_only)
+                .with_topics(
+                    topics
+                        .into_iter()
+                        .map(|(t, count, assignments)| {
+                            CreatePartitionsTopic::default()
+                                .with_name(name(t))
+                                .with_count(count)
+                                .with_assignments(
+                                    assignments
+                                        .map(|n| vec![CreatePartitionsAssignment::default(); n]),
+                                )
+                        })
+                        .collect(),
+                );
+            let ResponseKind::CreatePartitions(r) =
+                call_at(&broker, 3, RequestKind::CreatePartitions(req)).await
+            else {
+                panic!("not a CreatePartitions response")
+            };
+            r.results
+                .into_iter()
+                .map(|r| {
+                    (
+                        r.name.to_string(),
+                        r.error_code,
+                        r.error_message.map(|m| m.to_string()),
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let partitions = || broker.storage.topics.get("t").unwrap().partitions;
+    let refused =
+        |code: Err, message: &str| vec![("t".to_string(), code.code(), Some(message.to_string()))];
+    assert_eq!(
+        request(vec![("t", 3, None)], true).await,
+        [("t".to_string(), 0, None)]
+    );
+    assert_eq!(partitions(), 1, "validate only");
+    assert_eq!(
+        request(vec![("t", 1, None)], false).await,
+        refused(Err::InvalidPartitions, "Topic already has 1 partition(s).")
+    );
+    assert_eq!(
+        request(vec![("t", 0, None)], false).await,
+        refused(
+            Err::InvalidPartitions,
+            "The topic t currently has 1 partition(s); 0 would not be an increase."
+        )
+    );
+    assert_eq!(
+        request(vec![("t", 3, Some(1))], false).await,
+        refused(
+            Err::InvalidReplicaAssignment,
+            "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."
+        )
+    );
+    assert_eq!(
+        request(vec![("t", 3, None), ("t", 4, None)], false).await,
+        refused(Err::InvalidRequest, "Duplicate topic name.")
+    );
+    assert_eq!(
+        request(vec![("nope", 3, None)], false).await,
+        [(
+            "nope".to_string(),
+            Err::UnknownTopicOrPartition.code(),
+            None
+        )]
+    );
+    assert_eq!(partitions(), 1, "nothing refused was stored");
+
+    assert_eq!(
+        request(vec![("t", 3, Some(2))], false).await,
+        [("t".to_string(), 0, None)]
+    );
+    assert_eq!(partitions(), 3);
+    let other_broker = crate::storage::TopicRegistry::new(dir.path().into());
+    assert_eq!(other_broker.get("t").unwrap().partitions, 3);
+    let Some(ResponseKind::Metadata(m)) = handle(
+        context(broker.clone(), 12),
+        RequestKind::Metadata(MetadataRequest::default().with_topics(Some(vec![
+            metadata_request::MetadataRequestTopic::default().with_name(Some(name("t"))),
+        ]))),
+    )
+    .await
+    else {
+        panic!("not a metadata response")
+    };
+    assert_eq!(m.topics[0].partitions.len(), 3);
+    let topic = broker.storage.topics.get("t").unwrap();
+    let new = broker.storage.partition(&topic, 2).await.unwrap();
+    assert_eq!(new.append(encode_batch(2, 0)).await.unwrap().base_offset, 0);
 }

@@ -6,7 +6,7 @@
 //! win, and a crash never leaves a half-made topic.
 //!
 //! Each broker caches the topics it has read. Every change (create,
-//! delete, new configs) advances a shared counter, `__cluster/topics.version`, once it
+//! delete, new configs or partitions) advances a shared counter, `__cluster/topics.version`, once it
 //! is durable; a lookup reads the counter and rescans the folder when it
 //! moved. (A folder's mtime would miss a second change in the same clock
 //! tick, and on NFS a `stat` may answer from the attribute cache; the
@@ -31,6 +31,8 @@ use super::names::safe_file_name;
 pub const TOPIC_FILE: &str = "topic.json";
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
+/// kaas's limit on a topic's partitions.
+pub const MAX_PARTITIONS: i32 = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicMeta {
@@ -243,7 +245,7 @@ impl TopicRegistry {
         validate_only: bool,
     ) -> Result<Arc<TopicMeta>, TopicError> {
         validate_topic_name(name)?;
-        if !(1..=100_000).contains(&partitions) {
+        if !(1..=MAX_PARTITIONS).contains(&partitions) {
             return Err(TopicError::InvalidPartitions(partitions));
         }
         let dir = self.topic_dir(name);
@@ -296,49 +298,45 @@ impl TopicRegistry {
         Ok(meta)
     }
 
-    /// [`TopicRegistry::alter_configs_blocking`] on a blocking thread.
-    pub async fn alter_configs<E: Send + 'static>(
+    /// [`TopicRegistry::update_blocking`] on a blocking thread.
+    pub async fn update<E: Send + 'static>(
         self: &Arc<Self>,
         name: &str,
         validate_only: bool,
-        change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, E>
-            + Send
-            + 'static,
+        change: impl FnOnce(&mut TopicMeta) -> Result<(), E> + Send + 'static,
     ) -> Result<Result<Arc<TopicMeta>, E>, TopicError> {
         let (me, name) = (self.clone(), name.to_string());
-        off_runtime(move || me.alter_configs_blocking(&name, validate_only, change)).await
+        off_runtime(move || me.update_blocking(&name, validate_only, change)).await
     }
 
-    /// Replaces a topic's configs by what `change` makes of the current
-    /// ones (read from the volume, under the topic's `configs.lock`, so
-    /// two brokers altering at once both count), durably, and tells every
-    /// broker. With `validate_only`, or when `change` refuses, nothing is
-    /// written.
-    pub fn alter_configs_blocking<E>(
+    /// Changes a topic's metadata (its configs, its partition count) by
+    /// `change` applied to what the volume holds now, under the topic's
+    /// `topic.lock` (two brokers changing it at once both count), durably,
+    /// and tells every broker. With `validate_only`, or when `change`
+    /// refuses, nothing is written.
+    pub fn update_blocking<E>(
         &self,
         name: &str,
         validate_only: bool,
-        change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, E>,
+        change: impl FnOnce(&mut TopicMeta) -> Result<(), E>,
     ) -> Result<Result<Arc<TopicMeta>, E>, TopicError> {
         let dir = self.topic_dir(name);
         let unknown = || TopicError::Unknown(name.to_string());
         if read_meta(&dir).is_none_or(|m| m.name != name) {
             return Err(unknown());
         }
-        let _lock = FileLock::acquire_path(&dir.join("configs.lock")).map_err(|e| {
-            match e.kind() {
+        let _lock =
+            FileLock::acquire_path(&dir.join("topic.lock")).map_err(|e| match e.kind() {
                 // Deleted meanwhile.
                 io::ErrorKind::NotFound => unknown(),
                 _ => e.into(),
-            }
-        })?;
+            })?;
         let mut meta = read_meta(&dir)
             .filter(|m| m.name == name)
             .ok_or_else(unknown)?;
-        meta.configs = match change(&meta.configs) {
-            Ok(configs) => configs,
-            Err(e) => return Ok(Err(e)),
-        };
+        if let Err(e) = change(&mut meta) {
+            return Ok(Err(e));
+        }
         if !validate_only {
             let json = serde_json::to_vec_pretty(&meta).map_err(io::Error::other)?;
             write_atomic(&dir.join(TOPIC_FILE), &json)?;

@@ -1,0 +1,119 @@
+//! CreatePartitions (key 37): more partitions for a topic, as Apache's
+//! `ControllerApis.createPartitions` and `ReplicationControlManager`
+//! check it: each topic once, Topic ALTER, the topic known, a count above
+//! the current one, as many assignments as new partitions when any are
+//! given. The new count is written to the topic on the shared volume; each
+//! new partition's leader is the broker `route` names, as for every
+//! partition (a given assignment's broker ids are not used: there are no
+//! replicas to place), and the existing ones stay where they are.
+
+use std::collections::HashMap;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+
+use super::{str_bytes, Err, RequestContext};
+use crate::auth::{Operation, ResourceType};
+use crate::storage::topics::{TopicError, MAX_PARTITIONS};
+
+pub async fn handle(
+    ctx: &RequestContext,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut times: HashMap<String, usize> = HashMap::new();
+    for t in &req.topics {
+        *times.entry(t.name.to_string()).or_default() += 1;
+    }
+    let mut results = Vec::with_capacity(req.topics.len());
+    let mut answered_duplicates = Vec::new();
+    for topic in req.topics {
+        let name = topic.name.to_string();
+        let outcome = if times[&name] > 1 {
+            if answered_duplicates.contains(&name) {
+                continue;
+            }
+            answered_duplicates.push(name.clone());
+            Err((
+                Err::InvalidRequest,
+                Some("Duplicate topic name.".to_string()),
+            ))
+        } else if !ctx.authorized(Operation::Alter, ResourceType::Topic, &name) {
+            Err((Err::TopicAuthorizationFailed, None))
+        } else {
+            add_partitions(
+                ctx,
+                &name,
+                topic.count,
+                topic.assignments.map(|a| a.len()),
+                req.validate_only,
+            )
+            .await
+        };
+        let (code, message) = match outcome {
+            Ok(()) => (0, None),
+            Err((e, message)) => (e.code(), message),
+        };
+        results.push(
+            CreatePartitionsTopicResult::default()
+                .with_name(topic.name)
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes)),
+        );
+    }
+    CreatePartitionsResponse::default().with_results(results)
+}
+
+async fn add_partitions(
+    ctx: &RequestContext,
+    name: &str,
+    count: i32,
+    assignments: Option<usize>,
+    validate_only: bool,
+) -> Result<(), (Err, Option<String>)> {
+    let owned = name.to_string();
+    let updated = ctx
+        .broker
+        .storage
+        .topics
+        .update(name, validate_only, move |meta| {
+            let current = meta.partitions;
+            if count == current {
+                return Err((
+                    Err::InvalidPartitions,
+                    format!("Topic already has {current} partition(s)."),
+                ));
+            }
+            if count < current {
+                return Err((
+                    Err::InvalidPartitions,
+                    format!(
+                        "The topic {owned} currently has {current} partition(s); {count} would not be an increase."
+                    ),
+                ));
+            }
+            if count > MAX_PARTITIONS {
+                return Err((
+                    Err::InvalidPartitions,
+                    format!("kaas allows at most {MAX_PARTITIONS} partitions per topic; {count} asked"),
+                ));
+            }
+            let additional = count - current;
+            if let Some(given) = assignments.filter(|n| *n as i32 != additional) {
+                return Err((
+                    Err::InvalidReplicaAssignment,
+                    format!(
+                        "Attempted to add {additional} additional partition(s), but only {given} assignment(s) were specified."
+                    ),
+                ));
+            }
+            meta.partitions = count;
+            Ok(())
+        })
+        .await;
+    match updated {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((e, message))) => Err((e, Some(message))),
+        Err(TopicError::Unknown(_)) => Err((Err::UnknownTopicOrPartition, None)),
+        Err(e) => Err((Err::KafkaStorageError, Some(e.to_string()))),
+    }
+}
