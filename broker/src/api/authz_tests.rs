@@ -81,6 +81,7 @@ enum Api {
     IncrementalAlterBrokerConfigs,
     DeleteRecords,
     CreatePartitions,
+    DescribeLogDirs,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -143,11 +144,12 @@ impl Api {
             }
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
             CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
+            DescribeLogDirs => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 28] = [
+const APIS: [Api; 29] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -173,6 +175,7 @@ const APIS: [Api; 28] = [
     Api::IncrementalAlterBrokerConfigs,
     Api::DeleteRecords,
     Api::CreatePartitions,
+    Api::DescribeLogDirs,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -613,6 +616,19 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.results[0].error_code
+        }
+        Api::DescribeLogDirs => {
+            let ResponseKind::DescribeLogDirs(r) = call_as(
+                broker,
+                user,
+                4,
+                RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(None)),
+            )
+            .await
+            else {
+                panic!()
+            };
+            r.error_code
         }
         Api::AlterTopicConfigs => {
             use alter_configs_request::{AlterConfigsResource, AlterableConfig};

@@ -20,39 +20,17 @@ pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataRespo
     let mut resp = MetadataResponse::default()
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())));
     let listener = ctx.listener.name();
-    match &routing {
-        Some(r) => {
-            // The brokers alive, at their addresses on this request's
-            // listener; one without it is left out, as in Apache.
-            for b in r
-                .assignment()
-                .brokers
-                .iter()
-                .filter(|b| b.state == BrokerState::Alive)
-            {
-                if let Some((host, port)) = b.endpoint(listener) {
-                    resp.brokers.push(
-                        MetadataResponseBroker::default()
-                            .with_node_id(BrokerId(b.id))
-                            .with_host(StrBytes::from_string(host.to_string()))
-                            .with_port(i32::from(port)),
-                    );
-                }
-            }
-            resp.controller_id = BrokerId(resp.brokers.first().map_or(-1, |b| b.node_id.0));
-        }
-        None => {
-            // Before the first assignment, a broker only knows itself.
-            let own = &ctx.listener.config;
-            resp.brokers.push(
-                MetadataResponseBroker::default()
-                    .with_node_id(BrokerId(broker.id()))
-                    .with_host(StrBytes::from_string(own.advertised_host.clone()))
-                    .with_port(i32::from(own.advertised_port)),
-            );
-            resp.controller_id = BrokerId(broker.id());
-        }
-    }
+    let (brokers, controller_id) = listed_brokers(ctx, false);
+    resp.brokers = brokers
+        .into_iter()
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.id))
+                .with_host(StrBytes::from_string(b.host))
+                .with_port(i32::from(b.port))
+        })
+        .collect();
+    resp.controller_id = BrokerId(controller_id);
 
     // Topics the principal may not describe: left out of a listing of all,
     // TOPIC_AUTHORIZATION_FAILED when named (before anyone looks whether
@@ -117,14 +95,67 @@ pub async fn handle(ctx: &RequestContext, req: MetadataRequest) -> MetadataRespo
         });
     }
     if (8..=10).contains(&v) && req.include_cluster_authorized_operations {
-        resp.cluster_authorized_operations =
-            if ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
-                ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME, &CLUSTER_OPERATIONS)
-            } else {
-                0
-            };
+        resp.cluster_authorized_operations = cluster_authorized_operations(ctx);
     }
     resp
+}
+
+/// A broker as a client on some listener is told of it.
+pub(super) struct ListedBroker {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+    /// Not alive in the assignment (DescribeCluster's `is_fenced`).
+    pub fenced: bool,
+}
+
+/// The brokers a client on `ctx`'s listener is told of (Metadata,
+/// DescribeCluster), with the controller id to name: the alive ones (all,
+/// with `include_fenced`) at their address on that listener, one without
+/// it left out as in Apache; before the first assignment this broker
+/// alone.
+pub(super) fn listed_brokers(
+    ctx: &RequestContext,
+    include_fenced: bool,
+) -> (Vec<ListedBroker>, i32) {
+    let listener = ctx.listener.name();
+    let Some(routing) = ctx.broker.routing() else {
+        let own = &ctx.listener.config;
+        let me = ListedBroker {
+            id: ctx.broker.id(),
+            host: own.advertised_host.clone(),
+            port: own.advertised_port,
+            fenced: false,
+        };
+        return (vec![me], ctx.broker.id());
+    };
+    let brokers: Vec<ListedBroker> = routing
+        .assignment()
+        .brokers
+        .iter()
+        .filter(|b| include_fenced || b.state == BrokerState::Alive)
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(listener)?;
+            Some(ListedBroker {
+                id: b.id,
+                host: host.to_string(),
+                port,
+                fenced: b.state != BrokerState::Alive,
+            })
+        })
+        .collect();
+    let controller_id = brokers.iter().find(|b| !b.fenced).map_or(-1, |b| b.id);
+    (brokers, controller_id)
+}
+
+/// `cluster_authorized_operations` as Apache computes it: the cluster's
+/// operations the principal may do, nothing without DESCRIBE.
+pub(super) fn cluster_authorized_operations(ctx: &RequestContext) -> i32 {
+    if ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
+        ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME, &CLUSTER_OPERATIONS)
+    } else {
+        0
+    }
 }
 
 /// The operations a topic supports (Apache's `AclEntry.supportedOperations`).

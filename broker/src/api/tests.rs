@@ -393,6 +393,14 @@ fn request(
                 ])
                 .with_include_synonyms(true),
         ),
+        ApiKey::DescribeLogDirs => {
+            RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(None))
+        }
+        ApiKey::DescribeCluster => RequestKind::DescribeCluster(
+            DescribeClusterRequest::default()
+                .with_endpoint_type(1)
+                .with_include_cluster_authorized_operations(true),
+        ),
         ApiKey::CreatePartitions => {
             use create_partitions_request::*;
             RequestKind::CreatePartitions(
@@ -2254,4 +2262,88 @@ async fn create_partitions_answers_as_apache_does() {
     let topic = broker.storage.topics.get("t").unwrap();
     let new = broker.storage.partition(&topic, 2).await.unwrap();
     assert_eq!(new.append(encode_batch(2, 0)).await.unwrap().base_offset, 0);
+}
+
+/// DescribeCluster names the cluster and the brokers on the request's
+/// listener (fenced ones only when asked), refuses a controller endpoint
+/// as Apache's broker does; DescribeLogDirs lists the partitions this
+/// broker leads with their bytes on the volume and the volume's space.
+#[tokio::test]
+async fn describe_cluster_and_log_dirs_answer_as_apache_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, topic) = one_broker(dir.path()).await;
+    let cluster = |endpoint_type: i8, version: i16| {
+        let broker = broker.clone();
+        async move {
+            let req = DescribeClusterRequest::default()
+                .with_endpoint_type(endpoint_type)
+                .with_include_cluster_authorized_operations(true);
+            match call_at(&broker, version, RequestKind::DescribeCluster(req)).await {
+                ResponseKind::DescribeCluster(r) => r,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let r = cluster(1, 1).await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.cluster_id.as_str(), broker.cluster_id);
+    assert_eq!(r.controller_id.0, 0);
+    let brokers: Vec<(i32, String, i32, bool)> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker_id.0, b.host.to_string(), b.port, b.is_fenced))
+        .collect();
+    assert_eq!(brokers, [(0, "127.0.0.1".to_string(), 9092, false)]);
+    assert_ne!(r.cluster_authorized_operations, i32::MIN, "asked for");
+    let r = cluster(2, 1).await;
+    assert_eq!(r.error_code, Err::MismatchedEndpointType.code());
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+    );
+    assert_eq!(
+        cluster(7, 1).await.error_code,
+        Err::UnsupportedEndpointType.code()
+    );
+    assert_eq!(cluster(7, 0).await.error_code, Err::InvalidRequest.code());
+
+    let partition = broker.storage.partition(&topic, 0).await.unwrap();
+    partition.append(encode_batch(10, 0)).await.unwrap();
+    let ResponseKind::DescribeLogDirs(r) = call_at(
+        &broker,
+        4,
+        RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(None)),
+    )
+    .await
+    else {
+        panic!("not a DescribeLogDirs response")
+    };
+    assert_eq!((r.error_code, r.results.len()), (0, 1));
+    let d = &r.results[0];
+    assert_eq!(d.log_dir.as_str(), dir.path().display().to_string());
+    assert!(d.total_bytes > 0 && (0..=d.total_bytes).contains(&d.usable_bytes));
+    assert_eq!(d.topics.len(), 1);
+    assert_eq!(d.topics[0].name.0.as_str(), "t");
+    let p = &d.topics[0].partitions[0];
+    let on_disk =
+        crate::storage::log::size_on_disk(&broker.storage.topics.topic_dir("t").join("0")).unwrap();
+    assert_eq!(
+        (p.partition_index, p.partition_size, p.offset_lag),
+        (0, on_disk as i64, 0)
+    );
+    assert!(on_disk > 0);
+    let named = DescribeLogDirsRequest::default().with_topics(Some(vec![
+        describe_log_dirs_request::DescribableLogDirTopic::default()
+            .with_topic(name("nope"))
+            .with_partitions(vec![0]),
+    ]));
+    let ResponseKind::DescribeLogDirs(r) =
+        call_at(&broker, 4, RequestKind::DescribeLogDirs(named)).await
+    else {
+        panic!("not a DescribeLogDirs response")
+    };
+    assert!(
+        r.results[0].topics.is_empty(),
+        "a topic that does not exist is not listed"
+    );
 }

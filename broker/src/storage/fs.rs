@@ -112,6 +112,28 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
 }
 
+/// The total and the usable (free to unprivileged users) bytes of the file
+/// system holding `path` (`statvfs`).
+pub fn space(path: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer statvfs fills on success.
+    if unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statvfs returned 0, so it filled the buffer.
+    let stat = unsafe { stat.assume_init() };
+    // The fields' widths differ between platforms.
+    #[allow(clippy::unnecessary_cast)]
+    let (unit, blocks, available) = (
+        stat.f_frsize as u64,
+        stat.f_blocks as u64,
+        stat.f_bavail as u64,
+    );
+    Ok((blocks * unit, available * unit))
+}
+
 /// An exclusive `flock` on an open file, released when dropped.
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct FileLock(Arc<File>);

@@ -170,6 +170,19 @@ fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
     dir.join(format!("{base:020}.{ext}"))
 }
 
+/// The bytes of the log in `dir` (its segments' `.log` files, Apache's
+/// `UnifiedLog.size`), read from the folder: the log need not be open.
+pub fn size_on_disk(dir: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.path().extension().is_some_and(|e| e == "log") {
+            total += entry.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
 /// Deletes the files of segments [`Log::remove_oldest`] let go, oldest
 /// first and each segment's `.log` last (so a crash leaves a suffix of
 /// the log, whose segments open as they are), then makes the deletion
