@@ -121,6 +121,15 @@ async fn confluent_kafka_retention_by_size_and_time() {
     .await;
 }
 
+/// The Java admin client 3.9.1 on topics: configs described and altered
+/// with each operation, more partitions, DeleteRecords, DescribeLogDirs,
+/// DescribeCluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_admin_manages_topics() {
+    let (_classes, classpath) = common::compile_java("TopicAdmin");
+    run("java", vec!["-cp".into(), classpath, "TopicAdmin".into()]).await;
+}
+
 /// Topic configs: created, described with sources and synonyms, refused
 /// with INVALID_CONFIG; a broker's settings described.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
