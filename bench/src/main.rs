@@ -12,6 +12,7 @@ mod dataplane;
 mod memory;
 mod rebalance;
 mod report;
+mod retention;
 mod routing;
 mod security;
 mod sys;
@@ -70,6 +71,8 @@ enum Cmd {
     Txn,
     /// TLS data plane, SASL logins per core, the authorizer's check.
     Security,
+    /// One retention pass over thousands of partitions.
+    Retention,
     /// The consumer protocol's server-side assignors (KIP-848).
     Assignors,
     /// KIP-848 consumer groups in the coordinator: convergence and steady
@@ -203,6 +206,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Txn, "txn", txn::run(&env));
     bench!(Cmd::Security, "security", security::run(&env));
     bench!(Cmd::Assignors, "assignors", assignors::run(&env));
+    bench!(Cmd::Retention, "retention", retention::run(&env));
     bench!(
         Cmd::ConsumerGroups,
         "consumer-groups",
