@@ -48,6 +48,9 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The `log.retention.*` settings topics default to.
     pub log_retention: BrokerRetention,
+    /// kaas.lag.metrics.max.partitions: per-partition lag series at most
+    /// ([`crate::lag`]).
+    pub lag_metrics_max_partitions: usize,
     pub groups: GroupManagerConfig,
     /// How group logs are made durable.
     pub group_log_sync: GroupLogSync,
@@ -94,6 +97,7 @@ impl BrokerConfig {
             default_partitions: 1,
             log: LogConfig::default(),
             log_retention: BrokerRetention::default(),
+            lag_metrics_max_partitions: 10_000,
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
             shutdown_drain_ms: 0,

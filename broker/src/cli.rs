@@ -254,6 +254,11 @@ pub struct Tuning {
     /// retention [default: 300000]
     #[arg(long, env = "KAAS_LOG_RETENTION_CHECK_INTERVAL_MS")]
     pub log_retention_check_interval_ms: Option<u64>,
+    /// kaas.lag.metrics.max.partitions: a coordinator's per-partition lag
+    /// series on /metrics at most (the per-group, per-topic sums are always
+    /// there) [default: 10000]
+    #[arg(long, env = "KAAS_LAG_METRICS_MAX_PARTITIONS")]
+    pub lag_metrics_max_partitions: Option<usize>,
     /// group.initial.rebalance.delay.ms [default: 3000]
     #[arg(long, env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS")]
     pub group_initial_rebalance_delay_ms: Option<u64>,
@@ -381,6 +386,7 @@ impl Tuning {
             log_retention_hours: self.log_retention_hours,
             log_retention_bytes: self.log_retention_bytes,
             log_retention_check_interval_ms: self.log_retention_check_interval_ms,
+            lag_metrics_max_partitions: self.lag_metrics_max_partitions,
             group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms: self.group_min_session_timeout_ms,
             group_max_session_timeout_ms: self.group_max_session_timeout_ms,

@@ -109,6 +109,8 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "1073741824",
         "--log-retention-check-interval-ms",
         "1000",
+        "--lag-metrics-max-partitions",
+        "500",
         "--http",
         "127.0.0.1:18080",
     ]);
@@ -154,6 +156,7 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          log.retention.minutes=90\n\
          log.retention.bytes=1073741824\n\
          log.retention.check.interval.ms=1000\n\
+         kaas.lag.metrics.max.partitions=500\n\
          kaas.http.listen=127.0.0.1:18080\n",
     );
     let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
@@ -206,6 +209,7 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         (Some(-1), Some(90), None, Some(1 << 30), 1_000),
         "the log retention settings took"
     );
+    assert_eq!(flags.config.lag_metrics_max_partitions, 500);
     assert_eq!(from_file.effective(), flags.effective());
     assert_eq!(
         format!("{:?}", from_file.config),

@@ -97,9 +97,14 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: Cancellat
         };
         let broker = broker.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let resp = route(&broker, &req);
-                async move { Ok::<_, Infallible>(resp) }
+            let service = service_fn(move |req: Request<Incoming>| {
+                let broker = broker.clone();
+                async move {
+                    if req.uri().path() == "/metrics" {
+                        crate::lag::refresh(&broker).await;
+                    }
+                    Ok::<_, Infallible>(route(&broker, &req))
+                }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)

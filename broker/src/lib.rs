@@ -12,6 +12,7 @@ pub mod followed;
 pub mod fuzzing;
 pub mod group;
 pub mod http;
+pub mod lag;
 pub mod local;
 pub mod metrics;
 pub mod net;

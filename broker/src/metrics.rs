@@ -11,6 +11,28 @@ pub struct ApiLabel {
     pub api: String,
 }
 
+/// A group's committed offset of one partition.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct GroupPartitionLabels {
+    pub group: String,
+    pub topic: String,
+    pub partition: String,
+}
+
+/// A group's partitions of one topic.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct GroupTopicLabels {
+    pub group: String,
+    pub topic: String,
+}
+
+/// A partition led here.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PartitionLabels {
+    pub topic: String,
+    pub partition: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<ApiLabel, Counter>,
@@ -31,6 +53,14 @@ pub struct Metrics {
     pub retention_deleted_bytes: Counter,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
+    /// Set at each scrape ([`crate::lag`]).
+    pub group_committed_offset: Family<GroupPartitionLabels, Gauge>,
+    pub group_log_end_offset: Family<GroupPartitionLabels, Gauge>,
+    pub group_lag: Family<GroupPartitionLabels, Gauge>,
+    pub group_topic_lag: Family<GroupTopicLabels, Gauge>,
+    pub partition_log_start_offset: Family<PartitionLabels, Gauge>,
+    pub partition_log_end_offset: Family<PartitionLabels, Gauge>,
+    pub partition_size_bytes: Family<PartitionLabels, Gauge>,
 }
 
 /// API keys below this get a cached request counter.
@@ -67,6 +97,13 @@ impl Default for Metrics {
         let retention_deleted_bytes = Counter::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
+        let group_committed_offset = Family::<GroupPartitionLabels, Gauge>::default();
+        let group_log_end_offset = Family::<GroupPartitionLabels, Gauge>::default();
+        let group_lag = Family::<GroupPartitionLabels, Gauge>::default();
+        let group_topic_lag = Family::<GroupTopicLabels, Gauge>::default();
+        let partition_log_start_offset = Family::<PartitionLabels, Gauge>::default();
+        let partition_log_end_offset = Family::<PartitionLabels, Gauge>::default();
+        let partition_size_bytes = Family::<PartitionLabels, Gauge>::default();
         registry.register("requests", "Requests handled, by API", requests.clone());
         registry.register(
             "produce_bytes",
@@ -118,6 +155,49 @@ impl Default for Metrics {
             "Consumer groups held in memory",
             groups_resident.clone(),
         );
+        for (name, help, family) in [
+            (
+                "group_committed_offset",
+                "A consumer group's committed offset of a partition (groups this broker coordinates)",
+                &group_committed_offset,
+            ),
+            (
+                "group_log_end_offset",
+                "The log end offset (high watermark) of a partition a group committed an offset of",
+                &group_log_end_offset,
+            ),
+            (
+                "group_lag",
+                "Log end offset minus the group's committed offset (up to kaas.lag.metrics.max.partitions series)",
+                &group_lag,
+            ),
+        ] {
+            registry.register(name, help, family.clone());
+        }
+        registry.register(
+            "group_topic_lag",
+            "A group's lag summed over its committed partitions of a topic",
+            group_topic_lag.clone(),
+        );
+        for (name, help, family) in [
+            (
+                "partition_log_start_offset",
+                "Log start offset of a partition this broker leads",
+                &partition_log_start_offset,
+            ),
+            (
+                "partition_log_end_offset",
+                "Log end offset (high watermark) of a partition this broker leads",
+                &partition_log_end_offset,
+            ),
+            (
+                "partition_size_bytes",
+                "Bytes of a partition's segments, for partitions this broker leads",
+                &partition_size_bytes,
+            ),
+        ] {
+            registry.register(name, help, family.clone());
+        }
         Self {
             registry,
             requests,
@@ -132,6 +212,13 @@ impl Default for Metrics {
             retention_deleted_bytes,
             assignment_version,
             groups_resident,
+            group_committed_offset,
+            group_log_end_offset,
+            group_lag,
+            group_topic_lag,
+            partition_log_start_offset,
+            partition_log_end_offset,
+            partition_size_bytes,
         }
     }
 }

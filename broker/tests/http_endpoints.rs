@@ -125,3 +125,128 @@ async fn debug_groups_lists_resident_groups_on_their_coordinator() {
     }
     cluster.shutdown().await;
 }
+
+/// Lag on `/metrics` matches what a client computes: librdkafka's committed
+/// offsets of a group (OffsetFetch) and the partitions' high watermarks.
+/// Only the group's coordinator exports the group's series; each leader
+/// exports its partitions' end offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lag_metrics_match_the_committed_offsets_and_high_watermarks() {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    use std::time::Duration;
+
+    const TOPIC: &str = "lagged";
+    const GROUP: &str = "lag-metrics";
+    const PARTITIONS: i32 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
+    config.base_port = 0;
+    config.http = Some("127.0.0.1:0".parse().unwrap());
+    let cluster = LocalCluster::start(config).await.unwrap();
+    cluster.brokers[0]
+        .storage
+        .topics
+        .create_blocking(TOPIC, PARTITIONS, Default::default(), false)
+        .unwrap();
+    let bootstrap = cluster.bootstrap();
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("acks", "all")
+        .create()
+        .unwrap();
+    for i in 0..60 {
+        producer
+            .send(
+                FutureRecord::<(), _>::to(TOPIC)
+                    .partition(i % PARTITIONS)
+                    .payload("x"),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+    let b = bootstrap.clone();
+    let (committed, ends) = tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &b)
+            .set("group.id", GROUP)
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..PARTITIONS {
+            // Partition p committed at 2p: partition 5 at its end (lag 0).
+            tpl.add_partition_offset(TOPIC, p, Offset::Offset(2 * i64::from(p)))
+                .unwrap();
+        }
+        consumer.commit(&tpl, CommitMode::Sync).unwrap();
+        let committed: Vec<i64> = consumer
+            .committed_offsets(tpl, Duration::from_secs(10))
+            .unwrap()
+            .elements()
+            .iter()
+            .map(|e| e.offset().to_raw().unwrap())
+            .collect();
+        let ends: Vec<i64> = (0..PARTITIONS)
+            .map(|p| {
+                consumer
+                    .fetch_watermarks(TOPIC, p, Duration::from_secs(10))
+                    .unwrap()
+                    .1
+            })
+            .collect();
+        (committed, ends)
+    })
+    .await
+    .unwrap();
+    assert_eq!(committed, [0, 2, 4, 6, 8, 10]);
+    assert_eq!(ends, [10; 6]);
+
+    let http = cluster.http_addrs.clone();
+    let scraped = tokio::task::spawn_blocking(move || {
+        http.iter()
+            .map(|a| get(*a, "/metrics").1)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let routing = cluster.brokers[0].routing().unwrap();
+    let coordinator = routing.owner_of_group(GROUP).unwrap() as usize;
+    for (id, text) in scraped.iter().enumerate() {
+        for p in 0..PARTITIONS {
+            let labels = format!("{{group=\"{GROUP}\",topic=\"{TOPIC}\",partition=\"{p}\"}}");
+            let lag = format!(
+                "kaas_group_lag{labels} {}",
+                ends[p as usize] - committed[p as usize]
+            );
+            let end = format!("kaas_group_log_end_offset{labels} {}", ends[p as usize]);
+            let offset = format!(
+                "kaas_group_committed_offset{labels} {}",
+                committed[p as usize]
+            );
+            for line in [&lag, &end, &offset] {
+                assert_eq!(
+                    text.lines().any(|l| l == line.as_str()),
+                    id == coordinator,
+                    "broker {id}, coordinator {coordinator}: {line}\n{text}"
+                );
+            }
+            let led_here = routing.owner_of_partition(TOPIC, p) == Some(id as i32);
+            let leo =
+                format!("kaas_partition_log_end_offset{{topic=\"{TOPIC}\",partition=\"{p}\"}} 10");
+            assert_eq!(
+                text.lines().any(|l| l == leo),
+                led_here,
+                "broker {id}: {leo}\n{text}"
+            );
+        }
+    }
+    let sum = format!("kaas_group_topic_lag{{group=\"{GROUP}\",topic=\"{TOPIC}\"}} 30");
+    assert!(
+        scraped[coordinator].lines().any(|l| l == sum),
+        "{}",
+        scraped[coordinator]
+    );
+    cluster.shutdown().await;
+}

@@ -87,6 +87,7 @@ pub struct Settings {
     pub log_retention_hours: Option<i64>,
     pub log_retention_bytes: Option<i64>,
     pub log_retention_check_interval_ms: Option<u64>,
+    pub lag_metrics_max_partitions: Option<usize>,
     pub group_initial_rebalance_delay_ms: Option<u64>,
     pub group_min_session_timeout_ms: Option<i32>,
     pub group_max_session_timeout_ms: Option<i32>,
@@ -484,6 +485,9 @@ impl Settings {
                 "log.retention.check.interval.ms" => {
                     s.log_retention_check_interval_ms = Some(at_least(key, value, 1)?)
                 }
+                "kaas.lag.metrics.max.partitions" => {
+                    s.lag_metrics_max_partitions = Some(at_least(key, value, 0)?)
+                }
                 "group.initial.rebalance.delay.ms" => {
                     s.group_initial_rebalance_delay_ms = Some(at_least(key, value, 0)?)
                 }
@@ -620,6 +624,9 @@ impl Settings {
             log_retention_check_interval_ms: self
                 .log_retention_check_interval_ms
                 .or(lower.log_retention_check_interval_ms),
+            lag_metrics_max_partitions: self
+                .lag_metrics_max_partitions
+                .or(lower.lag_metrics_max_partitions),
             group_initial_rebalance_delay_ms: self
                 .group_initial_rebalance_delay_ms
                 .or(lower.group_initial_rebalance_delay_ms),
@@ -789,6 +796,9 @@ impl Settings {
         if let Some(v) = self.log_retention_check_interval_ms {
             r.check_interval_ms = v;
         }
+        if let Some(v) = self.lag_metrics_max_partitions {
+            c.lag_metrics_max_partitions = v;
+        }
         let g = &mut c.groups;
         if let Some(v) = self.group_initial_rebalance_delay_ms {
             g.core.initial_rebalance_delay_ms = v;
@@ -895,6 +905,10 @@ pub fn effective(
         (
             "log.retention.check.interval.ms",
             c.log_retention.check_interval_ms.to_string(),
+        ),
+        (
+            "kaas.lag.metrics.max.partitions",
+            c.lag_metrics_max_partitions.to_string(),
         ),
         (
             "group.initial.rebalance.delay.ms",

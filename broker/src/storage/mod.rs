@@ -163,13 +163,8 @@ impl Storage {
     /// `expiration_ms` with no open transaction (`producer.id.expiration.ms`);
     /// how many.
     pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
-        let open: Vec<PartitionRef> = self
-            .open
-            .lock()
-            .values()
-            .filter_map(|slot| slot.partition.get().cloned())
-            .collect();
-        open.iter()
+        self.open_partitions()
+            .iter()
             .map(|p| p.remove_expired_producers(now_ms, expiration_ms))
             .sum()
     }
@@ -187,6 +182,18 @@ impl Storage {
             ..self.log_config
         };
         (config, settings.retention)
+    }
+
+    /// The partitions open here (those this broker leads and has used).
+    pub fn open_partitions(&self) -> Vec<PartitionRef> {
+        let mut open: Vec<PartitionRef> = self
+            .open
+            .lock()
+            .values()
+            .filter_map(|slot| slot.partition.get().cloned())
+            .collect();
+        open.sort_by(|a, b| (&a.topic, a.index).cmp(&(&b.topic, b.index)));
+        open
     }
 
     /// `topic`'s configs changed through this broker: its open partitions

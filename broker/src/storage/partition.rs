@@ -217,6 +217,11 @@ impl Partition {
         self.log().log_start_offset()
     }
 
+    /// Bytes of the log's segments.
+    pub fn size(&self) -> u64 {
+        self.log().segment_infos().iter().map(|s| s.size).sum()
+    }
+
     pub fn subscribe(&self) -> watch::Receiver<i64> {
         self.high_watermark.subscribe()
     }

@@ -248,6 +248,20 @@ impl GroupCoordinator {
         v
     }
 
+    /// Every committed offset of the groups resident here (durable state
+    /// only): group, topic, partition, offset.
+    pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        let mut out = Vec::new();
+        for (group, topics) in &self.offsets {
+            for (topic, partitions) in topics.iter() {
+                for (partition, committed) in partitions.iter() {
+                    out.push((group.clone(), topic.clone(), *partition, committed.offset));
+                }
+            }
+        }
+        out
+    }
+
     /// Committed offset of one partition (durable state only).
     pub fn committed_offset(
         &self,
