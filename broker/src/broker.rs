@@ -274,17 +274,26 @@ impl Broker {
         }
     }
 
-    /// Every `log.retention.check.interval.ms`, the partitions led here
-    /// delete the segments their topic's retention lets go (against the
-    /// wall clock, as record timestamps are), until `shutdown`.
+    /// Every second, the partitions led here follow their topic's configs
+    /// when the topics changed on any broker; every
+    /// `log.retention.check.interval.ms`, they delete the segments their
+    /// topic's retention lets go (against the wall clock, as record
+    /// timestamps are), until `shutdown`.
     pub async fn run_log_retention(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         use crate::group::manager::Clock;
         let every =
             std::time::Duration::from_millis(self.config.log_retention.check_interval_ms.max(1));
+        let mut retention = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let mut configs = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut seen = None;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
+                _ = configs.tick() => {
+                    seen = self.storage.follow_topic_configs(seen);
+                    continue;
+                }
+                _ = retention.tick() => {}
             }
             let now = SystemClock.now_ms() as i64;
             let (segments, bytes) = self.storage.enforce_retention(now).await;

@@ -255,6 +255,14 @@ async fn produce_partition(
                 leader_hint: None,
             }
         }
+        Err(AppendError::TooLarge { size, max }) => fail(
+            response,
+            Err::MessageTooLarge.code(),
+            format!(
+                "The record batch size in the append to {}-{index} is {size} bytes which exceeds the maximum configured value of {max}.",
+                meta.name
+            ),
+        ),
         Err(AppendError::Io(e)) => {
             warn!(topic = %meta.name, partition = index, error = %e, "append failed");
             fail(

@@ -2347,3 +2347,74 @@ async fn describe_cluster_and_log_dirs_answer_as_apache_does() {
         "a topic that does not exist is not listed"
     );
 }
+
+/// A batch above the topic's max.message.bytes is refused with
+/// MESSAGE_TOO_LARGE and Apache's message, nothing appended; the limit
+/// changed through another broker applies once this one follows the
+/// topics (every second in a running broker).
+#[tokio::test]
+async fn a_batch_above_max_message_bytes_is_refused_as_apache_refuses_it() {
+    use produce_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    let set_max = |value: &str| {
+        // Another broker's registry: this one learns of it by following.
+        let other = crate::storage::TopicRegistry::new(dir.path().into());
+        let value = value.to_string();
+        other
+            .update_blocking("t", false, |meta| {
+                meta.configs.insert("max.message.bytes".into(), value);
+                Ok::<(), ()>(())
+            })
+            .unwrap()
+            .unwrap();
+    };
+    let produce = |n: usize| {
+        let broker = broker.clone();
+        async move {
+            let data = TopicProduceData::default()
+                .with_name(name("t"))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(encode_batch(n, 1000).into()))]);
+            let req = ProduceRequest::default()
+                .with_acks(-1)
+                .with_topic_data(vec![data]);
+            let Some(ResponseKind::Produce(r)) =
+                handle(context(broker.clone(), 9), RequestKind::Produce(req)).await
+            else {
+                panic!("not a produce response")
+            };
+            let p = &r.responses[0].partition_responses[0];
+            (
+                p.error_code,
+                p.error_message.as_ref().map(|m| m.to_string()),
+            )
+        }
+    };
+    assert_eq!(produce(50).await.0, 0);
+    set_max("200");
+    assert_eq!(produce(50).await.0, 0, "not followed yet");
+    let seen = broker.storage.follow_topic_configs(None);
+    let size = encode_batch(50, 1000).len();
+    assert_eq!(
+        produce(50).await,
+        (
+            Err::MessageTooLarge.code(),
+            Some(format!(
+                "The record batch size in the append to t-0 is {size} bytes which exceeds the maximum configured value of 200."
+            ))
+        )
+    );
+    assert_eq!(produce(2).await.0, 0, "a small batch still goes");
+    assert_eq!(
+        latest(&broker, 0).await,
+        102,
+        "nothing of the refused batch"
+    );
+    assert_eq!(
+        broker.storage.follow_topic_configs(seen),
+        seen,
+        "unchanged: nothing to do"
+    );
+}

@@ -44,6 +44,8 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// Bytes of log between two index entries.
     pub index_interval_bytes: u64,
+    /// A larger record batch is refused (`max.message.bytes`).
+    pub max_message_bytes: usize,
 }
 
 impl Default for LogConfig {
@@ -51,6 +53,7 @@ impl Default for LogConfig {
         Self {
             segment_bytes: 256 * 1024 * 1024,
             index_interval_bytes: 4096,
+            max_message_bytes: 1_048_588,
         }
     }
 }
@@ -122,6 +125,9 @@ pub enum AppendError {
     /// Refused by the idempotent-producer checks, with the Kafka error code.
     #[error("refused with error code {0}")]
     Refused(i16),
+    /// A batch larger than `max.message.bytes` (MESSAGE_TOO_LARGE).
+    #[error("the record batch size is {size} bytes, above max.message.bytes ({max})")]
+    TooLarge { size: usize, max: usize },
 }
 
 pub struct Log {
@@ -792,6 +798,10 @@ impl Log {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         if parts.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "no record batch").into());
+        }
+        let max = self.config.max_message_bytes;
+        if let Some((_, h)) = parts.iter().find(|(_, h)| h.size > max) {
+            return Err(AppendError::TooLarge { size: h.size, max });
         }
         for (_, h) in &parts {
             // Markers are the coordinator's (append_marker), never a client's.

@@ -7,6 +7,7 @@ fn small() -> LogConfig {
     LogConfig {
         segment_bytes: 1024,
         index_interval_bytes: 100,
+        ..LogConfig::default()
     }
 }
 

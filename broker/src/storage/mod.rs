@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::OnceCell;
@@ -179,6 +180,7 @@ impl Storage {
         let settings = topic_config::log_settings(&topic.configs, &self.topic_defaults);
         let config = LogConfig {
             segment_bytes: settings.segment_bytes,
+            max_message_bytes: settings.max_message_bytes,
             ..self.log_config
         };
         (config, settings.retention)
@@ -194,6 +196,22 @@ impl Storage {
             .collect();
         open.sort_by(|a, b| (&a.topic, a.index).cmp(&(&b.topic, b.index)));
         open
+    }
+
+    /// When the topics changed on any broker since `seen` (the shared
+    /// topics counter), the open partitions follow their topic's configs
+    /// as they are now; returns the counter's value.
+    pub fn follow_topic_configs(&self, seen: Option<i64>) -> Option<i64> {
+        let (version, topics) = self.topics.versioned_within(Duration::ZERO);
+        if seen == Some(version) {
+            return seen;
+        }
+        for partition in self.open_partitions() {
+            if let Some(meta) = topics.get(&partition.topic) {
+                partition.set_config(self.log_settings(meta).0);
+            }
+        }
+        Some(version)
     }
 
     /// `topic`'s configs changed through this broker: its open partitions

@@ -406,6 +406,7 @@ mod tests {
         LogConfig {
             segment_bytes: 300,
             index_interval_bytes: 100,
+            ..LogConfig::default()
         }
     }
 
@@ -736,6 +737,7 @@ mod tests {
         let config = LogConfig {
             segment_bytes: 1024,
             index_interval_bytes: 100,
+            ..LogConfig::default()
         };
         let part = Arc::new(Partition::open("t", 0, dir.path().join("0"), config).unwrap());
         // Concurrent producers: rolls happen between their appends.

@@ -814,6 +814,7 @@ pub fn apply_ops(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogSettings {
     pub segment_bytes: u64,
+    pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
 }
 
@@ -835,6 +836,11 @@ pub fn log_settings(
     LogSettings {
         segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
             as u64,
+        max_message_bytes: number(
+            "max.message.bytes",
+            LogConfig::default().max_message_bytes as i64,
+        )
+        .max(0) as usize,
         retention: RetentionPolicy {
             ms: number("retention.ms", fallback.ms),
             bytes: number("retention.bytes", fallback.bytes),

@@ -85,6 +85,8 @@ pub async fn append_marker_here(
             0
         }
         Err(AppendError::Refused(code)) => code,
+        // A marker is a few dozen bytes.
+        Err(AppendError::TooLarge { .. }) => Err::MessageTooLarge.code(),
         Err(AppendError::Io(e)) => {
             warn!(topic, partition, error = %e, "cannot append a transaction marker");
             Err::KafkaStorageError.code()

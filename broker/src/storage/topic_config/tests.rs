@@ -256,6 +256,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
         log_settings(&none, &kaas),
         LogSettings {
             segment_bytes: 256 << 20,
+            max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
         }
     );
@@ -284,11 +285,13 @@ fn log_settings_follow_overrides_then_broker_settings() {
         ("retention.bytes", "1000"),
         ("segment.bytes", "2000000"),
         ("cleanup.policy", "compact"),
+        ("max.message.bytes", "2000"),
     ]);
     assert_eq!(
         log_settings(&overrides, &broker),
         LogSettings {
             segment_bytes: 2_000_000,
+            max_message_bytes: 2000,
             retention: RetentionPolicy {
                 ms: -1,
                 bytes: 1000,
