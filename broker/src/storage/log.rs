@@ -46,6 +46,9 @@ pub struct LogConfig {
     pub index_interval_bytes: u64,
     /// A larger record batch is refused (`max.message.bytes`).
     pub max_message_bytes: usize,
+    /// A segment rolls once its first batch is this much older than an
+    /// incoming one (`segment.ms`).
+    pub segment_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -54,6 +57,7 @@ impl Default for LogConfig {
             segment_bytes: 256 * 1024 * 1024,
             index_interval_bytes: 4096,
             max_message_bytes: 1_048_588,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
         }
     }
 }
@@ -93,6 +97,17 @@ pub struct Segment {
     index: Vec<IndexEntry>,
     bytes_since_index: u64,
     max_ts: i64,
+    /// The first batch's largest timestamp, -1 before one (Apache's
+    /// `rollingBasedTimestamp`), and when this handle was made (ms): what
+    /// `segment.ms` counts from.
+    first_batch_ts: i64,
+    created_ms: i64,
+}
+
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// What recovery found when a log was opened.
@@ -273,6 +288,8 @@ impl Segment {
             index: Vec::new(),
             bytes_since_index: 0,
             max_ts: -1,
+            first_batch_ts: -1,
+            created_ms: wall_clock_ms(),
         })
     }
 
@@ -326,7 +343,10 @@ impl Segment {
             index,
             bytes_since_index: 0,
             max_ts: -1,
+            first_batch_ts: -1,
+            created_ms: wall_clock_ms(),
         };
+        seg.first_batch_ts = read_header_at(&seg.file, 0, size).map_or(-1, |h| h.max_timestamp);
         if consistent && !seg.index.is_empty() {
             // Walk only from the last indexed batch to find the end.
             let last = *seg.index.last().expect("non-empty");
@@ -430,6 +450,9 @@ impl Segment {
             // Leave no partial batch behind for readers or recovery.
             let _ = self.file.set_len(self.size);
             return Err(e);
+        }
+        if self.size == 0 {
+            self.first_batch_ts = headers.first().map_or(-1, |h| h.max_timestamp);
         }
         let mut pos = self.size;
         for h in headers {
@@ -705,7 +728,7 @@ impl Log {
         self.producers
             .check_marker(h.producer_id, h.producer_epoch, marker.coordinator_epoch)
             .map_err(AppendError::Refused)?;
-        self.maybe_roll(data.len() as u64)?;
+        self.maybe_roll(data.len() as u64, h.max_timestamp)?;
         let offset = self.next_offset();
         batch::assign_offset(data, offset, leader_epoch);
         h.base_offset = offset;
@@ -841,7 +864,12 @@ impl Log {
                 ));
             }
         }
-        self.maybe_roll(data.len() as u64)?;
+        let incoming_ts = parts
+            .iter()
+            .map(|(_, h)| h.max_timestamp)
+            .max()
+            .unwrap_or(-1);
+        self.maybe_roll(data.len() as u64, incoming_ts)?;
         let base_offset = self.next_offset();
         let mut next = base_offset;
         let mut headers = Vec::with_capacity(parts.len());
@@ -864,20 +892,35 @@ impl Log {
         })
     }
 
-    fn maybe_roll(&mut self, incoming: u64) -> io::Result<()> {
-        if let Some(roll) = self.roll_due(incoming)? {
+    fn maybe_roll(&mut self, incoming: u64, incoming_ts: i64) -> io::Result<()> {
+        if let Some(roll) = self.roll_due(incoming, incoming_ts, wall_clock_ms())? {
             let segment = roll.run()?;
             self.push_segment(segment);
         }
         Ok(())
     }
 
-    /// The roll an append of `incoming` bytes needs first, if any: its
-    /// I/O (fsyncs, file creation) can then run without the log, on a
+    /// The roll an append of `incoming` bytes whose largest timestamp is
+    /// `incoming_ts` needs first, at `now_ms`, if any (Apache's
+    /// `LogSegment.shouldRoll`: the segment would pass `segment.bytes`, or
+    /// its first batch is more than `segment.ms` older than the incoming
+    /// one, or, with no timestamp, the segment is that old): its I/O
+    /// (fsyncs, file creation) can then run without the log, on a
     /// blocking thread ([`Roll::run`]), before [`Log::push_segment`].
-    pub fn roll_due(&self, incoming: u64) -> io::Result<Option<Roll>> {
+    pub fn roll_due(
+        &self,
+        incoming: u64,
+        incoming_ts: i64,
+        now_ms: i64,
+    ) -> io::Result<Option<Roll>> {
         let active = self.segments.last().expect("a log has a segment");
-        if active.size + incoming <= self.config.segment_bytes {
+        let waited = if active.first_batch_ts >= 0 {
+            incoming_ts - active.first_batch_ts
+        } else {
+            now_ms - active.created_ms
+        };
+        let by_time = active.size > 0 && waited > self.config.segment_ms;
+        if active.size + incoming <= self.config.segment_bytes && !by_time {
             return Ok(None);
         }
         self.roll()

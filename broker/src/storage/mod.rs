@@ -180,6 +180,7 @@ impl Storage {
         let settings = topic_config::log_settings(&topic.configs, &self.topic_defaults);
         let config = LogConfig {
             segment_bytes: settings.segment_bytes,
+            segment_ms: settings.segment_ms,
             max_message_bytes: settings.max_message_bytes,
             ..self.log_config
         };

@@ -285,7 +285,16 @@ impl Partition {
                 changed
             });
         }
-        let roll = self.log().roll_due(data.len() as u64)?;
+        let incoming_ts = batch::split_verified(data)
+            .ok()
+            .and_then(|parts| parts.iter().map(|(_, h)| h.max_timestamp).max())
+            .unwrap_or(-1);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let roll = self
+            .log()
+            .roll_due(data.len() as u64, incoming_ts, now_ms)?;
         if let Some(roll) = roll {
             let segment = blocking(move || roll.run()).await?;
             self.log().push_segment(segment);
@@ -631,6 +640,50 @@ mod tests {
             part.log().segment_infos().len(),
             count,
             "the active segment grows to the new size"
+        );
+    }
+
+    /// segment.ms: a segment rolls once an incoming batch is more than
+    /// segment.ms newer than its first batch, whatever its size (the
+    /// timestamped half of Apache's UnifiedLogTest.testTimeBasedLogRollDuringAppend).
+    #[tokio::test]
+    async fn a_segment_rolls_when_its_first_batch_is_older_than_segment_ms() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 1 << 20,
+            segment_ms: 1_000,
+            ..LogConfig::default()
+        };
+        let part = Partition::open("t", 0, dir.path().join("0"), config).unwrap();
+        part.append(encode_batch(1, 10_000)).await.unwrap();
+        part.append(encode_batch(1, 10_500)).await.unwrap();
+        part.append(encode_batch(1, 11_000)).await.unwrap();
+        assert_eq!(
+            part.log().segment_infos().len(),
+            1,
+            "1,000 ms is not more than segment.ms"
+        );
+        part.append(encode_batch(1, 11_001)).await.unwrap();
+        let bases: Vec<i64> = part
+            .log()
+            .segment_infos()
+            .iter()
+            .map(|s| s.base_offset)
+            .collect();
+        assert_eq!(bases, [0, 3], "rolled before the batch 1,001 ms newer");
+        part.append(encode_batch(1, 11_500)).await.unwrap();
+        assert_eq!(
+            part.log().segment_infos().len(),
+            2,
+            "counted from the new segment's first batch"
+        );
+        drop(part);
+        let part = Partition::open("t", 0, dir.path().join("0"), config).unwrap();
+        part.append(encode_batch(1, 12_002)).await.unwrap();
+        assert_eq!(
+            part.log().segment_infos().len(),
+            3,
+            "a reopened segment's first batch is read back"
         );
     }
 

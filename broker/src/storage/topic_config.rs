@@ -814,6 +814,7 @@ pub fn apply_ops(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogSettings {
     pub segment_bytes: u64,
+    pub segment_ms: i64,
     pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
 }
@@ -836,6 +837,7 @@ pub fn log_settings(
     LogSettings {
         segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
             as u64,
+        segment_ms: number("segment.ms", LogConfig::default().segment_ms).max(1),
         max_message_bytes: number(
             "max.message.bytes",
             LogConfig::default().max_message_bytes as i64,

@@ -256,6 +256,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
         log_settings(&none, &kaas),
         LogSettings {
             segment_bytes: 256 << 20,
+            segment_ms: 604_800_000,
             max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
         }
@@ -291,6 +292,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
         log_settings(&overrides, &broker),
         LogSettings {
             segment_bytes: 2_000_000,
+            segment_ms: 604_800_000,
             max_message_bytes: 2000,
             retention: RetentionPolicy {
                 ms: -1,
