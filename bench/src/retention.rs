@@ -11,12 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use bytes::BytesMut;
 use kaas_broker::storage::topic_config::BrokerTopicDefaults;
 use kaas_broker::storage::{LogConfig, Storage};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 use crate::report::{emit, section, Figure, Target};
 use crate::{sys, Env};
@@ -27,34 +23,8 @@ const PER_TOPIC: i32 = 100;
 const FDS_PER_PARTITION: u64 = 5;
 
 fn batch(timestamp: i64) -> Vec<u8> {
-    let records: Vec<Record> = (0..10)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: i as i32,
-            timestamp,
-            key: None,
-            value: Some(bytes::Bytes::from_static(&[b'x'; 100])),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("a record batch encodes");
-    buf.to_vec()
+    let values = (0..10).map(|_| bytes::Bytes::from_static(&[b'x'; 100]));
+    kaas_testkit::records::record_batch_at(values, None, timestamp).to_vec()
 }
 
 /// As many partitions as the descriptor limit allows (raised to its hard

@@ -107,7 +107,7 @@ impl Drop for Mount {
 }
 
 fn batch(tag: &str, size: usize) -> Bytes {
-    common::record_batch([Bytes::from(format!("{tag}:{}", "x".repeat(size)))], None)
+    kaas_testkit::records::record_batch([Bytes::from(format!("{tag}:{}", "x".repeat(size)))], None)
 }
 
 /// Produce (acks=-1) of one batch: (error code, base offset).

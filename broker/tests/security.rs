@@ -214,7 +214,7 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
                 .with_partition_data(vec![
                     produce_request::PartitionProduceData::default()
                         .with_index(0)
-                        .with_records(Some(common::record_batch(
+                        .with_records(Some(kaas_testkit::records::record_batch(
                             [bytes::Bytes::from_static(b"hello")],
                             None,
                         ))),

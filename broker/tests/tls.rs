@@ -190,7 +190,9 @@ async fn responses_larger_than_the_socket_buffers_arrive_whole_over_tls() {
     c.create_topic("large", 1).await.unwrap();
     let topic = TopicName(StrBytes::from_static_str("large"));
     for i in 0..12u8 {
-        let batch = common::record_batch([bytes::Bytes::from(vec![i; MIB])], None);
+        // Just under max.message.bytes (1,048,588).
+        let value = bytes::Bytes::from(vec![i; MIB - 1024]);
+        let batch = kaas_testkit::records::record_batch([value], None);
         let produce = ProduceRequest::default()
             .with_acks(-1)
             .with_timeout_ms(10_000)
@@ -219,6 +221,10 @@ async fn responses_larger_than_the_socket_buffers_arrive_whole_over_tls() {
         .expect("the fetch answered in time")
         .unwrap();
     let records = r.responses[0].partitions[0].records.as_ref().unwrap();
-    assert!(records.len() >= 12 * MIB, "{} bytes fetched", records.len());
+    assert!(
+        records.len() >= 12 * (MIB - 1024),
+        "{} bytes fetched",
+        records.len()
+    );
     cluster.shutdown().await;
 }

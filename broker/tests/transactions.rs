@@ -270,7 +270,7 @@ async fn a_commit_its_coordinator_left_prepared_is_completed_by_the_next_without
 
 /// A transactional batch of `values` from `pid` at `epoch`, sequences from 0.
 fn txn_batch(pid: i64, epoch: i16, values: &[String]) -> bytes::Bytes {
-    common::record_batch(
+    kaas_testkit::records::record_batch(
         values.iter().map(|v| bytes::Bytes::from(v.clone())),
         Some((pid, epoch)),
     )

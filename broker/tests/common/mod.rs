@@ -198,53 +198,6 @@ pub async fn upsert_scram_user(
     assert_eq!(r.results[0].error_code, 0, "{user}'s credential stored");
 }
 
-/// A record batch as a producer writes it (magic 2, uncompressed), one
-/// record per value: a plain producer's, or with `transactional` = (producer
-/// id, epoch) a transactional producer's with sequences from 0.
-pub fn record_batch(
-    values: impl IntoIterator<Item = bytes::Bytes>,
-    transactional: Option<(i64, i16)>,
-) -> bytes::Bytes {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    let (producer_id, producer_epoch) = transactional.unwrap_or((-1, -1));
-    let records: Vec<Record> = values
-        .into_iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional: transactional.is_some(),
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id,
-            producer_epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: if transactional.is_some() {
-                i as i32
-            } else {
-                -1
-            },
-            timestamp: 1_000,
-            key: None,
-            value: Some(value),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("a batch encodes");
-    buf.freeze()
-}
-
 /// Polls `check` until it holds or `within` passes.
 pub async fn eventually<F: FnMut() -> bool>(within: Duration, what: &str, mut check: F) {
     let deadline = Instant::now() + within;
