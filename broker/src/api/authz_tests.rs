@@ -82,6 +82,7 @@ enum Api {
     DeleteRecords,
     CreatePartitions,
     DescribeLogDirs,
+    DescribeTopicPartitions,
     CreateTopics,
     DeleteGroups,
     DeleteTopics,
@@ -145,11 +146,12 @@ impl Api {
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
             CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
             DescribeLogDirs => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
+            DescribeTopicPartitions => (vec![(Describe, Topic)], E::TopicAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 29] = [
+const APIS: [Api; 30] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -176,6 +178,7 @@ const APIS: [Api; 29] = [
     Api::DeleteRecords,
     Api::CreatePartitions,
     Api::DescribeLogDirs,
+    Api::DescribeTopicPartitions,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
     Api::DeleteGroups,
@@ -616,6 +619,19 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.results[0].error_code
+        }
+        Api::DescribeTopicPartitions => {
+            let req = DescribeTopicPartitionsRequest::default()
+                .with_topics(vec![
+                    describe_topic_partitions_request::TopicRequest::default().with_name(topic()),
+                ])
+                .with_response_partition_limit(10);
+            let ResponseKind::DescribeTopicPartitions(r) =
+                call_as(broker, user, 0, RequestKind::DescribeTopicPartitions(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].error_code
         }
         Api::DescribeLogDirs => {
             let ResponseKind::DescribeLogDirs(r) = call_as(

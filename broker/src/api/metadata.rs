@@ -159,7 +159,7 @@ pub(super) fn cluster_authorized_operations(ctx: &RequestContext) -> i32 {
 }
 
 /// The operations a topic supports (Apache's `AclEntry.supportedOperations`).
-const TOPIC_OPERATIONS: [Operation; 8] = [
+pub(super) const TOPIC_OPERATIONS: [Operation; 8] = [
     Operation::Read,
     Operation::Write,
     Operation::Create,
@@ -227,6 +227,31 @@ async fn lookup_or_create(
 
 /// A topic's partitions and their leaders, as clients of `listener` see
 /// them (Metadata version `version`).
+/// Why a partition has no leader a client on some listener can reach.
+pub(super) enum NoLeader {
+    /// The assignment names none (no broker alive).
+    None,
+    /// Its leader has no address on the listener.
+    NotOnListener,
+}
+
+/// The broker `route` names for `topic/partition`, if it has an address
+/// on `listener`.
+pub(super) fn leader_on_listener(
+    routing: &Routing,
+    topic: &str,
+    partition: i32,
+    listener: &str,
+) -> Result<i32, NoLeader> {
+    let id = routing
+        .owner_of_partition(topic, partition)
+        .ok_or(NoLeader::None)?;
+    match routing.broker(id).and_then(|b| b.endpoint(listener)) {
+        Some(_) => Ok(id),
+        None => Err(NoLeader::NotOnListener),
+    }
+}
+
 pub fn describe_topic(
     meta: &TopicMeta,
     routing: Option<&Routing>,
@@ -235,24 +260,22 @@ pub fn describe_topic(
 ) -> MetadataResponseTopic {
     let partitions = (0..meta.partitions)
         .map(|p| {
-            let leader = routing.and_then(|r| r.owner_of_partition(&meta.name, p));
             let mut part = MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_epoch(0);
-            let reachable = |id| {
-                routing
-                    .and_then(|r| r.broker(id))
-                    .is_some_and(|b| b.endpoint(listener).is_some())
+            let leader = match routing {
+                Some(r) => leader_on_listener(r, &meta.name, p, listener),
+                None => Err(NoLeader::None),
             };
             match leader {
-                Some(id) if reachable(id) => {
+                Ok(id) => {
                     part.leader_id = BrokerId(id);
                     part.replica_nodes = vec![BrokerId(id)];
                     part.isr_nodes = vec![BrokerId(id)];
                 }
                 // A leader without this listener: LISTENER_NOT_FOUND from
                 // version 6, as Apache.
-                Some(_) => {
+                Err(NoLeader::NotOnListener) => {
                     part.leader_id = BrokerId(-1);
                     part.error_code = if version >= 6 {
                         Err::ListenerNotFound.code()
@@ -260,7 +283,7 @@ pub fn describe_topic(
                         Err::LeaderNotAvailable.code()
                     };
                 }
-                None => {
+                Err(NoLeader::None) => {
                     part.leader_id = BrokerId(-1);
                     part.error_code = Err::LeaderNotAvailable.code();
                 }

@@ -24,6 +24,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
 pub mod end_txn;
@@ -98,6 +99,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
@@ -357,6 +359,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(describe_log_dirs::handle(&ctx, r).await)
+        }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(&ctx, r))
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r))

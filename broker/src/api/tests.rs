@@ -393,6 +393,13 @@ fn request(
                 ])
                 .with_include_synonyms(true),
         ),
+        ApiKey::DescribeTopicPartitions => RequestKind::DescribeTopicPartitions(
+            DescribeTopicPartitionsRequest::default()
+                .with_topics(vec![
+                    describe_topic_partitions_request::TopicRequest::default().with_name(name("t")),
+                ])
+                .with_response_partition_limit(2000),
+        ),
         ApiKey::DescribeLogDirs => {
             RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(None))
         }
@@ -2416,5 +2423,104 @@ async fn a_batch_above_max_message_bytes_is_refused_as_apache_refuses_it() {
         broker.storage.follow_topic_configs(seen),
         seen,
         "unchanged: nothing to do"
+    );
+}
+
+/// DescribeTopicPartitions pages through the topics in name order with a
+/// cursor, answers unknown and invalid names as Apache does, and refuses a
+/// cursor outside the named topics.
+#[tokio::test]
+async fn describe_topic_partitions_pages_with_a_cursor() {
+    use describe_topic_partitions_request::{Cursor, TopicRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, _) = one_broker(dir.path()).await;
+    broker
+        .storage
+        .topics
+        .create_blocking("u", 5, Default::default(), false)
+        .unwrap();
+    let describe = |topics: &[&str], limit: i32, cursor: Option<(&str, i32)>| {
+        let req = DescribeTopicPartitionsRequest::default()
+            .with_topics(
+                topics
+                    .iter()
+                    .map(|t| TopicRequest::default().with_name(name(t)))
+                    .collect(),
+            )
+            .with_response_partition_limit(limit)
+            .with_cursor(cursor.map(|(t, p)| {
+                Cursor::default()
+                    .with_topic_name(name(t))
+                    .with_partition_index(p)
+            }));
+        let broker = broker.clone();
+        async move {
+            let ResponseKind::DescribeTopicPartitions(r) =
+                call_at(&broker, 0, RequestKind::DescribeTopicPartitions(req)).await
+            else {
+                panic!("not a DescribeTopicPartitions response")
+            };
+            let topics: Vec<(String, i16, Vec<i32>)> = r
+                .topics
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.as_ref().unwrap().to_string(),
+                        t.error_code,
+                        t.partitions.iter().map(|p| p.partition_index).collect(),
+                    )
+                })
+                .collect();
+            let next = r
+                .next_cursor
+                .map(|c| (c.topic_name.to_string(), c.partition_index));
+            (topics, next)
+        }
+    };
+    let (topics, next) = describe(&[], 3, None).await;
+    assert_eq!(
+        topics,
+        [
+            ("t".to_string(), 0, vec![0]),
+            ("u".to_string(), 0, vec![0, 1])
+        ]
+    );
+    assert_eq!(next, Some(("u".to_string(), 2)));
+    let (topics, next) = describe(&[], 3, Some(("u", 2))).await;
+    assert_eq!(topics, [("u".to_string(), 0, vec![2, 3, 4])]);
+    assert_eq!(next, None);
+    let (topics, next) = describe(&["t"], 1, None).await;
+    assert_eq!(
+        (topics.len(), next),
+        (1, None),
+        "a page that ends with the last topic"
+    );
+    let (topics, next) = describe(&["t", "u"], 1, None).await;
+    assert_eq!(topics, [("t".to_string(), 0, vec![0])]);
+    assert_eq!(
+        next,
+        Some(("u".to_string(), 0)),
+        "the next page starts at the next topic"
+    );
+    let (topics, _) = describe(&["nope", "bad/name"], 10, None).await;
+    assert_eq!(
+        topics,
+        [
+            (
+                "bad/name".to_string(),
+                Err::InvalidTopicException.code(),
+                vec![]
+            ),
+            (
+                "nope".to_string(),
+                Err::UnknownTopicOrPartition.code(),
+                vec![]
+            )
+        ]
+    );
+    let (topics, _) = describe(&["t"], 10, Some(("u", 0))).await;
+    assert_eq!(
+        topics,
+        [("t".to_string(), Err::InvalidRequest.code(), vec![])]
     );
 }
