@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::describe_configs::resource_type_name;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
@@ -159,11 +160,7 @@ async fn alter_one(ctx: &RequestContext, change: &Change, validate_only: bool) -
         BROKER => refuse_broker_change(ctx, change),
         BROKER_LOGGER | CLIENT_METRICS | GROUP => Err(invalid_request(format!(
             "kaas keeps no configs of resource type {}",
-            match change.resource_type {
-                BROKER_LOGGER => "BROKER_LOGGER",
-                CLIENT_METRICS => "CLIENT_METRICS",
-                _ => "GROUP",
-            }
+            resource_type_name(change.resource_type)
         ))),
         other => Err(invalid_request(format!("Unknown resource type {other}"))),
     }

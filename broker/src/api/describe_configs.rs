@@ -34,7 +34,10 @@ pub async fn handle(ctx: &RequestContext, req: DescribeConfigsRequest) -> Descri
                 BROKER => describe_broker(ctx, &name),
                 other => Err((
                     Err::InvalidRequest.code(),
-                    Some(format!("Unsupported resource type {other}")),
+                    Some(format!(
+                        "Unsupported resource type: {}",
+                        resource_type_name(other)
+                    )),
                 )),
             };
             let result = DescribeConfigsResult::default()
@@ -62,6 +65,19 @@ pub async fn handle(ctx: &RequestContext, req: DescribeConfigsRequest) -> Descri
         })
         .collect();
     DescribeConfigsResponse::default().with_results(results)
+}
+
+/// `ConfigResource.Type`'s name for a wire code (UNKNOWN for a code it
+/// does not have), as Apache's messages print it.
+pub(super) fn resource_type_name(code: i8) -> &'static str {
+    match code {
+        2 => "TOPIC",
+        4 => "BROKER",
+        8 => "BROKER_LOGGER",
+        16 => "CLIENT_METRICS",
+        32 => "GROUP",
+        _ => "UNKNOWN",
+    }
 }
 
 /// One described config, whichever the resource.

@@ -1792,6 +1792,9 @@ async fn topic_configs_are_checked_stored_and_described() {
         DescribeConfigsResource::default()
             .with_resource_type(4)
             .with_resource_name(StrBytes::from_static_str("0")),
+        DescribeConfigsResource::default()
+            .with_resource_type(8)
+            .with_resource_name(StrBytes::from_static_str("0")),
     ]));
     let ResponseKind::DescribeConfigs(r) = call_at(&broker, 4, missing).await else {
         panic!("not a DescribeConfigs answer");
@@ -1822,6 +1825,17 @@ async fn topic_configs_are_checked_stored_and_described() {
             partitions.config_source
         ),
         (Some("1"), true, 5)
+    );
+    assert_eq!(
+        (
+            r.results[3].error_code,
+            r.results[3].error_message.as_deref()
+        ),
+        (
+            Err::InvalidRequest.code(),
+            Some("Unsupported resource type: BROKER_LOGGER")
+        ),
+        "kaas has no broker loggers to describe"
     );
 }
 
