@@ -242,7 +242,7 @@ impl Storage {
             .filter_map(|slot| Some((slot.topic.clone(), slot.partition.get()?.clone())))
             .collect();
         let mut settings: HashMap<String, (LogConfig, RetentionPolicy)> = HashMap::new();
-        let (mut segments, mut bytes) = (0, 0);
+        let mut expired = Vec::new();
         for (topic, partition) in open {
             let Some(meta) = topics.get(&topic) else {
                 continue;
@@ -251,16 +251,30 @@ impl Storage {
                 .entry(topic)
                 .or_insert_with(|| self.log_settings(meta));
             partition.set_config(config);
-            match partition.enforce_retention(&policy, now_ms).await {
-                Ok((s, b)) => {
-                    segments += s;
-                    bytes += b;
-                }
+            match partition.expire_segments(&policy, now_ms).await {
+                Ok(e) if !e.bases.is_empty() => expired.push(e),
+                Ok(_) => {}
                 Err(e) => warn!(topic = %partition.topic, partition = partition.index,
-                                error = %e, "retention could not delete old segments"),
+                                error = %e, "retention could not let old segments go"),
             }
         }
-        (segments, bytes)
+        // Every partition's files in one blocking job.
+        let deleted = blocking(move || {
+            let mut counts = (0, 0);
+            for e in expired {
+                match e.delete() {
+                    Ok(()) => {
+                        counts.0 += e.bases.len();
+                        counts.1 += e.bytes;
+                    }
+                    Err(err) => warn!(dir = %e.dir_display(), error = %err,
+                                      "retention could not delete old segments' files"),
+                }
+            }
+            Ok(counts)
+        })
+        .await;
+        deleted.unwrap_or((0, 0))
     }
 
     pub fn close_topic(&self, topic: &str) {

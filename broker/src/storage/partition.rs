@@ -18,6 +18,33 @@ use super::log::{delete_segment_files, AppendError, Appended, Log, LogConfig, LO
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
 
+/// Segments a partition let go, whose files are still to delete.
+#[derive(Debug)]
+pub struct Expired {
+    topic: String,
+    partition: i32,
+    dir: PathBuf,
+    pub bases: Vec<i64>,
+    pub bytes: u64,
+    log_start_offset: i64,
+}
+
+impl Expired {
+    /// The partition's folder, for a log line.
+    pub fn dir_display(&self) -> std::path::Display<'_> {
+        self.dir.display()
+    }
+
+    /// Deletes the files ([`delete_segment_files`]) and logs what went.
+    pub fn delete(&self) -> io::Result<()> {
+        delete_segment_files(&self.dir, &self.bases)?;
+        info!(topic = %self.topic, partition = self.partition, segments = self.bases.len(),
+              bytes = self.bytes, log_start_offset = self.log_start_offset,
+              "retention deleted old segments");
+        Ok(())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteRecordsError {
     #[error("offset {offset} is negative or past the high watermark {high_watermark}")]
@@ -118,18 +145,44 @@ impl Partition {
     }
 
     /// Deletes the oldest segments `policy` lets go at `now_ms`
-    /// ([`super::retention`]), rolling first when the active segment goes
-    /// too: the segments deleted and their bytes. Only the leader has the
-    /// log open, so only the leader deletes.
+    /// ([`super::retention`]): [`Partition::expire_segments`], then their
+    /// files. The segments deleted and their bytes.
     pub async fn enforce_retention(
         &self,
         policy: &RetentionPolicy,
         now_ms: i64,
     ) -> io::Result<(usize, u64)> {
-        let appending = self.append_lock.lock().await;
+        let expired = self.expire_segments(policy, now_ms).await?;
+        let counts = (expired.bases.len(), expired.bytes);
+        if counts.0 > 0 {
+            blocking(move || expired.delete()).await?;
+        }
+        Ok(counts)
+    }
+
+    /// Forgets the oldest segments `policy` lets go at `now_ms`
+    /// ([`super::retention`]), rolling first when the active segment goes
+    /// too; readers holding one keep reading it. Their files are the
+    /// caller's to delete ([`Expired::delete`], which a retention pass runs
+    /// for all its partitions in one blocking job). Only the leader has
+    /// the log open, so only the leader deletes.
+    pub async fn expire_segments(
+        &self,
+        policy: &RetentionPolicy,
+        now_ms: i64,
+    ) -> io::Result<Expired> {
+        let mut expired = Expired {
+            topic: self.topic.clone(),
+            partition: self.index,
+            dir: self.dir.clone(),
+            bases: Vec::new(),
+            bytes: 0,
+            log_start_offset: 0,
+        };
+        let _appending = self.append_lock.lock().await;
         if self.failed.load(Ordering::Acquire) {
             // Reopened before the next append; retention waits for it.
-            return Ok((0, 0));
+            return Ok(expired);
         }
         let (n, all) = {
             let log = self.log();
@@ -145,7 +198,7 @@ impl Partition {
             (n, segments.len())
         };
         if n == 0 {
-            return Ok((0, 0));
+            return Ok(expired);
         }
         if n == all {
             // A log always has a segment: an empty one at the end first.
@@ -155,19 +208,12 @@ impl Partition {
                 self.log().push_segment(segment);
             }
         }
-        let (bases, bytes) = {
-            let mut log = self.log();
-            let sizes: Vec<u64> = log.segment_infos().iter().map(|s| s.size).collect();
-            let bases = log.remove_oldest(n);
-            let bytes = sizes[..bases.len()].iter().sum::<u64>();
-            (bases, bytes)
-        };
-        drop(appending);
-        let (dir, segments) = (self.dir.clone(), bases.len());
-        blocking(move || delete_segment_files(&dir, &bases)).await?;
-        info!(topic = %self.topic, partition = self.index, segments, bytes,
-              log_start_offset = self.log_start_offset(), "retention deleted old segments");
-        Ok((segments, bytes))
+        let mut log = self.log();
+        let sizes: Vec<u64> = log.segment_infos().iter().map(|s| s.size).collect();
+        expired.bases = log.remove_oldest(n);
+        expired.bytes = sizes[..expired.bases.len()].iter().sum();
+        expired.log_start_offset = log.log_start_offset();
+        Ok(expired)
     }
 
     /// DeleteRecords: moves the log start offset up to `offset` (-1: the
