@@ -104,7 +104,8 @@ pub struct Segment {
     created_ms: i64,
 }
 
-fn wall_clock_ms() -> i64 {
+/// Milliseconds since the epoch, as record timestamps count.
+pub(super) fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

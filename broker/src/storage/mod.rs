@@ -216,15 +216,13 @@ impl Storage {
     }
 
     /// `topic`'s configs changed through this broker: its open partitions
-    /// follow them from their next roll (retention from its next pass;
-    /// other brokers pick changes up at their next retention pass).
+    /// follow them at once (retention at its next pass; the other brokers'
+    /// within a second, [`Storage::follow_topic_configs`]).
     pub fn topic_configs_changed(&self, topic: &TopicMeta) {
         let (config, _) = self.log_settings(topic);
-        for slot in self.open.lock().values() {
-            if slot.topic == topic.name {
-                if let Some(p) = slot.partition.get() {
-                    p.set_config(config);
-                }
+        for p in self.open_partitions() {
+            if p.topic == topic.name {
+                p.set_config(config);
             }
         }
     }

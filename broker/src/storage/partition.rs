@@ -14,7 +14,9 @@ use tracing::{error, info, warn};
 use super::batch::{self, ControlMarker};
 use super::blocking;
 use super::fs::write_atomic;
-use super::log::{delete_segment_files, AppendError, Appended, Log, LogConfig, LOG_START_FILE};
+use super::log::{
+    delete_segment_files, wall_clock_ms, AppendError, Appended, Log, LogConfig, LOG_START_FILE,
+};
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
 
@@ -40,7 +42,7 @@ impl Expired {
         delete_segment_files(&self.dir, &self.bases)?;
         info!(topic = %self.topic, partition = self.partition, segments = self.bases.len(),
               bytes = self.bytes, log_start_offset = self.log_start_offset,
-              "retention deleted old segments");
+              "deleted old segments");
         Ok(())
     }
 }
@@ -335,12 +337,9 @@ impl Partition {
             .ok()
             .and_then(|parts| parts.iter().map(|(_, h)| h.max_timestamp).max())
             .unwrap_or(-1);
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
         let roll = self
             .log()
-            .roll_due(data.len() as u64, incoming_ts, now_ms)?;
+            .roll_due(data.len() as u64, incoming_ts, wall_clock_ms())?;
         if let Some(roll) = roll {
             let segment = blocking(move || roll.run()).await?;
             self.log().push_segment(segment);

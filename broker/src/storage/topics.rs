@@ -6,9 +6,9 @@
 //! win, and a crash never leaves a half-made topic.
 //!
 //! Each broker caches the topics it has read. Every change (create,
-//! delete, new configs or partitions) advances a shared counter, `__cluster/topics.version`, once it
-//! is durable; a lookup reads the counter and rescans the folder when it
-//! moved. (A folder's mtime would miss a second change in the same clock
+//! delete, new configs or partitions) advances a shared counter,
+//! `__cluster/topics.version`, once it is durable; a lookup reads the
+//! counter and rescans the folder when it moved. (A folder's mtime would miss a second change in the same clock
 //! tick, and on NFS a `stat` may answer from the attribute cache; the
 //! counter's content is revalidated on open.) A lookup that misses reads
 //! the topic's own file too, so a topic is found as soon as it exists.
