@@ -262,8 +262,13 @@ async fn consumer_protocol_members_finish_their_reconciliation_after_kill_9_of_t
     let cluster = procs::start(3).await;
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, "moving", 4).await;
+    let old = coordinator_of(&cluster.addr(0), KIP848_GROUP).await as usize;
+    // The topic's id from the coordinator itself: a heartbeat sees topics
+    // created through another broker within TOPICS_MAX_AGE (500 ms), and
+    // a Metadata request naming the topic refreshes that view, so A's first
+    // heartbeat below already finds the 4 partitions.
     let topic = {
-        let mut c = KafkaClient::connect(&cluster.addr(0), Duration::from_secs(2))
+        let mut c = KafkaClient::connect(&cluster.addr(old), Duration::from_secs(2))
             .await
             .unwrap();
         let m = c
@@ -278,7 +283,6 @@ async fn consumer_protocol_members_finish_their_reconciliation_after_kill_9_of_t
             .unwrap();
         m.topics[0].topic_id
     };
-    let old = coordinator_of(&cluster.addr(0), KIP848_GROUP).await as usize;
     let at = |id: usize| cluster.addr(id);
 
     // A joins alone and gets the 4 partitions.
