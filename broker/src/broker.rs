@@ -17,6 +17,7 @@ use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
 use crate::net::listener::{Listener, ListenerConfig};
 use crate::net::quotas::ConnectionQuotas;
+use crate::storage::cleaner::CleanerConfig;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::retention::BrokerRetention;
@@ -48,6 +49,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The `log.retention.*` settings topics default to.
     pub log_retention: BrokerRetention,
+    /// The `log.cleaner.*` settings (compaction).
+    pub log_cleaner: CleanerConfig,
     /// kaas.lag.metrics.max.partitions: per-partition lag series at most
     /// ([`crate::lag`]).
     pub lag_metrics_max_partitions: usize,
@@ -97,6 +100,7 @@ impl BrokerConfig {
             default_partitions: 1,
             log: LogConfig::default(),
             log_retention: BrokerRetention::default(),
+            log_cleaner: CleanerConfig::default(),
             lag_metrics_max_partitions: 10_000,
             groups: GroupManagerConfig::default(),
             group_log_sync: GroupLogSync::default(),
@@ -302,6 +306,44 @@ impl Broker {
                     .retention_deleted_segments
                     .inc_by(segments as u64);
                 self.metrics.retention_deleted_bytes.inc_by(bytes);
+            }
+        }
+    }
+
+    /// The log cleaner (compaction): the dirtiest compacted log this
+    /// broker leads, cleaned one at a time; `log.cleaner.backoff.ms`
+    /// between looks when none is due.
+    pub async fn run_log_cleaner(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        use crate::group::manager::Clock;
+        let config = self.config.log_cleaner;
+        if !config.enable {
+            return;
+        }
+        let backoff = std::time::Duration::from_millis(config.backoff_ms.max(1));
+        loop {
+            let now = SystemClock.now_ms() as i64;
+            let cleaned = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                cleaned = self.storage.clean_filthiest(config, now) => cleaned,
+            };
+            match cleaned {
+                Ok(Some((_, stats))) => {
+                    self.metrics.cleaner_runs.inc();
+                    self.metrics.cleaner_read_bytes.inc_by(stats.bytes_read);
+                    self.metrics
+                        .cleaner_written_bytes
+                        .inc_by(stats.bytes_written);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    tracing::info!(reason = %e, "log cleaning stopped; it starts over later");
+                }
+                Err(e) => tracing::warn!(error = %e, "log cleaning failed; it is retried later"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
             }
         }
     }

@@ -254,6 +254,22 @@ pub struct Tuning {
     /// retention [default: 300000]
     #[arg(long, env = "KAAS_LOG_RETENTION_CHECK_INTERVAL_MS")]
     pub log_retention_check_interval_ms: Option<u64>,
+    /// log.cleaner.enable: compact topics with cleanup.policy=compact
+    /// [default: true]
+    #[arg(long, env = "KAAS_LOG_CLEANER_ENABLE")]
+    pub log_cleaner_enable: Option<bool>,
+    /// log.cleaner.backoff.ms: the cleaner's wait when no log needs
+    /// cleaning [default: 15000]
+    #[arg(long, env = "KAAS_LOG_CLEANER_BACKOFF_MS")]
+    pub log_cleaner_backoff_ms: Option<u64>,
+    /// log.cleaner.dedupe.buffer.size: bytes of the cleaner's key map (24
+    /// per key) [default: 134217728]
+    #[arg(long, env = "KAAS_LOG_CLEANER_DEDUPE_BUFFER_SIZE")]
+    pub log_cleaner_dedupe_buffer_size: Option<u64>,
+    /// log.cleaner.io.max.bytes.per.second: the cleaner's reads and
+    /// writes at most [default: unlimited]
+    #[arg(long, env = "KAAS_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")]
+    pub log_cleaner_io_max_bytes_per_second: Option<f64>,
     /// kaas.lag.metrics.max.partitions: a coordinator's per-partition lag
     /// series on /metrics at most (the per-group, per-topic sums are always
     /// there) [default: 10000]
@@ -386,6 +402,10 @@ impl Tuning {
             log_retention_hours: self.log_retention_hours,
             log_retention_bytes: self.log_retention_bytes,
             log_retention_check_interval_ms: self.log_retention_check_interval_ms,
+            log_cleaner_enable: self.log_cleaner_enable,
+            log_cleaner_backoff_ms: self.log_cleaner_backoff_ms,
+            log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
+            log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
             lag_metrics_max_partitions: self.lag_metrics_max_partitions,
             group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms: self.group_min_session_timeout_ms,

@@ -109,6 +109,14 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "1073741824",
         "--log-retention-check-interval-ms",
         "1000",
+        "--log-cleaner-enable",
+        "false",
+        "--log-cleaner-backoff-ms",
+        "250",
+        "--log-cleaner-dedupe-buffer-size",
+        "1048576",
+        "--log-cleaner-io-max-bytes-per-second",
+        "5000000",
         "--lag-metrics-max-partitions",
         "500",
         "--http",
@@ -156,6 +164,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          log.retention.minutes=90\n\
          log.retention.bytes=1073741824\n\
          log.retention.check.interval.ms=1000\n\
+         log.cleaner.enable=false\n\
+         log.cleaner.backoff.ms=250\n\
+         log.cleaner.dedupe.buffer.size=1048576\n\
+         log.cleaner.io.max.bytes.per.second=5000000\n\
          kaas.lag.metrics.max.partitions=500\n\
          kaas.http.listen=127.0.0.1:18080\n",
     );
@@ -208,6 +220,12 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         (r.ms, r.minutes, r.hours, r.bytes, r.check_interval_ms),
         (Some(-1), Some(90), None, Some(1 << 30), 1_000),
         "the log retention settings took"
+    );
+    let c = &flags.config.log_cleaner;
+    assert_eq!(
+        (c.enable, c.backoff_ms, c.dedupe_buffer_size, c.io_max_bytes_per_second),
+        (false, 250, 1 << 20, 5e6),
+        "the log cleaner settings took"
     );
     assert_eq!(flags.config.lag_metrics_max_partitions, 500);
     assert_eq!(from_file.effective(), flags.effective());
@@ -413,6 +431,11 @@ fn log_retention_bounds_hold_for_flags_and_files() {
     let text = refused(&[&base[..], &["--log-retention-check-interval-ms", "0"]].concat());
     assert!(
         text.contains("log.retention.check.interval.ms: 0 is below the minimum of 1"),
+        "{text}"
+    );
+    let text = refused(&[&base[..], &["--log-cleaner-io-max-bytes-per-second", "0.5"]].concat());
+    assert!(
+        text.contains("log.cleaner.io.max.bytes.per.second: 0.5 is below the minimum of 1"),
         "{text}"
     );
     let file = config_file("log.retention.ms=-5\n");

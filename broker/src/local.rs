@@ -57,6 +57,7 @@ pub fn spawn_serving(
     tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
     tasks.spawn(broker.clone().run_log_retention(shutdown.clone()));
+    tasks.spawn(broker.clone().run_log_cleaner(shutdown.clone()));
     if let Some(acls) = &broker.acls {
         tasks.spawn(acls.doc.clone().follow(shutdown.clone()));
     }

@@ -51,6 +51,10 @@ pub struct Metrics {
     /// Log segments retention deleted, and their bytes.
     pub retention_deleted_segments: Counter,
     pub retention_deleted_bytes: Counter,
+    /// Compaction: logs cleaned, bytes read and written by the cleaner.
+    pub cleaner_runs: Counter,
+    pub cleaner_read_bytes: Counter,
+    pub cleaner_written_bytes: Counter,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
     /// Set at each scrape ([`crate::lag`]).
@@ -95,6 +99,9 @@ impl Default for Metrics {
         let expired_sessions = Counter::default();
         let retention_deleted_segments = Counter::default();
         let retention_deleted_bytes = Counter::default();
+        let cleaner_runs = Counter::default();
+        let cleaner_read_bytes = Counter::default();
+        let cleaner_written_bytes = Counter::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
         let group_committed_offset = Family::<GroupPartitionLabels, Gauge>::default();
@@ -144,6 +151,21 @@ impl Default for Metrics {
             "retention_deleted_bytes",
             "Bytes of log segments deleted by retention",
             retention_deleted_bytes.clone(),
+        );
+        registry.register(
+            "cleaner_runs",
+            "Cleanings of compacted logs (cleanup.policy=compact) completed",
+            cleaner_runs.clone(),
+        );
+        registry.register(
+            "cleaner_read_bytes",
+            "Bytes of log the cleaner read while rewriting segments",
+            cleaner_read_bytes.clone(),
+        );
+        registry.register(
+            "cleaner_written_bytes",
+            "Bytes of cleaned segments the cleaner wrote",
+            cleaner_written_bytes.clone(),
         );
         registry.register(
             "assignment_version",
@@ -210,6 +232,9 @@ impl Default for Metrics {
             expired_sessions,
             retention_deleted_segments,
             retention_deleted_bytes,
+            cleaner_runs,
+            cleaner_read_bytes,
+            cleaner_written_bytes,
             assignment_version,
             groups_resident,
             group_committed_offset,

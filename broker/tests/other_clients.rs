@@ -121,6 +121,24 @@ async fn confluent_kafka_retention_by_size_and_time() {
     .await;
 }
 
+/// Compaction: each key's last record at its offset, tombstones gone
+/// after delete.retention.ms, keyless records refused, with a cleaner that
+/// looks every 200 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_compaction() {
+    let script = common::clients_dir().join("python/compaction.py");
+    run_tuned(
+        "python3",
+        vec![script.to_string_lossy().into_owned()],
+        None,
+        |b| {
+            quick_groups(b);
+            b.log_cleaner.backoff_ms = 200;
+        },
+    )
+    .await;
+}
+
 /// The Java admin client 3.9.1 on topics: configs described and altered
 /// with each operation, more partitions, DeleteRecords, DescribeLogDirs,
 /// DescribeCluster.

@@ -6,7 +6,8 @@
 
 use futures::future::join_all;
 use kafka_protocol::messages::produce_response::{
-    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
 use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -15,6 +16,7 @@ use tracing::{debug, warn};
 use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
+use crate::storage::cleaner::records;
 use crate::storage::log::AppendError;
 use crate::txn::core::TopicPartition;
 
@@ -194,6 +196,11 @@ async fn produce_partition(
             return fail(response, open_error_code(&e), e.to_string());
         }
     };
+    if partition.is_compacted() {
+        if let Some(outcome) = refuse_keyless(&records, &meta.name, index, &mut response) {
+            return outcome;
+        }
+    }
     if let Some((producer_id, producer_epoch)) = transactional {
         let Some(id) = transactional_id else {
             return fail(
@@ -272,4 +279,53 @@ async fn produce_partition(
             )
         }
     }
+}
+
+/// A compacted topic takes only records with a key: INVALID_RECORD with
+/// Apache's record errors and message otherwise.
+fn refuse_keyless(
+    data: &[u8],
+    topic: &str,
+    index: i32,
+    response: &mut PartitionProduceResponse,
+) -> Option<PartitionOutcome> {
+    let keyless = match records::keyless_records(data) {
+        Ok(k) if k.is_empty() => return None,
+        Ok(k) => k,
+        Err(e) => {
+            response.error_code = Err::CorruptMessage.code();
+            response.error_message = Some(StrBytes::from_string(e.to_string()));
+            return Some(PartitionOutcome {
+                response: std::mem::take(response),
+                leader_hint: None,
+            });
+        }
+    };
+    let message = format!(
+        "Compacted topic cannot accept message without key in topic partition {topic}-{index}"
+    );
+    let shown: Vec<String> = keyless
+        .iter()
+        .take(3)
+        .map(|i| format!("RecordError(batchIndex={i}, message='{message}')"))
+        .collect();
+    response.error_code = Err::InvalidRecord.code();
+    response.error_message = Some(StrBytes::from_string(format!(
+        "One or more records have been rejected due to {} record errors in total, and only \
+         showing the first three errors at most: [{}]",
+        keyless.len(),
+        shown.join(", ")
+    )));
+    response.record_errors = keyless
+        .iter()
+        .map(|i| {
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(*i)
+                .with_batch_index_error_message(Some(StrBytes::from_string(message.clone())))
+        })
+        .collect();
+    Some(PartitionOutcome {
+        response: std::mem::take(response),
+        leader_hint: None,
+    })
 }

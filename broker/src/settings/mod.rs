@@ -87,6 +87,10 @@ pub struct Settings {
     pub log_retention_hours: Option<i64>,
     pub log_retention_bytes: Option<i64>,
     pub log_retention_check_interval_ms: Option<u64>,
+    pub log_cleaner_enable: Option<bool>,
+    pub log_cleaner_backoff_ms: Option<u64>,
+    pub log_cleaner_dedupe_buffer_size: Option<u64>,
+    pub log_cleaner_io_max_bytes_per_second: Option<f64>,
     pub lag_metrics_max_partitions: Option<usize>,
     pub group_initial_rebalance_delay_ms: Option<u64>,
     pub group_min_session_timeout_ms: Option<i32>,
@@ -485,6 +489,16 @@ impl Settings {
                 "log.retention.check.interval.ms" => {
                     s.log_retention_check_interval_ms = Some(at_least(key, value, 1)?)
                 }
+                "log.cleaner.enable" => s.log_cleaner_enable = Some(boolean(key, value)?),
+                "log.cleaner.backoff.ms" => {
+                    s.log_cleaner_backoff_ms = Some(at_least(key, value, 0)?)
+                }
+                "log.cleaner.dedupe.buffer.size" => {
+                    s.log_cleaner_dedupe_buffer_size = Some(at_least(key, value, 1)?)
+                }
+                "log.cleaner.io.max.bytes.per.second" => {
+                    s.log_cleaner_io_max_bytes_per_second = Some(at_least(key, value, 1.0)?)
+                }
                 "kaas.lag.metrics.max.partitions" => {
                     s.lag_metrics_max_partitions = Some(at_least(key, value, 0)?)
                 }
@@ -624,6 +638,14 @@ impl Settings {
             log_retention_check_interval_ms: self
                 .log_retention_check_interval_ms
                 .or(lower.log_retention_check_interval_ms),
+            log_cleaner_enable: self.log_cleaner_enable.or(lower.log_cleaner_enable),
+            log_cleaner_backoff_ms: self.log_cleaner_backoff_ms.or(lower.log_cleaner_backoff_ms),
+            log_cleaner_dedupe_buffer_size: self
+                .log_cleaner_dedupe_buffer_size
+                .or(lower.log_cleaner_dedupe_buffer_size),
+            log_cleaner_io_max_bytes_per_second: self
+                .log_cleaner_io_max_bytes_per_second
+                .or(lower.log_cleaner_io_max_bytes_per_second),
             lag_metrics_max_partitions: self
                 .lag_metrics_max_partitions
                 .or(lower.lag_metrics_max_partitions),
@@ -760,6 +782,21 @@ impl Settings {
                 "0 is below the minimum of 1",
             ));
         }
+        if self.log_cleaner_dedupe_buffer_size == Some(0) {
+            return Err(refuse(
+                "log.cleaner.dedupe.buffer.size",
+                "0 is below the minimum of 1",
+            ));
+        }
+        if let Some(v) = self
+            .log_cleaner_io_max_bytes_per_second
+            .filter(|v| v.is_nan() || *v < 1.0)
+        {
+            return Err(refuse(
+                "log.cleaner.io.max.bytes.per.second",
+                format!("{v} is below the minimum of 1"),
+            ));
+        }
         let mut consumer = ConsumerGroupConfig::default();
         self.tune_consumer_groups(&mut consumer);
         consumer
@@ -796,6 +833,15 @@ impl Settings {
         if let Some(v) = self.log_retention_check_interval_ms {
             r.check_interval_ms = v;
         }
+        let cleaner = &mut c.log_cleaner;
+        cleaner.enable = self.log_cleaner_enable.unwrap_or(cleaner.enable);
+        cleaner.backoff_ms = self.log_cleaner_backoff_ms.unwrap_or(cleaner.backoff_ms);
+        cleaner.dedupe_buffer_size = self
+            .log_cleaner_dedupe_buffer_size
+            .unwrap_or(cleaner.dedupe_buffer_size);
+        cleaner.io_max_bytes_per_second = self
+            .log_cleaner_io_max_bytes_per_second
+            .unwrap_or(cleaner.io_max_bytes_per_second);
         if let Some(v) = self.lag_metrics_max_partitions {
             c.lag_metrics_max_partitions = v;
         }
@@ -905,6 +951,24 @@ pub fn effective(
         (
             "log.retention.check.interval.ms",
             c.log_retention.check_interval_ms.to_string(),
+        ),
+        ("log.cleaner.enable", c.log_cleaner.enable.to_string()),
+        (
+            "log.cleaner.backoff.ms",
+            c.log_cleaner.backoff_ms.to_string(),
+        ),
+        (
+            "log.cleaner.dedupe.buffer.size",
+            c.log_cleaner.dedupe_buffer_size.to_string(),
+        ),
+        (
+            "log.cleaner.io.max.bytes.per.second",
+            // Apache's default is Double.MaxValue, printed as Java does.
+            if c.log_cleaner.io_max_bytes_per_second == f64::MAX {
+                "1.7976931348623157E308".to_string()
+            } else {
+                c.log_cleaner.io_max_bytes_per_second.to_string()
+            },
         ),
         (
             "kaas.lag.metrics.max.partitions",

@@ -1,6 +1,7 @@
 //! Everything the broker keeps on the shared volume.
 
 pub mod batch;
+pub mod cleaner;
 pub mod fs;
 pub mod group_commit;
 pub mod group_log;
@@ -152,7 +153,13 @@ impl Storage {
         let before = open.len();
         open.retain(|(id, index), slot| {
             let current = self.topics.get(&slot.topic).is_some_and(|t| t.id == *id);
-            current && keep(&slot.topic, *index)
+            let kept = current && keep(&slot.topic, *index);
+            if !kept {
+                if let Some(p) = slot.partition.get() {
+                    p.close();
+                }
+            }
+            kept
         });
         let closed = before - open.len();
         if closed > 0 {
@@ -182,9 +189,42 @@ impl Storage {
             segment_bytes: settings.segment_bytes,
             segment_ms: settings.segment_ms,
             max_message_bytes: settings.max_message_bytes,
+            compact: settings.compaction.compact,
             ..self.log_config
         };
         (config, settings.retention)
+    }
+
+    /// One cleaning at `now_ms` of the dirtiest compacted log this broker
+    /// leads, if one is due ([`cleaner::plan`]): the partition and counts.
+    pub async fn clean_filthiest(
+        &self,
+        config: cleaner::CleanerConfig,
+        now_ms: i64,
+    ) -> io::Result<Option<(PartitionRef, cleaner::CleanStats)>> {
+        let topics = self.topics.by_name();
+        let mut candidates = Vec::new();
+        let open = self.open_partitions();
+        for (i, partition) in open.iter().enumerate() {
+            let Some(meta) = topics.get(&partition.topic) else {
+                continue;
+            };
+            let policy = topic_config::log_settings(&meta.configs, &self.topic_defaults).compaction;
+            if policy.compact {
+                let c = cleaner::plan::cleanable(&partition.log_state(), &policy, now_ms);
+                candidates.push((i, c, policy));
+            }
+        }
+        let Some(i) = cleaner::plan::filthiest(&candidates) else {
+            return Ok(None);
+        };
+        let (_, cleanable, policy) = candidates
+            .into_iter()
+            .find(|(j, ..)| *j == i)
+            .expect("chosen among them");
+        let partition = open[i].clone();
+        let stats = partition.clean(cleanable, policy, config, now_ms).await?;
+        Ok(Some((partition, stats)))
     }
 
     /// The partitions open here (those this broker leads and has used).

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,6 +19,9 @@ use super::log::{
 };
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
+
+mod cleaning;
+pub use cleaning::CLEANER_CHECKPOINT;
 
 /// Segments a partition let go, whose files are still to delete.
 #[derive(Debug)]
@@ -76,6 +79,10 @@ pub struct Partition {
     /// Set when an fsync failed: the page cache can no longer be trusted,
     /// so the log is reopened from disk before the next append.
     failed: AtomicBool,
+    /// Where the last cleaning stopped (-1: never cleaned).
+    cleaner_checkpoint: AtomicI64,
+    /// Set when this broker lets the partition go: a cleaning stops.
+    closing: AtomicBool,
 }
 
 impl Partition {
@@ -123,6 +130,7 @@ impl Partition {
         if report.truncated_bytes > 0 {
             info!(topic, partition = index, end, "partition log recovered");
         }
+        let checkpoint = cleaning::read_checkpoint(&dir).unwrap_or(-1);
         Ok(Partition {
             topic: topic.to_string(),
             index,
@@ -134,11 +142,18 @@ impl Partition {
             append_lock: tokio::sync::Mutex::new(()),
             // A read-only log is reopened (read-write) before any append.
             failed: AtomicBool::new(read_only),
+            cleaner_checkpoint: AtomicI64::new(checkpoint),
+            closing: AtomicBool::new(false),
         })
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
         self.log.lock()
+    }
+
+    /// Whether the topic is compacted (its records need keys).
+    pub fn is_compacted(&self) -> bool {
+        self.log().config().compact
     }
 
     /// The topic's configs changed: the next roll follows them.

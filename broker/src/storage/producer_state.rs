@@ -276,6 +276,21 @@ impl ProducerStates {
         out
     }
 
+    /// Per producer, the last offset of its last data batch (if the log
+    /// still holds one) and its epoch: the batches the cleaner keeps.
+    pub fn last_records(&self) -> HashMap<i64, (Option<i64>, i16)> {
+        self.producers
+            .iter()
+            .map(|(&id, p)| {
+                let last = p.recent.back().map(|&(first, last, base)| {
+                    let span = (i64::from(last) - i64::from(first)).rem_euclid(1 << 31);
+                    base + span
+                });
+                (id, (last, p.epoch))
+            })
+            .collect()
+    }
+
     /// The producer's epoch and last sequence, if the log knows it.
     pub fn producer(&self, producer_id: i64) -> Option<(i16, Option<i32>)> {
         self.producers

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::cleaner::CompactionPolicy;
 use super::log::LogConfig;
 use super::retention::{BrokerRetention, RetentionPolicy};
 
@@ -811,12 +812,13 @@ pub fn apply_ops(
 }
 
 /// What a partition log follows of its topic's configs in force.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LogSettings {
     pub segment_bytes: u64,
     pub segment_ms: i64,
     pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
+    pub compaction: CompactionPolicy,
 }
 
 /// The configs in force for a topic with `overrides` (as DescribeConfigs
@@ -834,6 +836,9 @@ pub fn log_settings(
     };
     let number = |name: &str, fallback: i64| value(name).trim().parse().unwrap_or(fallback);
     let fallback = RetentionPolicy::default();
+    let policy = value("cleanup.policy");
+    let has_policy = |p: &str| policy.split(',').any(|x| x.trim().eq_ignore_ascii_case(p));
+    let compaction = CompactionPolicy::default();
     LogSettings {
         segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
             as u64,
@@ -846,9 +851,23 @@ pub fn log_settings(
         retention: RetentionPolicy {
             ms: number("retention.ms", fallback.ms),
             bytes: number("retention.bytes", fallback.bytes),
-            delete: value("cleanup.policy")
-                .split(',')
-                .any(|p| p.trim().eq_ignore_ascii_case("delete")),
+            delete: has_policy("delete"),
+        },
+        compaction: CompactionPolicy {
+            compact: has_policy("compact"),
+            delete_retention_ms: number("delete.retention.ms", compaction.delete_retention_ms),
+            min_compaction_lag_ms: number(
+                "min.compaction.lag.ms",
+                compaction.min_compaction_lag_ms,
+            ),
+            max_compaction_lag_ms: number(
+                "max.compaction.lag.ms",
+                compaction.max_compaction_lag_ms,
+            ),
+            min_cleanable_dirty_ratio: value("min.cleanable.dirty.ratio")
+                .trim()
+                .parse()
+                .unwrap_or(compaction.min_cleanable_dirty_ratio),
         },
     }
 }

@@ -248,6 +248,7 @@ fn a_broker_setting_in_hours_is_converted_but_keeps_apaches_source() {
 /// the defaults; `cleanup.policy` without `delete` turns retention off.
 #[test]
 fn log_settings_follow_overrides_then_broker_settings() {
+    use crate::storage::cleaner::CompactionPolicy;
     use crate::storage::log::LogConfig;
     use crate::storage::retention::{BrokerRetention, RetentionPolicy};
     let none = BTreeMap::new();
@@ -259,6 +260,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
             segment_ms: 604_800_000,
             max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
+            compaction: CompactionPolicy::default(),
         }
     );
     let broker = BrokerTopicDefaults::of(
@@ -287,6 +289,10 @@ fn log_settings_follow_overrides_then_broker_settings() {
         ("segment.bytes", "2000000"),
         ("cleanup.policy", "compact"),
         ("max.message.bytes", "2000"),
+        ("delete.retention.ms", "5000"),
+        ("min.compaction.lag.ms", "10"),
+        ("max.compaction.lag.ms", "20000"),
+        ("min.cleanable.dirty.ratio", "0.25"),
     ]);
     assert_eq!(
         log_settings(&overrides, &broker),
@@ -298,6 +304,13 @@ fn log_settings_follow_overrides_then_broker_settings() {
                 ms: -1,
                 bytes: 1000,
                 delete: false,
+            },
+            compaction: CompactionPolicy {
+                compact: true,
+                delete_retention_ms: 5000,
+                min_compaction_lag_ms: 10,
+                max_compaction_lag_ms: 20_000,
+                min_cleanable_dirty_ratio: 0.25,
             },
         }
     );

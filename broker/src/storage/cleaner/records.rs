@@ -1,0 +1,421 @@
+//! The records inside a v2 batch, as the cleaner reads and rewrites them:
+//! each record's offset, timestamp, key and whether it has a value, and a
+//! batch rebuilt from the records it keeps (Apache's
+//! `MemoryRecords.filterTo`: base offset, last offset delta, producer
+//! fields and codec kept; the base timestamp becomes the delete horizon
+//! when one is set).
+
+use std::io;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+
+use crate::storage::batch::{BatchHeader, HEADER_LEN};
+
+/// Attributes bit 3: timestamps are the broker's append time.
+const LOG_APPEND_TIME: i16 = 0x08;
+/// Attributes bit 6 (KIP-534): the base timestamp is the delete horizon.
+pub const DELETE_HORIZON: i16 = 0x40;
+const CODEC_MASK: i16 = 0x07;
+
+fn invalid(what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+/// The delete horizon a batch carries, if a cleaning set one.
+pub fn delete_horizon(h: &BatchHeader) -> Option<i64> {
+    (h.attributes & DELETE_HORIZON != 0).then_some(h.base_timestamp)
+}
+
+/// One record of a batch, borrowing the batch's (decompressed) records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    attributes: u8,
+    offset_delta: i32,
+    /// The header count and headers, as stored.
+    headers: &'a [u8],
+}
+
+impl RecordView<'_> {
+    pub fn is_tombstone(&self) -> bool {
+        self.value.is_none()
+    }
+}
+
+/// The records section of `batch`, decompressed when the batch is.
+pub fn records_section(batch: &[u8], h: &BatchHeader) -> io::Result<Bytes> {
+    let body = Bytes::copy_from_slice(&batch[HEADER_LEN..h.size]);
+    let mut input = body.clone();
+    let out = match h.attributes & CODEC_MASK {
+        0 => return Ok(body),
+        1 => Gzip::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
+        2 => Snappy::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
+        3 => Lz4::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
+        4 => Zstd::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
+        c => return Err(invalid(format!("unknown compression codec {c}"))),
+    };
+    out.map_err(invalid)
+}
+
+/// A zigzag varlong (the record format's integers), at most 10 bytes.
+fn read_varlong(buf: &mut &[u8]) -> io::Result<i64> {
+    let mut zigzag = 0u64;
+    for i in 0..10 {
+        let (&b, rest) = buf
+            .split_first()
+            .ok_or_else(|| invalid("a record runs past the batch"))?;
+        *buf = rest;
+        zigzag |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64));
+        }
+    }
+    Err(invalid("a varint longer than 10 bytes"))
+}
+
+fn read_varint(buf: &mut &[u8]) -> io::Result<i32> {
+    i32::try_from(read_varlong(buf)?).map_err(|_| invalid("a varint out of range"))
+}
+
+fn write_varlong(out: &mut Vec<u8>, value: i64) {
+    let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    while zigzag >= 0x80 {
+        out.push(zigzag as u8 | 0x80);
+        zigzag >>= 7;
+    }
+    out.push(zigzag as u8);
+}
+
+fn length_prefixed<'a>(buf: &mut &'a [u8], what: &str) -> io::Result<Option<&'a [u8]>> {
+    let len = read_varint(buf)?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let len = len as usize;
+    if buf.len() < len {
+        return Err(invalid(format!("record {what} runs past the batch")));
+    }
+    let (bytes, rest) = buf.split_at(len);
+    *buf = rest;
+    Ok(Some(bytes))
+}
+
+/// The records of a batch from its records section ([`records_section`]).
+pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<RecordView<'a>>> {
+    let mut out = Vec::with_capacity(h.record_count.max(0) as usize);
+    let mut buf = section;
+    for _ in 0..h.record_count.max(0) {
+        let len = read_varint(&mut buf)?;
+        if len < 0 || buf.len() < len as usize {
+            return Err(invalid("record length runs past the batch"));
+        }
+        let (mut rec, rest) = buf.split_at(len as usize);
+        buf = rest;
+        let attributes = *rec.first().ok_or_else(|| invalid("empty record"))?;
+        rec = &rec[1..];
+        let timestamp_delta = read_varlong(&mut rec)?;
+        let offset_delta = read_varint(&mut rec)?;
+        let key = length_prefixed(&mut rec, "key")?;
+        let value = length_prefixed(&mut rec, "value")?;
+        out.push(RecordView {
+            offset: h.base_offset + i64::from(offset_delta),
+            timestamp: h.base_timestamp + timestamp_delta,
+            key,
+            value,
+            attributes,
+            offset_delta,
+            headers: rec,
+        });
+    }
+    if !buf.is_empty() {
+        return Err(invalid("bytes after the batch's last record"));
+    }
+    Ok(out)
+}
+
+/// The indexes (counted across the batches of `data`) of the records
+/// without a key: a compacted topic refuses them (Apache's
+/// `LogValidator.validateKey`).
+pub fn keyless_records(data: &[u8]) -> io::Result<Vec<i32>> {
+    let mut keyless = Vec::new();
+    let mut index = 0;
+    for (range, h) in crate::storage::batch::split_verified(data).map_err(invalid)? {
+        if h.is_control() {
+            continue;
+        }
+        let batch = &data[range];
+        let section = records_section(batch, &h)?;
+        for r in parse_records(&section, &h)? {
+            if r.key.is_none() {
+                keyless.push(index);
+            }
+            index += 1;
+        }
+    }
+    Ok(keyless)
+}
+
+fn encode_record(out: &mut Vec<u8>, r: &RecordView, base_timestamp: i64) {
+    let mut body = Vec::with_capacity(32 + r.key.map_or(0, <[u8]>::len));
+    body.push(r.attributes);
+    write_varlong(&mut body, r.timestamp - base_timestamp);
+    write_varlong(&mut body, i64::from(r.offset_delta));
+    for field in [r.key, r.value] {
+        match field {
+            None => write_varlong(&mut body, -1),
+            Some(b) => {
+                write_varlong(&mut body, b.len() as i64);
+                body.extend_from_slice(b);
+            }
+        }
+    }
+    body.extend_from_slice(r.headers);
+    write_varlong(out, body.len() as i64);
+    out.extend_from_slice(&body);
+}
+
+fn compress(codec: i16, records: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    let fill = |b: &mut BytesMut| {
+        b.extend_from_slice(records);
+        Ok(())
+    };
+    match codec {
+        1 => Gzip::compress(out, fill),
+        2 => Snappy::compress(out, fill),
+        3 => Lz4::compress(out, fill),
+        4 => Zstd::compress(out, fill),
+        c => return Err(invalid(format!("unknown compression codec {c}"))),
+    }
+    .map_err(invalid)
+}
+
+fn finish(mut out: Vec<u8>) -> Vec<u8> {
+    let len = (out.len() - 12) as i32;
+    out[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&out[21..]);
+    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// `original` rebuilt with only `kept` of its records (in order), with
+/// `horizon` as its delete horizon when given (else the one it had). The
+/// base offset and last offset delta stay, so offsets and the producer's
+/// last sequence survive the cleaning.
+pub fn rebuild(
+    original: &[u8],
+    h: &BatchHeader,
+    kept: &[RecordView],
+    horizon: Option<i64>,
+) -> io::Result<Vec<u8>> {
+    let horizon = horizon.or_else(|| delete_horizon(h));
+    let base_timestamp = horizon.unwrap_or(h.base_timestamp);
+    let max_timestamp = if h.attributes & LOG_APPEND_TIME != 0 {
+        h.max_timestamp
+    } else {
+        kept.iter().map(|r| r.timestamp).max().unwrap_or(-1)
+    };
+    let mut attributes = h.attributes;
+    if horizon.is_some() {
+        attributes |= DELETE_HORIZON;
+    }
+    let mut out = Vec::with_capacity(h.size);
+    out.extend_from_slice(&original[..HEADER_LEN]);
+    out[21..23].copy_from_slice(&attributes.to_be_bytes());
+    out[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
+    out[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    out[57..61].copy_from_slice(&(kept.len() as i32).to_be_bytes());
+    let mut records = Vec::with_capacity(h.size);
+    for r in kept {
+        encode_record(&mut records, r, base_timestamp);
+    }
+    match attributes & CODEC_MASK {
+        0 => out.extend_from_slice(&records),
+        codec => compress(codec, &records, &mut out)?,
+    }
+    Ok(finish(out))
+}
+
+/// `original` with no records left, kept for its producer fields and last
+/// offset (Apache's `writeEmptyHeader`: uncompressed, both timestamps the
+/// batch's largest, no delete horizon).
+pub fn empty(original: &[u8], h: &BatchHeader) -> Vec<u8> {
+    let mut out = original[..HEADER_LEN].to_vec();
+    let attributes = h.attributes & !(CODEC_MASK | DELETE_HORIZON);
+    out[21..23].copy_from_slice(&attributes.to_be_bytes());
+    out[27..35].copy_from_slice(&h.max_timestamp.to_be_bytes());
+    out[57..61].copy_from_slice(&0i32.to_be_bytes());
+    finish(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
+    };
+
+    use super::*;
+    use crate::storage::batch;
+
+    fn encode(records: &[(i64, Option<&str>, Option<&str>)], compression: Compression) -> Vec<u8> {
+        let records: Vec<Record> = records
+            .iter()
+            .map(|(offset, key, value)| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: 7,
+                producer_epoch: 1,
+                timestamp_type: TimestampType::Creation,
+                offset: *offset,
+                sequence: *offset as i32,
+                timestamp: 1_000 + offset,
+                key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+                value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf.to_vec()
+    }
+
+    fn decoded(batch: &[u8]) -> Vec<(i64, i64, Option<Bytes>, Option<Bytes>)> {
+        let mut b = Bytes::copy_from_slice(batch);
+        RecordBatchDecoder::decode(&mut b)
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| (r.offset, r.timestamp, r.key, r.value))
+            .collect()
+    }
+
+    #[test]
+    fn a_rebuilt_batch_keeps_its_offsets_and_the_records_it_keeps() {
+        for compression in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let original = encode(
+                &[
+                    (10, Some("a"), Some("1")),
+                    (11, Some("b"), None),
+                    (12, Some("a"), Some("2")),
+                ],
+                compression,
+            );
+            let h = batch::validate(&original).unwrap();
+            let section = records_section(&original, &h).unwrap();
+            let records = parse_records(&section, &h).unwrap();
+            assert_eq!(records.len(), 3);
+            assert_eq!(
+                (records[1].key, records[1].is_tombstone()),
+                (Some(&b"b"[..]), true)
+            );
+            let kept = [records[1], records[2]];
+            let rebuilt = rebuild(&original, &h, &kept, Some(99_000)).unwrap();
+            let rh = batch::validate(&rebuilt).expect("a valid checksum");
+            assert_eq!(
+                (
+                    rh.base_offset,
+                    rh.last_offset(),
+                    rh.record_count,
+                    rh.producer_id
+                ),
+                (10, 12, 2, 7),
+                "{compression:?}"
+            );
+            assert_eq!(delete_horizon(&rh), Some(99_000));
+            assert_eq!(rh.max_timestamp, 1_012);
+            assert_eq!(
+                batch::is_compressed(&rebuilt),
+                compression != Compression::None
+            );
+            let again = records_section(&rebuilt, &rh).unwrap();
+            let again = parse_records(&again, &rh).unwrap();
+            assert_eq!(
+                again
+                    .iter()
+                    .map(|r| (r.offset, r.timestamp))
+                    .collect::<Vec<_>>(),
+                [(11, 1_011), (12, 1_012)]
+            );
+            // A stock decoder reads the same records back.
+            let stock = decoded(&rebuilt);
+            assert_eq!(stock.len(), 2);
+            assert_eq!(stock[1].3.as_deref(), Some(&b"2"[..]));
+        }
+    }
+
+    #[test]
+    fn an_empty_batch_keeps_the_producer_and_the_last_offset() {
+        let original = encode(
+            &[(5, Some("k"), Some("v")), (6, Some("k"), Some("w"))],
+            Compression::Gzip,
+        );
+        let h = batch::validate(&original).unwrap();
+        let e = empty(&original, &h);
+        let eh = batch::validate(&e).unwrap();
+        assert_eq!(
+            (
+                eh.base_offset,
+                eh.last_offset(),
+                eh.record_count,
+                eh.producer_id,
+                eh.producer_epoch
+            ),
+            (5, 6, 0, 7, 1)
+        );
+        assert!(!batch::is_compressed(&e));
+        assert_eq!(e.len(), HEADER_LEN);
+    }
+
+    #[test]
+    fn varlongs_round_trip_and_overlong_ones_are_refused() {
+        for v in [
+            0,
+            1,
+            -1,
+            63,
+            -64,
+            300,
+            i64::from(i32::MAX),
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut out = Vec::new();
+            write_varlong(&mut out, v);
+            let mut buf = &out[..];
+            assert_eq!(read_varlong(&mut buf).unwrap(), v);
+            assert!(buf.is_empty());
+        }
+        assert!(read_varlong(&mut &[0xffu8; 11][..]).is_err());
+        assert!(read_varint(&mut &[0xff, 0xff, 0xff, 0xff, 0x7f][..]).is_err());
+    }
+
+    #[test]
+    fn a_record_running_past_its_batch_is_an_error_not_a_panic() {
+        let original = encode(&[(0, Some("key"), Some("value"))], Compression::None);
+        let h = batch::validate(&original).unwrap();
+        let section = records_section(&original, &h).unwrap();
+        for cut in 0..section.len() {
+            assert!(parse_records(&section[..cut], &h).is_err(), "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Cleaning a partition's log ([`crate::storage::cleaner`]): the state the
+//! planner weighs, and one cleaning run on a blocking thread, each cleaned
+//! group swapped in under the append lock, then the cleaner checkpoint.
+
+use std::io;
+use std::sync::atomic::Ordering;
+
+use tracing::info;
+
+use super::{Partition, PartitionRef};
+use crate::storage::blocking;
+use crate::storage::cleaner::clean::{
+    aborted, build_offset_map, clean_group, group_by_size, Cleaning, Throttle,
+};
+use crate::storage::cleaner::offset_map::OffsetMap;
+use crate::storage::cleaner::txn::CleanedTransactions;
+use crate::storage::cleaner::{CleanStats, Cleanable, CleanerConfig, CompactionPolicy, LogState};
+use crate::storage::fs::write_atomic;
+
+/// Where the last cleaning stopped (decimal), in the partition's folder
+/// (Apache's `cleaner-offset-checkpoint`, one per partition here).
+pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+
+/// The checkpoint in `dir`, if one was written.
+pub(super) fn read_checkpoint(dir: &std::path::Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(CLEANER_CHECKPOINT))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+impl Partition {
+    /// The log as the cleaning planner weighs it.
+    pub fn log_state(&self) -> LogState {
+        let log = self.log();
+        let checkpoint = self.cleaner_checkpoint.load(Ordering::Acquire);
+        LogState {
+            segments: log.segment_infos(),
+            first_batch_timestamps: log.first_batch_timestamps(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.next_offset(),
+            first_unstable_offset: log.first_unstable_offset().min(self.high_watermark()),
+            checkpoint: (checkpoint >= 0).then_some(checkpoint),
+        }
+    }
+
+    /// This broker let the partition go: a cleaning under way stops.
+    pub fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Cleans the log over `cleanable` at `now_ms`: the offset map of the
+    /// dirty section, then each group of segments from the log start
+    /// rewritten and swapped in; the checkpoint moves to where the map
+    /// reached. Stops with `Interrupted` when the partition is let go or
+    /// its segments changed under the cleaning.
+    pub async fn clean(
+        self: &PartitionRef,
+        cleanable: Cleanable,
+        policy: CompactionPolicy,
+        config: CleanerConfig,
+        now_ms: i64,
+    ) -> io::Result<CleanStats> {
+        let cleaning = {
+            let log = self.log();
+            Cleaning {
+                dir: self.dir.clone(),
+                segments: log.sealed_segments(),
+                active_base: log.active_base(),
+                aborted: log
+                    .aborted_between(log.log_start_offset(), cleanable.first_uncleanable_offset),
+                last_records: log.last_records(),
+                first_dirty_offset: cleanable.first_dirty_offset,
+                first_uncleanable_offset: cleanable.first_uncleanable_offset,
+                policy,
+                segment_bytes: log.config().segment_bytes,
+                now_ms,
+            }
+        };
+        let this = self.clone();
+        blocking(move || this.clean_blocking(&cleaning, &config)).await
+    }
+
+    fn clean_blocking(&self, c: &Cleaning, config: &CleanerConfig) -> io::Result<CleanStats> {
+        let go_on = || !self.is_closing();
+        let mut throttle = Throttle::new(config.io_max_bytes_per_second);
+        let mut map = OffsetMap::new(config.map_capacity());
+        let end = build_offset_map(c, &mut map, &mut throttle, &go_on)?;
+        let mut txns = CleanedTransactions::default();
+        let mut stats = CleanStats::default();
+        for group in group_by_size(&c.segments, end, c.segment_bytes) {
+            let cleaned = clean_group(
+                c,
+                &group,
+                &map,
+                &mut txns,
+                &mut stats,
+                &mut throttle,
+                &go_on,
+            )?;
+            let bases: Vec<i64> = group.iter().map(|i| c.segments[*i].base_offset).collect();
+            let last = *group.last().expect("a group has a segment");
+            let next = c
+                .segments
+                .get(last + 1)
+                .map_or(c.active_base, |s| s.base_offset);
+            let _appending = self.append_lock.blocking_lock();
+            match self.log().replace_with_cleaned(&bases, next, &cleaned) {
+                Ok(true) => {}
+                Ok(false) => return Err(aborted()),
+                Err(e) => {
+                    // The swap may be half done on disk: reopen (which
+                    // finishes it) before the next append.
+                    self.failed.store(true, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
+        write_atomic(
+            &self.dir.join(CLEANER_CHECKPOINT),
+            end.to_string().as_bytes(),
+        )?;
+        self.cleaner_checkpoint.store(end, Ordering::Release);
+        info!(topic = %self.topic, partition = self.index, cleaned_to = end,
+              segments = stats.segments_cleaned, bytes_read = stats.bytes_read,
+              bytes_written = stats.bytes_written, records_read = stats.records_read,
+              records_retained = stats.records_retained, "cleaned log");
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+impl Partition {
+    /// Seals the active segment (when it holds anything).
+    pub async fn roll_for_tests(&self) {
+        let _appending = self.append_lock.lock().await;
+        let roll = self.log().roll().unwrap();
+        if let Some(roll) = roll {
+            let segment = roll.run().unwrap();
+            self.log().push_segment(segment);
+        }
+    }
+}
