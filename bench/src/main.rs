@@ -6,6 +6,7 @@
 
 mod assignors;
 mod commit;
+mod compaction;
 mod consumer_groups;
 mod controller;
 mod dataplane;
@@ -73,6 +74,8 @@ enum Cmd {
     Security,
     /// One retention pass over thousands of partitions.
     Retention,
+    /// The log cleaner's throughput, and produce latency while it cleans.
+    Compaction,
     /// The consumer protocol's server-side assignors (KIP-848).
     Assignors,
     /// KIP-848 consumer groups in the coordinator: convergence and steady
@@ -207,6 +210,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     bench!(Cmd::Security, "security", security::run(&env));
     bench!(Cmd::Assignors, "assignors", assignors::run(&env));
     bench!(Cmd::Retention, "retention", retention::run(&env));
+    bench!(Cmd::Compaction, "compaction", compaction::run(&env));
     bench!(
         Cmd::ConsumerGroups,
         "consumer-groups",

@@ -223,7 +223,12 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
     );
     let c = &flags.config.log_cleaner;
     assert_eq!(
-        (c.enable, c.backoff_ms, c.dedupe_buffer_size, c.io_max_bytes_per_second),
+        (
+            c.enable,
+            c.backoff_ms,
+            c.dedupe_buffer_size,
+            c.io_max_bytes_per_second
+        ),
         (false, 250, 1 << 20, 5e6),
         "the log cleaner settings took"
     );

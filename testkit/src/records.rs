@@ -37,10 +37,42 @@ pub fn record_batch_at(
             headers: Default::default(),
         })
         .collect();
+    encode(&records)
+}
+
+/// A plain producer's batch of keyed records at `timestamp` (a `None`
+/// value is a tombstone), for compacted topics.
+pub fn keyed_record_batch(
+    entries: impl IntoIterator<Item = (bytes::Bytes, Option<bytes::Bytes>)>,
+    timestamp: i64,
+) -> bytes::Bytes {
+    let records: Vec<Record> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, value))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp,
+            key: Some(key),
+            value,
+            headers: Default::default(),
+        })
+        .collect();
+    encode(&records)
+}
+
+fn encode(records: &[Record]) -> bytes::Bytes {
     let mut buf = bytes::BytesMut::new();
     RecordBatchEncoder::encode(
         &mut buf,
-        &records,
+        records,
         &RecordEncodeOptions {
             version: 2,
             compression: Compression::None,

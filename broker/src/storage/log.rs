@@ -39,6 +39,7 @@ pub const LOG_START_FILE: &str = "log-start-offset";
 const INDEX_ENTRY_LEN: usize = 20;
 
 mod cleaning;
+pub use cleaning::{swap_in_cleaned, unlink_replaced};
 
 #[derive(Debug, Clone, Copy)]
 pub struct LogConfig {

@@ -32,6 +32,9 @@ pub struct Expired {
     pub bases: Vec<i64>,
     pub bytes: u64,
     log_start_offset: i64,
+    /// Held until the files are deleted: no cleaning swaps segments in
+    /// meanwhile.
+    _segments: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl Expired {
@@ -83,6 +86,10 @@ pub struct Partition {
     cleaner_checkpoint: AtomicI64,
     /// Set when this broker lets the partition go: a cleaning stops.
     closing: AtomicBool,
+    /// Serializes what changes the sealed segments on disk: a retention
+    /// pass (until its files are deleted) and a cleaning's swap. Taken
+    /// before the append lock, never while holding it.
+    segments_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Partition {
@@ -144,6 +151,7 @@ impl Partition {
             failed: AtomicBool::new(read_only),
             cleaner_checkpoint: AtomicI64::new(checkpoint),
             closing: AtomicBool::new(false),
+            segments_lock: Arc::default(),
         })
     }
 
@@ -195,6 +203,7 @@ impl Partition {
             bases: Vec::new(),
             bytes: 0,
             log_start_offset: 0,
+            _segments: Some(self.segments_lock.clone().lock_owned().await),
         };
         let _appending = self.append_lock.lock().await;
         if self.failed.load(Ordering::Acquire) {

@@ -18,3 +18,14 @@ pub async fn start(n: usize) -> ProcessCluster {
         .await
         .expect("the cluster starts")
 }
+
+/// [`start`] with more `serve` flags.
+pub async fn start_with(n: usize, flags: &[(&str, &str)]) -> ProcessCluster {
+    let mut opts = ClusterOptions::new(BIN, n).serve_arg("--group-initial-rebalance-delay-ms", 200);
+    for (flag, value) in flags {
+        opts = opts.serve_arg(flag, value);
+    }
+    ProcessCluster::start(None, opts)
+        .await
+        .expect("the cluster starts")
+}

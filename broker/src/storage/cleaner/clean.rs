@@ -83,7 +83,8 @@ impl Throttle {
 
     /// Counts `n` bytes of I/O and sleeps while ahead of the rate.
     fn pace(&mut self, n: usize) {
-        if !self.rate.is_finite() || self.rate <= 0.0 {
+        // Apache's default is Double.MaxValue: no limit, no clock reads.
+        if self.rate >= f64::MAX || !self.rate.is_finite() || self.rate <= 0.0 {
             return;
         }
         self.bytes += n as u64;
@@ -200,15 +201,20 @@ pub fn build_offset_map(
                 txns.on_control_batch(&h, batch::control_marker(bytes).ok().flatten());
             } else if !txns.on_batch(&h) {
                 let section = records::records_section(bytes, &h)?;
-                for r in records::parse_records(&section, &h)? {
-                    let Some(key) = r.key else { continue };
-                    if r.offset < c.first_dirty_offset {
-                        continue;
-                    }
+                let mut full = false;
+                records::for_each_record(&section, &h, |r| {
+                    let Some(key) = r.key.filter(|_| !full && r.offset >= c.first_dirty_offset)
+                    else {
+                        return;
+                    };
                     if map.is_full() && map.get(key).is_none() {
-                        return Ok(map.latest_offset() + 1);
+                        full = true;
+                    } else {
+                        map.put(key, r.offset);
                     }
-                    map.put(key, r.offset);
+                })?;
+                if full {
+                    return Ok(map.latest_offset() + 1);
                 }
             }
             map.update_latest_offset(h.last_offset());
@@ -216,34 +222,6 @@ pub fn build_offset_map(
         map.update_latest_offset(next.min(end) - 1);
     }
     Ok(map.latest_offset() + 1)
-}
-
-/// The sealed segments below `end_offset` in groups whose sizes add up
-/// to at most `max_bytes` (Apache's `groupSegmentsBySize`); each group
-/// becomes one segment.
-pub fn group_by_size(
-    segments: &[SegmentSource],
-    end_offset: i64,
-    max_bytes: u64,
-) -> Vec<Vec<usize>> {
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut size = 0;
-    for (i, s) in segments.iter().enumerate() {
-        if s.base_offset >= end_offset {
-            break;
-        }
-        match groups.last_mut() {
-            Some(g) if size + s.size <= max_bytes => {
-                g.push(i);
-                size += s.size;
-            }
-            _ => {
-                groups.push(vec![i]);
-                size = s.size;
-            }
-        }
-    }
-    groups
 }
 
 /// The path a group starting at `base` is cleaned into.
@@ -259,31 +237,73 @@ enum BatchRetention {
     RetainEmpty,
 }
 
-/// Cleans the segments of `group` into [`cleaned_path`] and fsyncs it
-/// (Apache's `cleanSegments` up to the swap).
-pub fn clean_group(
+/// A group of consecutive segments being cleaned into one file.
+struct Group {
+    bases: Vec<i64>,
+    path: PathBuf,
+    out: BufWriter<File>,
+    written: u64,
+}
+
+impl Group {
+    fn start(dir: &Path, base: i64) -> io::Result<Group> {
+        let path = cleaned_path(dir, base);
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
+        Ok(Group {
+            bases: Vec::new(),
+            path,
+            out: BufWriter::with_capacity(CHUNK, file),
+            written: 0,
+        })
+    }
+}
+
+/// A cleaned group, written and fsynced, for the log to swap in: the
+/// segments it replaces and the base of the one after them.
+pub struct CleanedGroup<'p> {
+    pub bases: &'p [i64],
+    pub next_base: i64,
+    pub path: &'p Path,
+}
+
+/// Cleans the sealed segments below `end_offset` (Apache's
+/// `cleanSegments` for each group): consecutive segments go into one
+/// cleaned file while what it holds and the next segment fit in
+/// `segment_bytes` (Apache groups by the originals' sizes; grouping by
+/// the cleaned size swaps a well-compacted log in once), each group
+/// fsynced and handed to `commit` before the next begins.
+#[allow(clippy::too_many_arguments)]
+pub fn clean_segments(
     c: &Cleaning,
-    group: &[usize],
+    end_offset: i64,
     map: &OffsetMap,
-    txns: &mut CleanedTransactions,
     stats: &mut CleanStats,
     throttle: &mut Throttle,
     go_on: &dyn Fn() -> bool,
-) -> io::Result<PathBuf> {
-    let base = c.segments[group[0]].base_offset;
-    let path = cleaned_path(&c.dir, base);
-    let file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(&path)?;
-    let mut out = BufWriter::with_capacity(CHUNK, file);
-    let written = (|| {
-        for &i in group {
+    commit: &mut dyn FnMut(CleanedGroup) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut txns = CleanedTransactions::default();
+    let mut group: Option<Group> = None;
+    let result = (|| {
+        for (i, seg) in c.segments.iter().enumerate() {
+            if seg.base_offset >= end_offset {
+                break;
+            }
             if !go_on() {
                 return Err(aborted());
             }
-            let seg = &c.segments[i];
+            if let Some(g) = group.take_if(|g| g.written + seg.size > c.segment_bytes) {
+                finish(g, seg.base_offset, commit)?;
+            }
+            let g = match &mut group {
+                Some(g) => g,
+                None => group.insert(Group::start(&c.dir, seg.base_offset)?),
+            };
+            g.bases.push(seg.base_offset);
             let next = c
                 .segments
                 .get(i + 1)
@@ -298,22 +318,50 @@ pub fn clean_group(
             while let Some((h, bytes)) = reader.next_batch()? {
                 throttle.pace(h.size);
                 stats.bytes_read += h.size as u64;
-                if let Some(kept) = clean_batch(c, map, txns, stats, &h, bytes)? {
+                if let Some(kept) = clean_batch(c, map, &mut txns, stats, &h, bytes)? {
                     throttle.pace(kept.len());
                     stats.bytes_written += kept.len() as u64;
-                    out.write_all(&kept)?;
+                    g.written += kept.len() as u64;
+                    g.out.write_all(&kept)?;
                 }
             }
             stats.segments_cleaned += 1;
+            if next >= end_offset {
+                let g = group.take().expect("a group under way");
+                finish(g, next, commit)?;
+            }
         }
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()
+        Ok(())
     })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&path);
-        return Err(e);
+    if let Some(g) = group {
+        let _ = std::fs::remove_file(&g.path);
     }
-    Ok(path)
+    result
+}
+
+/// Fsyncs a group's file and hands it to `commit`; the file is gone
+/// when either fails.
+fn finish(
+    g: Group,
+    next_base: i64,
+    commit: &mut dyn FnMut(CleanedGroup) -> io::Result<()>,
+) -> io::Result<()> {
+    let synced = g
+        .out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all());
+    let result = synced.and_then(|()| {
+        commit(CleanedGroup {
+            bases: &g.bases,
+            next_base,
+            path: &g.path,
+        })
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&g.path);
+    }
+    result
 }
 
 /// The bytes a batch leaves in the cleaned segment, if any (Apache's
@@ -358,33 +406,30 @@ fn clean_batch(
         return Ok(None);
     }
     let section = records::records_section(bytes, h)?;
-    let all = records::parse_records(&section, h)?;
-    stats.records_read += all.len() as u64;
-    let kept: Vec<_> = all
-        .iter()
-        .filter(|r| {
-            if discard_records {
-                return false;
-            }
-            if control || r.offset > map.latest_offset() {
-                return true;
-            }
-            let Some(key) = r.key else {
-                return false;
-            };
-            let latest = map.get(key).is_none_or(|found| r.offset >= found);
-            let keep_deletes = delete_horizon(h).is_none_or(|t| now < t);
-            latest && (!r.is_tombstone() || keep_deletes)
-        })
-        .copied()
-        .collect();
+    let keep_deletes = delete_horizon(h).is_none_or(|t| now < t);
+    let mut read = 0usize;
+    let mut kept = Vec::new();
+    records::for_each_record(&section, h, |r| {
+        read += 1;
+        let keep = !discard_records
+            && (control
+                || r.offset > map.latest_offset()
+                || r.key.is_some_and(|key| {
+                    let latest = map.get(key).is_none_or(|found| r.offset >= found);
+                    latest && (!r.is_tombstone() || keep_deletes)
+                }));
+        if keep {
+            kept.push(r);
+        }
+    })?;
+    stats.records_read += read as u64;
     stats.records_retained += kept.len() as u64;
     if kept.is_empty() {
         return Ok((retention == BatchRetention::RetainEmpty).then(|| records::empty(bytes, h)));
     }
     let tombstones = kept.iter().any(|r| r.is_tombstone());
     let set_horizon = (tombstones || (can_discard && control)) && delete_horizon(h).is_none();
-    if kept.len() == all.len() && !set_horizon {
+    if kept.len() == read && !set_horizon {
         return Ok(Some(bytes.to_vec()));
     }
     let horizon = set_horizon.then(|| now.saturating_add(c.policy.delete_retention_ms));

@@ -5,6 +5,7 @@
 //! fields and codec kept; the base timestamp becomes the delete horizon
 //! when one is set).
 
+use std::borrow::Cow;
 use std::io;
 
 use bytes::{Bytes, BytesMut};
@@ -46,19 +47,22 @@ impl RecordView<'_> {
     }
 }
 
-/// The records section of `batch`, decompressed when the batch is.
-pub fn records_section(batch: &[u8], h: &BatchHeader) -> io::Result<Bytes> {
-    let body = Bytes::copy_from_slice(&batch[HEADER_LEN..h.size]);
-    let mut input = body.clone();
+/// The records section of `batch`: borrowed, or decompressed when the
+/// batch is compressed.
+pub fn records_section<'a>(batch: &'a [u8], h: &BatchHeader) -> io::Result<Cow<'a, [u8]>> {
+    let body = &batch[HEADER_LEN..h.size];
+    let mut input = Bytes::copy_from_slice(match h.attributes & CODEC_MASK {
+        0 => return Ok(Cow::Borrowed(body)),
+        _ => body,
+    });
     let out = match h.attributes & CODEC_MASK {
-        0 => return Ok(body),
         1 => Gzip::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
         2 => Snappy::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
         3 => Lz4::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
         4 => Zstd::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
         c => return Err(invalid(format!("unknown compression codec {c}"))),
     };
-    out.map_err(invalid)
+    Ok(Cow::Owned(out.map_err(invalid)?.to_vec()))
 }
 
 /// A zigzag varlong (the record format's integers), at most 10 bytes.
@@ -104,9 +108,13 @@ fn length_prefixed<'a>(buf: &mut &'a [u8], what: &str) -> io::Result<Option<&'a 
     Ok(Some(bytes))
 }
 
-/// The records of a batch from its records section ([`records_section`]).
-pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<RecordView<'a>>> {
-    let mut out = Vec::with_capacity(h.record_count.max(0) as usize);
+/// Calls `f` with each record of a batch, from its records section
+/// ([`records_section`]).
+pub fn for_each_record<'a>(
+    section: &'a [u8],
+    h: &BatchHeader,
+    mut f: impl FnMut(RecordView<'a>),
+) -> io::Result<()> {
     let mut buf = section;
     for _ in 0..h.record_count.max(0) {
         let len = read_varint(&mut buf)?;
@@ -121,7 +129,7 @@ pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<R
         let offset_delta = read_varint(&mut rec)?;
         let key = length_prefixed(&mut rec, "key")?;
         let value = length_prefixed(&mut rec, "value")?;
-        out.push(RecordView {
+        f(RecordView {
             offset: h.base_offset + i64::from(offset_delta),
             timestamp: h.base_timestamp + timestamp_delta,
             key,
@@ -134,6 +142,13 @@ pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<R
     if !buf.is_empty() {
         return Err(invalid("bytes after the batch's last record"));
     }
+    Ok(())
+}
+
+/// The records of a batch, from its records section.
+pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<RecordView<'a>>> {
+    let mut out = Vec::with_capacity(h.record_count.clamp(0, 1 << 16) as usize);
+    for_each_record(section, h, |r| out.push(r))?;
     Ok(out)
 }
 

@@ -4,18 +4,21 @@
 //! The swap is crash safe (Apache's `.cleaned` / `.swap`): the cleaner
 //! writes and fsyncs `<base>.log.cleaned`; renaming it to
 //! `<base>.<end>.swap` (and syncing the folder) commits it; then the
-//! replaced segments' files go (those based in `(base, end)`, and the
-//! index of `base`) and the swap file becomes `<base>.log`. Opening a log
-//! deletes a `.cleaned` file (an uncommitted cleaning) and finishes any
-//! `.swap` (a committed one), so a crash at any point leaves either the
-//! old segments or the cleaned one, never a mix.
+//! replaced segments' `.log` files (those based in `[base, end)`) are
+//! renamed `.log.deleted`, their indexes and snapshots (but `base`'s
+//! snapshot) removed, and the swap file becomes `<base>.log`. The
+//! `.deleted` files are unlinked after the log's lock is let go: freeing a
+//! large file's blocks is slow on some volumes (a synchronous discard), and
+//! appends must not wait for it. Opening a log deletes `.cleaned` and
+//! `.deleted` files and finishes any `.swap`, so a crash at any point
+//! leaves either the old segments or the cleaned one, never a mix.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{segment_path, Log, Segment};
+use super::{segment_path, Log, LogConfig, Segment};
 use crate::storage::cleaner::{LastRecord, SegmentSource};
 use crate::storage::fs::sync_dir;
 use crate::storage::producer_snapshot;
@@ -32,18 +35,46 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Finishes a committed swap: the files of the segments based in
-/// `(base, end)` and the index of `base` go, then the swap file becomes
+/// The name a replaced segment file has until it is unlinked.
+fn deleted_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{base:020}.log.deleted"))
+}
+
+/// Finishes a committed swap: the `.log` files of the segments based in
+/// `[base, end)` become `.deleted` (returned, for the caller to unlink),
+/// their indexes and later snapshots go, then the swap file becomes
 /// `<base>.log`; the folder is synced.
-fn finish_swap(dir: &Path, base: i64, end: i64, replaced: &[i64]) -> io::Result<()> {
-    for &b in replaced.iter().filter(|b| **b > base && **b < end) {
+fn finish_swap(dir: &Path, base: i64, end: i64, replaced: &[i64]) -> io::Result<Vec<PathBuf>> {
+    let mut deleted = Vec::new();
+    for &b in replaced.iter().filter(|b| **b >= base && **b < end) {
         remove_if_present(&segment_path(dir, b, "index"))?;
-        remove_if_present(&producer_snapshot::path(dir, b))?;
-        remove_if_present(&segment_path(dir, b, "log"))?;
+        if b > base {
+            remove_if_present(&producer_snapshot::path(dir, b))?;
+        }
+        match fs::rename(segment_path(dir, b, "log"), deleted_path(dir, b)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => deleted.push(deleted_path(dir, b)),
+        }
     }
-    remove_if_present(&segment_path(dir, base, "index"))?;
-    fs::rename(swap_path(dir, base, end), segment_path(dir, base, "log"))?;
-    sync_dir(dir)
+    match fs::rename(swap_path(dir, base, end), segment_path(dir, base, "log")) {
+        // Finished already, by a reopen's recovery racing this one.
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound && segment_path(dir, base, "log").exists() => {}
+        renamed => renamed?,
+    }
+    sync_dir(dir)?;
+    Ok(deleted)
+}
+
+/// Unlinks replaced segment files ([`finish_swap`]); one that cannot be
+/// is only space, deleted when the log next opens.
+pub fn unlink_replaced(paths: &[PathBuf]) {
+    for path in paths {
+        if let Err(e) = remove_if_present(path) {
+            tracing::warn!(path = %path.display(), error = %e,
+                           "cannot delete a replaced segment file; the next open will");
+        }
+    }
 }
 
 /// Before a log opens: drops uncommitted cleanings and finishes
@@ -67,7 +98,7 @@ pub(super) fn recover(dir: &Path) -> io::Result<usize> {
             if let Some(range) = parsed {
                 swaps.push(range);
             }
-        } else if name.ends_with(".log.cleaned") {
+        } else if name.ends_with(".log.cleaned") || name.ends_with(".log.deleted") {
             cleaned.push(dir.join(name));
         }
     }
@@ -75,7 +106,7 @@ pub(super) fn recover(dir: &Path) -> io::Result<usize> {
         fs::remove_file(path)?;
     }
     for &(base, end) in &swaps {
-        finish_swap(dir, base, end, &bases)?;
+        unlink_replaced(&finish_swap(dir, base, end, &bases)?);
     }
     if !cleaned.is_empty() && swaps.is_empty() {
         sync_dir(dir)?;
@@ -139,35 +170,61 @@ impl Log {
         self.aborted.overlapping(from, to)
     }
 
-    /// Puts the cleaned file at `cleaned` in place of the sealed segments
-    /// based at `bases` (consecutive, followed by the one based at `end`).
-    /// `Ok(false)`, with the cleaned file deleted, when the log no longer
-    /// has exactly those segments (retention or DeleteRecords took some).
-    /// An error after the commit leaves the swap for the next open to
-    /// finish: the caller reopens the log.
-    pub fn replace_with_cleaned(
-        &mut self,
-        bases: &[i64],
-        end: i64,
-        cleaned: &Path,
-    ) -> io::Result<bool> {
-        let at = self.segments.iter().position(|s| s.base_offset == bases[0]);
-        let unchanged = at.is_some_and(|i| {
-            let group = &self.segments[i..];
-            group.len() > bases.len()
-                && group.iter().zip(bases).all(|(s, b)| s.base_offset == *b)
-                && group[bases.len()].base_offset == end
-        });
-        let Some(i) = at.filter(|_| unchanged && self.writable) else {
-            remove_if_present(cleaned)?;
-            return Ok(false);
-        };
-        let base = bases[0];
-        fs::rename(cleaned, swap_path(&self.dir, base, end))?;
-        sync_dir(&self.dir)?;
-        finish_swap(&self.dir, base, end, bases)?;
-        let segment = Segment::open_sealed(&self.dir, base, &self.config, true)?;
-        self.segments.splice(i..i + bases.len(), [segment]);
-        Ok(true)
+    /// Where the sealed segments based at `bases` (consecutive, followed
+    /// by the one based at `end`) are in the log, if it still has exactly
+    /// them (retention or DeleteRecords may have taken some).
+    fn group_at(&self, bases: &[i64], end: i64) -> Option<usize> {
+        let i = self
+            .segments
+            .iter()
+            .position(|s| s.base_offset == bases[0])?;
+        let group = &self.segments[i..];
+        let unchanged = group.len() > bases.len()
+            && group.iter().zip(bases).all(|(s, b)| s.base_offset == *b)
+            && group[bases.len()].base_offset == end;
+        (unchanged && self.writable).then_some(i)
     }
+
+    /// What [`swap_in_cleaned`] needs of the log, if it still has the
+    /// segments based at `bases` followed by `end`.
+    pub fn swap_target(&self, bases: &[i64], end: i64) -> Option<(PathBuf, LogConfig)> {
+        self.group_at(bases, end)
+            .map(|_| (self.dir.clone(), self.config))
+    }
+
+    /// Puts `segment` (from [`swap_in_cleaned`]) in place of the segments
+    /// based at `bases`; false when the log no longer has them (it was
+    /// reopened from disk meanwhile, and holds the cleaned segment
+    /// already).
+    pub fn splice_cleaned(&mut self, bases: &[i64], end: i64, segment: Segment) -> bool {
+        match self.group_at(bases, end) {
+            Some(i) => {
+                self.segments.splice(i..i + bases.len(), [segment]);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Swaps the cleaned file at `cleaned` in for the segments of `dir` based
+/// at `bases` (followed by `end`) on disk: the commit, then the replaced
+/// files renamed away. The new segment, for [`Log::splice_cleaned`], and
+/// the replaced files to unlink ([`unlink_replaced`]). Run without the
+/// log's lock (its fsyncs take milliseconds), by the one cleaner of the
+/// partition; an error after the commit leaves the swap for the next open
+/// to finish: the caller reopens the log.
+pub fn swap_in_cleaned(
+    dir: &Path,
+    config: &LogConfig,
+    bases: &[i64],
+    end: i64,
+    cleaned: &Path,
+) -> io::Result<(Segment, Vec<PathBuf>)> {
+    let base = bases[0];
+    fs::rename(cleaned, swap_path(dir, base, end))?;
+    sync_dir(dir)?;
+    let replaced = finish_swap(dir, base, end, bases)?;
+    let segment = Segment::open_sealed(dir, base, config, true)?;
+    Ok((segment, replaced))
 }
