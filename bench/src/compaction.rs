@@ -49,7 +49,7 @@ async fn fill(
                 Some(value.clone()),
             )
         });
-        p.append(keyed_record_batch(entries, now_ms()).to_vec())
+        p.append(keyed_record_batch(entries, now_ms()).to_vec(), 0)
             .await?;
     }
     if tombstones {
@@ -57,7 +57,7 @@ async fn fill(
             let entries = chunk
                 .iter()
                 .map(|k| (Bytes::from(format!("key-{k:05}")), None));
-            p.append(keyed_record_batch(entries, now_ms()).to_vec())
+            p.append(keyed_record_batch(entries, now_ms()).to_vec(), 0)
                 .await?;
         }
     }
@@ -107,7 +107,7 @@ async fn append_latencies(
         });
         let batch = keyed_record_batch(entries, now_ms()).to_vec();
         let t = Instant::now();
-        p.append(batch).await?;
+        p.append(batch, 0).await?;
         out.push(t.elapsed().as_micros() as u64);
     }
     out.sort_unstable();

@@ -73,8 +73,8 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             .await?;
         for p in 0..PER_TOPIC {
             let partition = storage.partition(&meta, p).await?;
-            partition.append(batch(1_000)).await?;
-            partition.append(batch(now)).await?;
+            partition.append(batch(1_000), 0).await?;
+            partition.append(batch(now), 0).await?;
             open.push(partition);
         }
     }

@@ -139,6 +139,27 @@ async fn confluent_kafka_compaction() {
     .await;
 }
 
+/// The same at issue #17's scale: 1,000,000 updates over 10,000 keys
+/// (2,000 of them deleted), each key's last value at its offset, the
+/// tombstones gone after delete.retention.ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_compaction_of_a_million_records() {
+    let script = common::clients_dir().join("python/compaction.py");
+    let script = script.to_string_lossy().into_owned();
+    run_tuned(
+        "python3",
+        [script.as_str(), "1000000", "10000", "16"]
+            .map(String::from)
+            .to_vec(),
+        None,
+        |b| {
+            quick_groups(b);
+            b.log_cleaner.backoff_ms = 200;
+        },
+    )
+    .await;
+}
+
 /// The Java admin client 3.9.1 on topics: configs described and altered
 /// with each operation, more partitions, DeleteRecords, DescribeLogDirs,
 /// DescribeCluster.

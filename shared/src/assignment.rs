@@ -246,6 +246,15 @@ impl Routing {
         self.assignment.version
     }
 
+    /// Every partition's leader epoch (and a transaction coordinator's
+    /// epoch): the document's version, which rises with every change of
+    /// leadership and which every broker knows. Kafka's epochs are INT32;
+    /// a version beyond it stays at `i32::MAX`.
+    #[must_use]
+    pub fn leader_epoch(&self) -> i32 {
+        i32::try_from(self.assignment.version).unwrap_or(i32::MAX)
+    }
+
     /// The prepared hash-tier table (full set and alive set).
     #[must_use]
     pub fn table(&self) -> &RouteTable {

@@ -70,6 +70,7 @@ enum Api {
     Produce,
     Fetch,
     ListOffsets,
+    OffsetForLeaderEpoch,
     Metadata,
     InitProducerId,
     DescribeTransactions,
@@ -117,7 +118,10 @@ impl Api {
             DeleteGroups => (vec![(Delete, Group)], E::GroupAuthorizationFailed),
             Produce => (vec![(Write, Topic)], E::TopicAuthorizationFailed),
             Fetch => (vec![(Read, Topic)], E::TopicAuthorizationFailed),
-            ListOffsets | Metadata => (vec![(Describe, Topic)], E::TopicAuthorizationFailed),
+            // OffsetForLeaderEpoch: or Cluster CLUSTER_ACTION, which brokers have.
+            ListOffsets | OffsetForLeaderEpoch | Metadata => {
+                (vec![(Describe, Topic)], E::TopicAuthorizationFailed)
+            }
             CreateTopics => (vec![(Create, Topic)], E::TopicAuthorizationFailed),
             DeleteTopics => (
                 vec![(Describe, Topic), (Delete, Topic)],
@@ -151,7 +155,7 @@ impl Api {
     }
 }
 
-const APIS: [Api; 30] = [
+const APIS: [Api; 31] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -166,6 +170,7 @@ const APIS: [Api; 30] = [
     Api::Produce,
     Api::Fetch,
     Api::ListOffsets,
+    Api::OffsetForLeaderEpoch,
     Api::Metadata,
     Api::InitProducerId,
     Api::DescribeTransactions,
@@ -471,6 +476,22 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                     .with_timestamp(-1)])]);
             let ResponseKind::ListOffsets(r) =
                 call_as(broker, user, 5, RequestKind::ListOffsets(req)).await
+            else {
+                panic!()
+            };
+            r.topics[0].partitions[0].error_code
+        }
+        Api::OffsetForLeaderEpoch => {
+            use offset_for_leader_epoch_request::*;
+            let req = OffsetForLeaderEpochRequest::default().with_topics(vec![
+                OffsetForLeaderTopic::default()
+                    .with_topic(topic())
+                    .with_partitions(vec![OffsetForLeaderPartition::default()
+                        .with_partition(0)
+                        .with_leader_epoch(0)]),
+            ]);
+            let ResponseKind::OffsetForLeaderEpoch(r) =
+                call_as(broker, user, 4, RequestKind::OffsetForLeaderEpoch(req)).await
             else {
                 panic!()
             };

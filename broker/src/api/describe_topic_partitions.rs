@@ -133,7 +133,7 @@ pub fn handle(
                 DescribeTopicPartitionsResponsePartition::default()
                     .with_partition_index(p)
                     .with_leader_id(BrokerId(leader.unwrap_or(-1)))
-                    .with_leader_epoch(0)
+                    .with_leader_epoch(routing.as_deref().map_or(-1, |r| r.leader_epoch()))
                     .with_replica_nodes(replicas.clone())
                     .with_isr_nodes(replicas)
                     .with_eligible_leader_replicas(Some(Vec::new()))

@@ -16,7 +16,9 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext};
+use super::{
+    broker_endpoint, leader_epoch_error, open_error_code, topic_denied, Err, RequestContext,
+};
 use crate::auth::Operation;
 
 pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
@@ -120,17 +122,35 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
             let leader = routing
                 .as_ref()
                 .and_then(|r| r.owner_of_partition(&meta.name, p.partition));
+            let epoch = routing.as_ref().map_or(-1, |r| r.leader_epoch());
             if leader != Some(broker.id()) {
                 error(&mut data, Err::NotLeaderOrFollower.code());
                 if ctx.api_version >= 12 {
                     data.current_leader = LeaderIdAndEpoch::default()
                         .with_leader_id(BrokerId(leader.unwrap_or(-1)))
-                        .with_leader_epoch(if leader.is_some() { 0 } else { -1 });
+                        .with_leader_epoch(if leader.is_some() { epoch } else { -1 });
                 }
                 hinted.extend(leader);
                 round.has_error = true;
                 out.partitions.push(data);
                 continue;
+            }
+            // The leader check found a routing.
+            if let Some(rt) = routing.as_ref() {
+                let code = leader_epoch_error(rt, p.current_leader_epoch);
+                if code != 0 {
+                    error(&mut data, code);
+                    // KIP-951: a fenced fetch learns the leader's epoch.
+                    if code == Err::FencedLeaderEpoch.code() && ctx.api_version >= 12 {
+                        data.current_leader = LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(broker.id()))
+                            .with_leader_epoch(epoch);
+                        hinted.push(broker.id());
+                    }
+                    round.has_error = true;
+                    out.partitions.push(data);
+                    continue;
+                }
             }
             let partition = match broker.storage.partition(meta, p.partition).await {
                 Ok(partition) => partition,

@@ -7,7 +7,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::records::RecordBatchDecoder;
 
-use super::{open_error_code, Err, RequestContext};
+use super::{leader_epoch_error, open_error_code, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch;
 
@@ -48,11 +48,17 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
                 out.partitions.push(r);
                 continue;
             };
-            let leader = routing
-                .as_ref()
-                .and_then(|rt| rt.owner_of_partition(&meta.name, p.partition_index));
-            if leader != Some(broker.id()) {
+            let Some(rt) = routing.as_ref().filter(|rt| {
+                rt.owner_of_partition(&meta.name, p.partition_index) == Some(broker.id())
+            }) else {
                 r.error_code = Err::NotLeaderOrFollower.code();
+                out.partitions.push(r);
+                continue;
+            };
+            // v4+ fences a client with other metadata than ours.
+            let code = leader_epoch_error(rt, p.current_leader_epoch);
+            if code != 0 {
+                r.error_code = code;
                 out.partitions.push(r);
                 continue;
             }
@@ -102,8 +108,13 @@ pub async fn handle(ctx: &RequestContext, req: ListOffsetsRequest) -> ListOffset
                 Ok(Some((offset, timestamp))) => {
                     r.offset = offset;
                     r.timestamp = timestamp;
+                    // The epoch that wrote the offset, as Apache's
+                    // `fetchOffsetByTimestamp`: the latest for the end.
                     if ctx.api_version >= 4 {
-                        r.leader_epoch = 0;
+                        r.leader_epoch = match p.timestamp {
+                            LATEST => partition.latest_epoch(),
+                            _ => partition.epoch_of_offset(offset),
+                        };
                     }
                 }
                 Ok(None) => {}

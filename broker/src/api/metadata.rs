@@ -262,7 +262,7 @@ pub fn describe_topic(
         .map(|p| {
             let mut part = MetadataResponsePartition::default()
                 .with_partition_index(p)
-                .with_leader_epoch(0);
+                .with_leader_epoch(routing.map_or(-1, |r| r.leader_epoch()));
             let leader = match routing {
                 Some(r) => leader_on_listener(r, &meta.name, p, listener),
                 None => Err(NoLeader::None),

@@ -41,6 +41,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
@@ -67,6 +68,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
@@ -306,6 +308,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::ListOffsets(r) => {
             ResponseKind::ListOffsets(list_offsets::handle(&ctx, r).await)
         }
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(&ctx, r).await)
+        }
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r))
         }
@@ -424,6 +429,20 @@ pub(crate) fn open_error_code(e: &std::io::Error) -> i16 {
         Err::NotLeaderOrFollower.code()
     } else {
         Err::KafkaStorageError.code()
+    }
+}
+
+/// A request's `current_leader_epoch` against the partition's (`routing`'s,
+/// on its leader), as Apache's `Partition.checkCurrentLeaderEpoch`: -1
+/// asks for no check; an older one is FENCED_LEADER_EPOCH (the client's
+/// metadata is stale), a newer one UNKNOWN_LEADER_EPOCH (this broker's is).
+pub(crate) fn leader_epoch_error(routing: &kaas_shared::Routing, requested: i32) -> i16 {
+    let current = routing.leader_epoch();
+    match requested {
+        -1 => 0,
+        r if r < current => Err::FencedLeaderEpoch.code(),
+        r if r > current => Err::UnknownLeaderEpoch.code(),
+        _ => 0,
     }
 }
 

@@ -155,7 +155,10 @@ async fn produce_partition(
         if ctx.api_version >= 10 {
             response.current_leader = LeaderIdAndEpoch::default()
                 .with_leader_id(BrokerId(leader.unwrap_or(-1)))
-                .with_leader_epoch(if leader.is_some() { 0 } else { -1 });
+                .with_leader_epoch(match (&routing, leader) {
+                    (Some(r), Some(_)) => r.leader_epoch(),
+                    _ => -1,
+                });
         }
         return PartitionOutcome {
             response,
@@ -240,7 +243,9 @@ async fn produce_partition(
         }
     }
     let size = records.len() as u64;
-    match partition.append(records.to_vec()).await {
+    // The leader check's routing names this broker, so it is there.
+    let epoch = routing.as_ref().map_or(0, |r| r.leader_epoch());
+    match partition.append(records.to_vec(), epoch).await {
         Ok(appended) => {
             if !appended.duplicate {
                 broker.metrics.produce_bytes.inc_by(size);

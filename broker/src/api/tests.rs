@@ -99,6 +99,22 @@ fn request(
                 ListOffsetsTopic::default().with_name(name("t")).with_partitions(parts),
             ]))
         }
+        ApiKey::OffsetForLeaderEpoch => {
+            use offset_for_leader_epoch_request::*;
+            let parts = (0..PARTITIONS + 1)
+                .map(|p| {
+                    OffsetForLeaderPartition::default()
+                        .with_partition(p)
+                        .with_current_leader_epoch(routing.leader_epoch())
+                        .with_leader_epoch(0)
+                })
+                .collect();
+            RequestKind::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::default().with_topics(
+                vec![OffsetForLeaderTopic::default()
+                    .with_topic(name("t"))
+                    .with_partitions(parts)],
+            ))
+        }
         ApiKey::Metadata => {
             RequestKind::Metadata(MetadataRequest::default().with_topics(Some(vec![
                 metadata_request::MetadataRequestTopic::default().with_name(Some(name("t"))),
@@ -892,14 +908,14 @@ async fn read_committed_fetch_and_list_offsets_stop_at_the_last_stable_offset() 
     let dir = tempfile::tempdir().unwrap();
     let (broker, topic) = one_broker(dir.path()).await;
     let partition = broker.storage.partition(&topic, 0).await.unwrap();
-    partition.append(encode_batch(2, 1000)).await.unwrap(); // 0..=1
-                                                            // What a transaction's producer wrote once its coordinator added the
-                                                            // partition (no coordinator serves yet: written below the API).
+    partition.append(encode_batch(2, 1000), 0).await.unwrap(); // 0..=1
+                                                               // What a transaction's producer wrote once its coordinator added the
+                                                               // partition (no coordinator serves yet: written below the API).
     partition
-        .append(encode_txn_batch(7, 0, 0, 3))
+        .append(encode_txn_batch(7, 0, 0, 3), 0)
         .await
         .unwrap(); // 2..=4
-    partition.append(encode_batch(1, 2000)).await.unwrap(); // 5
+    partition.append(encode_batch(1, 2000), 0).await.unwrap(); // 5
 
     let committed = fetched(&broker, 1).await;
     assert_eq!(
@@ -922,7 +938,10 @@ async fn read_committed_fetch_and_list_offsets_stop_at_the_last_stable_offset() 
         commit: false,
         coordinator_epoch: 0,
     };
-    let at = partition.append_marker(7, 0, marker, 3000).await.unwrap();
+    let at = partition
+        .append_marker(7, 0, marker, 3000, 0)
+        .await
+        .unwrap();
     assert_eq!(at, 6);
     let committed = fetched(&broker, 1).await;
     assert_eq!(committed.last_stable_offset, 7);
@@ -1863,12 +1882,21 @@ async fn retention_moves_the_log_start_offset_that_fetch_and_list_offsets_answer
         .unwrap();
     let partition = broker.storage.partition(&topic, 0).await.unwrap();
     for i in 0..6 {
-        partition.append(encode_batch(3, 1_000 * i)).await.unwrap();
+        partition
+            .append(encode_batch(3, 1_000 * i), 0)
+            .await
+            .unwrap();
     }
     let segments = |dir: &std::path::Path| {
         std::fs::read_dir(dir)
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "log")
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
             .count()
     };
     let log_dir = broker.storage.topics.topic_dir("t").join("0");
@@ -1897,7 +1925,7 @@ async fn retention_moves_the_log_start_offset_that_fetch_and_list_offsets_answer
     };
     assert_eq!(r.topics[0].partitions[0].offset, 18);
     assert_eq!(latest(&broker, 0).await, 18);
-    let next = partition.append(encode_batch(1, 70_000)).await.unwrap();
+    let next = partition.append(encode_batch(1, 70_000), 0).await.unwrap();
     assert_eq!(next.base_offset, 18, "the log goes on where it was");
 }
 
@@ -1968,12 +1996,18 @@ async fn topic_configs_are_altered_incrementally_and_wholesale_as_apache_answers
     let segments = || {
         std::fs::read_dir(broker.storage.topics.topic_dir("t").join("0"))
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "log")
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
             .count()
     };
     // About 2 MiB: past the new segment size, far below kaas's 256 MiB.
     for _ in 0..64 {
-        partition.append(encode_batch(2_000, 0)).await.unwrap();
+        partition.append(encode_batch(2_000, 0), 0).await.unwrap();
     }
     assert!(
         segments() > 1,
@@ -2130,7 +2164,7 @@ async fn delete_records_answers_as_apache_does() {
         .unwrap();
     let partition = broker.storage.partition(&topic, 0).await.unwrap();
     for i in 0..4 {
-        partition.append(encode_batch(5, i)).await.unwrap();
+        partition.append(encode_batch(5, i), 0).await.unwrap();
     }
     let delete = |topic: &'static str, partition: i32, offset: i64| {
         let broker = broker.clone();
@@ -2282,7 +2316,10 @@ async fn create_partitions_answers_as_apache_does() {
     assert_eq!(m.topics[0].partitions.len(), 3);
     let topic = broker.storage.topics.get("t").unwrap();
     let new = broker.storage.partition(&topic, 2).await.unwrap();
-    assert_eq!(new.append(encode_batch(2, 0)).await.unwrap().base_offset, 0);
+    assert_eq!(
+        new.append(encode_batch(2, 0), 0).await.unwrap().base_offset,
+        0
+    );
 }
 
 /// DescribeCluster names the cluster and the brokers on the request's
@@ -2329,7 +2366,7 @@ async fn describe_cluster_and_log_dirs_answer_as_apache_does() {
     assert_eq!(cluster(7, 0).await.error_code, Err::InvalidRequest.code());
 
     let partition = broker.storage.partition(&topic, 0).await.unwrap();
-    partition.append(encode_batch(10, 0)).await.unwrap();
+    partition.append(encode_batch(10, 0), 0).await.unwrap();
     let ResponseKind::DescribeLogDirs(r) = call_at(
         &broker,
         4,

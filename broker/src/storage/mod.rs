@@ -6,6 +6,7 @@ pub mod fs;
 pub mod group_commit;
 pub mod group_log;
 pub mod journal;
+pub mod leader_epochs;
 pub mod log;
 pub mod names;
 pub mod partition;
@@ -404,7 +405,7 @@ mod tests {
         // Partition 1 opens, takes a produce and makes it durable meanwhile.
         let p1 = storage.partition(&meta, 1).await.unwrap();
         let appended = p1
-            .append(super::batch::tests::encode_batch(3, 0))
+            .append(super::batch::tests::encode_batch(3, 0), 0)
             .await
             .unwrap();
         assert_eq!((appended.base_offset, appended.last_offset), (0, 2));

@@ -14,6 +14,7 @@ use tracing::{error, info, warn};
 use super::batch::{self, ControlMarker};
 use super::blocking;
 use super::fs::write_atomic;
+use super::leader_epochs::LeaderEpochCache;
 use super::log::{
     delete_segment_files, wall_clock_ms, AppendError, Appended, Log, LogConfig, LOG_START_FILE,
 };
@@ -90,6 +91,9 @@ pub struct Partition {
     /// pass (until its files are deleted) and a cleaning's swap. Taken
     /// before the append lock, never while holding it.
     segments_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Which epoch wrote from which offset, as on the volume; changed
+    /// under the append lock.
+    leader_epochs: Mutex<LeaderEpochCache>,
 }
 
 impl Partition {
@@ -138,6 +142,16 @@ impl Partition {
             info!(topic, partition = index, end, "partition log recovered");
         }
         let checkpoint = cleaning::read_checkpoint(&dir).unwrap_or(-1);
+        let mut leader_epochs = LeaderEpochCache::read(&dir).unwrap_or_else(|e| {
+            // Without its epochs a partition still serves; OffsetForLeaderEpoch
+            // answers an unknown end for the epochs before this leader's, and
+            // clients then trust their positions.
+            warn!(topic, partition = index, error = %e,
+                  "cannot read the leader epoch checkpoint; starting without past epochs");
+            LeaderEpochCache::default()
+        });
+        // Epochs recorded before a crash lost their records start past the end.
+        leader_epochs.truncate_from_end(end);
         Ok(Partition {
             topic: topic.to_string(),
             index,
@@ -152,6 +166,7 @@ impl Partition {
             cleaner_checkpoint: AtomicI64::new(checkpoint),
             closing: AtomicBool::new(false),
             segments_lock: Arc::default(),
+            leader_epochs: Mutex::new(leader_epochs),
         })
     }
 
@@ -303,12 +318,17 @@ impl Partition {
     /// what can wait on the disk (reopening after a failure, a segment
     /// roll's fsyncs and file creation, the fsync) runs on blocking
     /// threads, without the lock, so fetches of the log go on meanwhile.
-    pub async fn append(&self, mut data: Vec<u8>) -> Result<Appended, AppendError> {
+    /// `leader_epoch` is the partition's ([`kaas_shared::Routing::leader_epoch`]).
+    pub async fn append(
+        &self,
+        mut data: Vec<u8>,
+        leader_epoch: i32,
+    ) -> Result<Appended, AppendError> {
         let appending = self.append_lock.lock().await;
-        self.prepare_append(&data).await?;
+        let epoch = self.prepare_append(&data, leader_epoch).await?;
         let (appended, end) = {
             let mut log = self.log();
-            let appended = log.append(&mut data, 0)?;
+            let appended = log.append(&mut data, epoch)?;
             (appended, log.next_offset())
         };
         drop(appending);
@@ -325,13 +345,14 @@ impl Partition {
         producer_epoch: i16,
         marker: ControlMarker,
         timestamp: i64,
+        leader_epoch: i32,
     ) -> Result<i64, AppendError> {
         let mut data = batch::encode_marker(producer_id, producer_epoch, marker, timestamp);
         let appending = self.append_lock.lock().await;
-        self.prepare_append(&data).await?;
+        let epoch = self.prepare_append(&data, leader_epoch).await?;
         let (offset, end) = {
             let mut log = self.log();
-            let offset = log.append_marker(&mut data, 0)?;
+            let offset = log.append_marker(&mut data, epoch)?;
             (offset, log.next_offset())
         };
         drop(appending);
@@ -341,9 +362,9 @@ impl Partition {
 
     /// What must reach the disk before an append of `data`, run on
     /// blocking threads without the log's lock: a reopen after a failure, a
-    /// segment roll, the log's transactions flag. The caller holds the
-    /// append lock.
-    async fn prepare_append(&self, data: &[u8]) -> Result<(), AppendError> {
+    /// segment roll, the log's transactions flag, a new leader epoch. The
+    /// caller holds the append lock. The epoch the append is stamped with.
+    async fn prepare_append(&self, data: &[u8], leader_epoch: i32) -> Result<i32, AppendError> {
         if self.failed.load(Ordering::Acquire) {
             let (dir, config) = (self.dir.clone(), self.log().config());
             let (reopened, _) = blocking(move || Log::open(&dir, config)).await?;
@@ -377,7 +398,57 @@ impl Partition {
             blocking(move || super::fs::write_atomic(&path, b"")).await?;
             self.log().transactions_flagged();
         }
-        Ok(())
+        Ok(self.enter_epoch(leader_epoch).await?)
+    }
+
+    /// The epoch appends are stamped with from now: `epoch`, recorded
+    /// first (durably, as Apache's `assign`) when it is new here, so an
+    /// acknowledged record's epoch is always in the checkpoint. Never below
+    /// the latest recorded epoch (an assignment whose version went back).
+    /// The caller holds the append lock.
+    async fn enter_epoch(&self, epoch: i32) -> io::Result<i32> {
+        let next = {
+            let end = self.log().next_offset();
+            let cache = self.leader_epochs.lock();
+            let epoch = epoch.max(cache.latest_epoch().unwrap_or(0));
+            if !cache.needs(epoch, end) {
+                return Ok(epoch);
+            }
+            let mut next = cache.clone();
+            next.assign(epoch, end);
+            next
+        };
+        let (dir, written) = (self.dir.clone(), next.clone());
+        blocking(move || written.write(&dir)).await?;
+        let epoch = next.latest_epoch().unwrap_or(0);
+        *self.leader_epochs.lock() = next;
+        Ok(epoch)
+    }
+
+    /// OffsetForLeaderEpoch: the epoch at or below `epoch` this log knows
+    /// and its end offset ([`LeaderEpochCache::end_offset_for`]) over the
+    /// log as it is now: from its start offset, up to its high watermark.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        let (start, end) = (self.log_start_offset(), self.high_watermark());
+        let mut epochs = self.leader_epochs.lock().clone();
+        epochs.truncate_from_start(start);
+        epochs.end_offset_for(epoch, end)
+    }
+
+    /// The epoch that wrote `offset`, -1 if none is known (ListOffsets).
+    pub fn epoch_of_offset(&self, offset: i64) -> i32 {
+        self.leader_epochs
+            .lock()
+            .epoch_for_offset(offset)
+            .unwrap_or(super::leader_epochs::UNDEFINED_EPOCH)
+    }
+
+    /// The latest epoch that wrote, -1 if none (ListOffsets latest).
+    pub fn latest_epoch(&self) -> i32 {
+        self.leader_epochs
+            .lock()
+            .latest_epoch()
+            .unwrap_or(super::leader_epochs::UNDEFINED_EPOCH)
     }
 
     /// Makes every offset below `end` durable, sharing one fsync among all
@@ -492,10 +563,10 @@ mod tests {
     async fn read_committed_stops_at_an_open_transaction_and_lists_the_aborted_ones() {
         let dir = tempfile::tempdir().unwrap();
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
-        part.append(encode_batch(2, 0)).await.unwrap(); // 0..=1, plain
-        let a = part.append(txn_batch(7, 0, 0, 3)).await.unwrap(); // 2..=4
+        part.append(encode_batch(2, 0), 0).await.unwrap(); // 0..=1, plain
+        let a = part.append(txn_batch(7, 0, 0, 3), 0).await.unwrap(); // 2..=4
         assert_eq!(a.base_offset, 2);
-        let b = part.append(txn_batch(8, 0, 0, 2)).await.unwrap(); // 5..=6
+        let b = part.append(txn_batch(8, 0, 0, 2), 0).await.unwrap(); // 5..=6
         assert_eq!(part.high_watermark(), 7);
         assert_eq!(part.last_stable_offset(), 2, "the oldest open transaction");
         let (records, lso, aborted) = part.read_committed(0, 1 << 20).unwrap();
@@ -508,7 +579,7 @@ mod tests {
         assert!(aborted.is_empty());
 
         let abort_at = part
-            .append_marker(7, 0, marker(false, 0), 2_000)
+            .append_marker(7, 0, marker(false, 0), 2_000, 0)
             .await
             .unwrap();
         assert_eq!(abort_at, 7);
@@ -518,7 +589,7 @@ mod tests {
             "producer 8's is still open"
         );
         let commit_at = part
-            .append_marker(8, 0, marker(true, 0), 2_000)
+            .append_marker(8, 0, marker(true, 0), 2_000, 0)
             .await
             .unwrap();
         assert_eq!(part.last_stable_offset(), commit_at + 1);
@@ -565,12 +636,12 @@ mod tests {
         const EXPIRATION: i64 = 86_400_000;
         let dir = tempfile::tempdir().unwrap();
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
-        part.append(txn_batch(7, 0, 0, 2)).await.unwrap(); // timestamps 1,000
+        part.append(txn_batch(7, 0, 0, 2), 0).await.unwrap(); // timestamps 1,000
         assert_eq!(
             part.remove_expired_producers(1_000 + EXPIRATION, EXPIRATION),
             0
         );
-        part.append_marker(7, 0, marker(true, 0), 5_000)
+        part.append_marker(7, 0, marker(true, 0), 5_000, 0)
             .await
             .unwrap();
         assert_eq!(
@@ -604,7 +675,7 @@ mod tests {
         let path = dir.path().join("0");
         let part = Partition::open("t", 0, path.clone(), small()).unwrap();
         for i in 0..6 {
-            part.append(encode_batch(3, 1_000 * i)).await.unwrap();
+            part.append(encode_batch(3, 1_000 * i), 0).await.unwrap();
         }
         let before = part.log().segment_infos();
         assert!(before.len() >= 3, "{before:?}");
@@ -643,7 +714,7 @@ mod tests {
         let path = dir.path().join("0");
         let part = Partition::open("t", 0, path.clone(), small()).unwrap();
         for i in 0..3 {
-            part.append(encode_batch(3, i)).await.unwrap();
+            part.append(encode_batch(3, i), 0).await.unwrap();
         }
         let policy = RetentionPolicy {
             ms: 10,
@@ -658,7 +729,7 @@ mod tests {
             segment_files(&path),
             ["00000000000000000009.index", "00000000000000000009.log"]
         );
-        let next = part.append(encode_batch(2, 2_000)).await.unwrap();
+        let next = part.append(encode_batch(2, 2_000), 0).await.unwrap();
         assert_eq!(next.base_offset, 9);
         drop(part);
         let part = Partition::open("t", 0, path, small()).unwrap();
@@ -673,7 +744,7 @@ mod tests {
         let path = dir.path().join("0");
         let part = Partition::open("t", 0, path.clone(), small()).unwrap();
         for i in 0..8 {
-            part.append(encode_batch(3, i)).await.unwrap();
+            part.append(encode_batch(3, i), 0).await.unwrap();
         }
         let sizes: Vec<u64> = part.log().segment_infos().iter().map(|s| s.size).collect();
         let total: u64 = sizes.iter().sum();
@@ -703,7 +774,7 @@ mod tests {
         });
         let count = part.log().segment_infos().len();
         for i in 0..8 {
-            part.append(encode_batch(3, i)).await.unwrap();
+            part.append(encode_batch(3, i), 0).await.unwrap();
         }
         assert_eq!(
             part.log().segment_infos().len(),
@@ -724,15 +795,15 @@ mod tests {
             ..LogConfig::default()
         };
         let part = Partition::open("t", 0, dir.path().join("0"), config).unwrap();
-        part.append(encode_batch(1, 10_000)).await.unwrap();
-        part.append(encode_batch(1, 10_500)).await.unwrap();
-        part.append(encode_batch(1, 11_000)).await.unwrap();
+        part.append(encode_batch(1, 10_000), 0).await.unwrap();
+        part.append(encode_batch(1, 10_500), 0).await.unwrap();
+        part.append(encode_batch(1, 11_000), 0).await.unwrap();
         assert_eq!(
             part.log().segment_infos().len(),
             1,
             "1,000 ms is not more than segment.ms"
         );
-        part.append(encode_batch(1, 11_001)).await.unwrap();
+        part.append(encode_batch(1, 11_001), 0).await.unwrap();
         let bases: Vec<i64> = part
             .log()
             .segment_infos()
@@ -740,7 +811,7 @@ mod tests {
             .map(|s| s.base_offset)
             .collect();
         assert_eq!(bases, [0, 3], "rolled before the batch 1,001 ms newer");
-        part.append(encode_batch(1, 11_500)).await.unwrap();
+        part.append(encode_batch(1, 11_500), 0).await.unwrap();
         assert_eq!(
             part.log().segment_infos().len(),
             2,
@@ -748,7 +819,7 @@ mod tests {
         );
         drop(part);
         let part = Partition::open("t", 0, dir.path().join("0"), config).unwrap();
-        part.append(encode_batch(1, 12_002)).await.unwrap();
+        part.append(encode_batch(1, 12_002), 0).await.unwrap();
         assert_eq!(
             part.log().segment_infos().len(),
             3,
@@ -765,7 +836,7 @@ mod tests {
         let path = dir.path().join("0");
         let part = Partition::open("t", 0, path.clone(), small()).unwrap();
         for i in 0..6 {
-            part.append(encode_batch(3, i)).await.unwrap();
+            part.append(encode_batch(3, i), 0).await.unwrap();
         }
         let segments = part.log().segment_infos();
         let inside_second = segments[1].base_offset + 1;
@@ -799,7 +870,10 @@ mod tests {
         assert_eq!(part.log_start_offset(), inside_second, "durable");
         assert_eq!(part.delete_records(-1).await.unwrap(), 18);
         assert_eq!(
-            part.append(encode_batch(1, 0)).await.unwrap().base_offset,
+            part.append(encode_batch(1, 0), 0)
+                .await
+                .unwrap()
+                .base_offset,
             18
         );
         assert_eq!(part.log_start_offset(), 18);
@@ -809,14 +883,16 @@ mod tests {
     async fn an_open_transaction_survives_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
-        part.append(txn_batch(7, 0, 0, 2)).await.unwrap();
+        part.append(txn_batch(7, 0, 0, 2), 0).await.unwrap();
         for i in 0..6 {
-            part.append(encode_batch(3, i)).await.unwrap();
+            part.append(encode_batch(3, i), 0).await.unwrap();
         }
         drop(part);
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
         assert_eq!(part.last_stable_offset(), 0);
-        part.append_marker(7, 0, marker(true, 0), 0).await.unwrap();
+        part.append_marker(7, 0, marker(true, 0), 0, 0)
+            .await
+            .unwrap();
         assert_eq!(part.last_stable_offset(), part.high_watermark());
     }
 
@@ -830,10 +906,10 @@ mod tests {
         };
         let forged = batch::encode_marker(7, 0, marker(true, 0), 0);
         assert_eq!(
-            refused(part.append(forged).await),
+            refused(part.append(forged, 0).await),
             ResponseError::InvalidRecord.code()
         );
-        part.append(txn_batch(7, 0, 0, 1)).await.unwrap();
+        part.append(txn_batch(7, 0, 0, 1), 0).await.unwrap();
         let mut plain = txn_batch(7, 0, 1, 1);
         // The same producer and sequence, without the transactional bit.
         let attributes = i16::from_be_bytes([plain[21], plain[22]]) & !0x10;
@@ -841,11 +917,13 @@ mod tests {
         let crc = crc32c::crc32c(&plain[21..]);
         plain[17..21].copy_from_slice(&crc.to_be_bytes());
         assert_eq!(
-            refused(part.append(plain).await),
+            refused(part.append(plain, 0).await),
             ResponseError::InvalidTxnState.code()
         );
-        part.append_marker(7, 0, marker(true, 3), 0).await.unwrap();
-        match part.append_marker(7, 0, marker(false, 2), 0).await {
+        part.append_marker(7, 0, marker(true, 3), 0, 0)
+            .await
+            .unwrap();
+        match part.append_marker(7, 0, marker(false, 2), 0, 0).await {
             Err(AppendError::Refused(code)) => {
                 assert_eq!(code, ResponseError::TransactionCoordinatorFenced.code())
             }
@@ -865,7 +943,7 @@ mod tests {
         // Concurrent producers: rolls happen between their appends.
         let appends = (0..40).map(|i| {
             let part = part.clone();
-            async move { part.append(encode_batch(3, i * 10)).await.unwrap() }
+            async move { part.append(encode_batch(3, i * 10), 0).await.unwrap() }
         });
         let mut bases: Vec<i64> = futures::future::join_all(appends)
             .await
@@ -877,7 +955,13 @@ mod tests {
         assert_eq!(part.high_watermark(), 120);
         let segments = std::fs::read_dir(dir.path().join("0"))
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "log")
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "log")
+            })
             .count();
         assert!(segments > 1, "small segments roll");
         drop(part);

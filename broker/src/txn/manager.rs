@@ -328,8 +328,7 @@ impl TxnManager {
     /// The coordinator epoch markers carry: the assignment version this
     /// broker coordinates under.
     fn coordinator_epoch(&self) -> i32 {
-        self.routing()
-            .map_or(0, |r| i32::try_from(r.version()).unwrap_or(i32::MAX))
+        self.routing().map_or(0, |r| r.leader_epoch())
     }
 
     fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<TxnEffect>) {

@@ -55,13 +55,12 @@ pub async fn append_marker_here(
     else {
         return Err::UnknownTopicOrPartition.code();
     };
-    let leads = broker
+    let Some(routing) = broker
         .routing()
-        .and_then(|r| r.owner_of_partition(topic, partition))
-        == Some(broker.id());
-    if !leads {
+        .filter(|r| r.owner_of_partition(topic, partition) == Some(broker.id()))
+    else {
         return Err::NotLeaderOrFollower.code();
-    }
+    };
     let part = match broker.storage.partition(&meta, partition).await {
         Ok(p) => p,
         Err(e) => return crate::api::open_error_code(&e),
@@ -74,7 +73,13 @@ pub async fn append_marker_here(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     match part
-        .append_marker(producer_id, producer_epoch, marker, now)
+        .append_marker(
+            producer_id,
+            producer_epoch,
+            marker,
+            now,
+            routing.leader_epoch(),
+        )
         .await
     {
         Ok(offset) => {

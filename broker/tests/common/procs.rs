@@ -11,17 +11,22 @@ const BIN: &str = env!("CARGO_BIN_EXE_kaas-broker");
 /// How long a test waits for the controller to publish a change.
 pub const PUBLISHED_WITHIN: Duration = Duration::from_secs(20);
 
+/// The options of [`start`]: `n` brokers of this crate's binary with a
+/// short initial rebalance delay.
+pub fn options(n: usize) -> ClusterOptions {
+    ClusterOptions::new(BIN, n).serve_arg("--group-initial-rebalance-delay-ms", 200)
+}
+
 /// Starts `n` brokers and a controller in a temporary folder.
 pub async fn start(n: usize) -> ProcessCluster {
-    let opts = ClusterOptions::new(BIN, n).serve_arg("--group-initial-rebalance-delay-ms", 200);
-    ProcessCluster::start(None, opts)
+    ProcessCluster::start(None, options(n))
         .await
         .expect("the cluster starts")
 }
 
 /// [`start`] with more `serve` flags.
 pub async fn start_with(n: usize, flags: &[(&str, &str)]) -> ProcessCluster {
-    let mut opts = ClusterOptions::new(BIN, n).serve_arg("--group-initial-rebalance-delay-ms", 200);
+    let mut opts = options(n);
     for (flag, value) in flags {
         opts = opts.serve_arg(flag, value);
     }

@@ -120,7 +120,7 @@ async fn clean(p: &PartitionRef, now: i64) -> super::CleanStats {
 
 /// Rolls to a new segment so everything so far is cleanable.
 async fn seal(p: &PartitionRef) {
-    p.append(batch_of(&[("seal", Some("s"))], None, Compression::None))
+    p.append(batch_of(&[("seal", Some("s"))], None, Compression::None), 0)
         .await
         .unwrap();
     p.roll_for_tests().await;
@@ -140,7 +140,10 @@ async fn the_last_record_of_each_key_survives_with_its_offset() {
                 .iter()
                 .map(|(k, v)| (k.as_str(), Some(v.as_str())))
                 .collect();
-            let a = p.append(batch_of(&refs, None, compression)).await.unwrap();
+            let a = p
+                .append(batch_of(&refs, None, compression), 0)
+                .await
+                .unwrap();
             for (i, (k, v)) in entries.iter().enumerate() {
                 model.insert(k.clone(), (a.base_offset + i as i64, v.clone()));
             }
@@ -160,7 +163,7 @@ async fn the_last_record_of_each_key_survives_with_its_offset() {
         // The end and the next offset are where they were.
         assert_eq!(p.high_watermark(), before.last().unwrap().0 + 1);
         let next = p
-            .append(batch_of(&[("k0", Some("later"))], None, compression))
+            .append(batch_of(&[("k0", Some("later"))], None, compression), 0)
             .await
             .unwrap();
         assert_eq!(next.base_offset, p.high_watermark() - 1);
@@ -175,14 +178,17 @@ async fn the_last_record_of_each_key_survives_with_its_offset() {
 async fn a_tombstone_stays_until_its_delete_horizon_then_goes() {
     let dir = tempfile::tempdir().unwrap();
     let p = open(dir.path(), 200);
-    p.append(batch_of(
-        &[("a", Some("1")), ("b", Some("1"))],
-        None,
-        Compression::None,
-    ))
+    p.append(
+        batch_of(
+            &[("a", Some("1")), ("b", Some("1"))],
+            None,
+            Compression::None,
+        ),
+        0,
+    )
     .await
     .unwrap();
-    p.append(batch_of(&[("a", None)], None, Compression::None))
+    p.append(batch_of(&[("a", None)], None, Compression::None), 0)
         .await
         .unwrap();
     seal(&p).await;
@@ -196,7 +202,7 @@ async fn a_tombstone_stays_until_its_delete_horizon_then_goes() {
     assert!(!keys.contains(&("a".into(), Some("1".into()))), "{keys:?}");
     // Later, past the horizon (NOW + delete.retention.ms), with new dirty
     // data to clean: the tombstone goes.
-    p.append(batch_of(&[("b", Some("2"))], None, Compression::None))
+    p.append(batch_of(&[("b", Some("2"))], None, Compression::None), 0)
         .await
         .unwrap();
     seal(&p).await;
@@ -211,26 +217,32 @@ async fn aborted_transactions_are_dropped_and_committed_ones_kept() {
     let dir = tempfile::tempdir().unwrap();
     let p = open(dir.path(), 1 << 20);
     // Producer 7 aborts, producer 8 commits.
-    p.append(batch_of(
-        &[("x", Some("aborted"))],
-        Some((7, 0, 0, true)),
-        Compression::None,
-    ))
+    p.append(
+        batch_of(
+            &[("x", Some("aborted"))],
+            Some((7, 0, 0, true)),
+            Compression::None,
+        ),
+        0,
+    )
     .await
     .unwrap();
-    p.append(batch_of(
-        &[("y", Some("committed"))],
-        Some((8, 0, 0, true)),
-        Compression::None,
-    ))
+    p.append(
+        batch_of(
+            &[("y", Some("committed"))],
+            Some((8, 0, 0, true)),
+            Compression::None,
+        ),
+        0,
+    )
     .await
     .unwrap();
     let marker = |commit| ControlMarker {
         commit,
         coordinator_epoch: 0,
     };
-    p.append_marker(7, 0, marker(false), NOW).await.unwrap();
-    p.append_marker(8, 0, marker(true), NOW).await.unwrap();
+    p.append_marker(7, 0, marker(false), NOW, 0).await.unwrap();
+    p.append_marker(8, 0, marker(true), NOW, 0).await.unwrap();
     seal(&p).await;
     clean(&p, NOW).await;
     let values: Vec<Option<String>> = read_all(&p).into_iter().map(|(_, _, v)| v).collect();
@@ -258,11 +270,14 @@ async fn a_crash_at_any_step_of_the_swap_leaves_the_old_or_the_cleaned_log() {
     let p = open(dir.path(), 1 << 20);
     for round in 0..5 {
         let v = format!("v{round}");
-        p.append(batch_of(
-            &[("k", Some(v.as_str())), ("j", Some(v.as_str()))],
-            None,
-            Compression::None,
-        ))
+        p.append(
+            batch_of(
+                &[("k", Some(v.as_str())), ("j", Some(v.as_str()))],
+                None,
+                Compression::None,
+            ),
+            0,
+        )
         .await
         .unwrap();
     }
@@ -372,7 +387,7 @@ proptest! {
                             .collect();
                         let refs: Vec<Entry> =
                             owned.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
-                        let a = p.append(batch_of(&refs, None, Compression::None)).await.unwrap();
+                        let a = p.append(batch_of(&refs, None, Compression::None), 0).await.unwrap();
                         for (i, (k, v)) in owned.into_iter().enumerate() {
                             tombstone_horizon.remove(&k);
                             last.insert(k, (a.base_offset + i as i64, v));
