@@ -169,6 +169,14 @@ async fn java_admin_manages_topics() {
     run("java", vec!["-cp".into(), classpath, "TopicAdmin".into()]).await;
 }
 
+/// Topics as confluent-kafka and kafka-python manage them: more partitions
+/// (a decrease refused), DeleteRecords, DescribeCluster; kafka-python's
+/// incremental config operations, INVALID_CONFIG and DescribeLogDirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_admin_clients_manage_topics() {
+    run_script("python3", "python/topic_admin.py").await;
+}
+
 /// Topic configs: created, described with sources and synonyms, refused
 /// with INVALID_CONFIG; a broker's settings described.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
