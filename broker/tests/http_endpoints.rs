@@ -1,26 +1,9 @@
 //! Health, readiness and Prometheus metrics over HTTP.
 
-use std::io::{Read, Write};
+mod common;
 
+use common::http_get as get;
 use kaas_broker::local::{LocalCluster, LocalClusterConfig};
-
-/// A plain HTTP/1.1 GET; returns (status, body).
-fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status = raw[9..12].parse().unwrap();
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_readiness_and_metrics() {

@@ -12,7 +12,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -68,14 +68,7 @@ fn validations(cluster: &ProcessCluster) -> Vec<(usize, u64)> {
         .into_iter()
         .map(|id| {
             let addr = cluster.http_addr(id).expect("http endpoints");
-            let mut s = std::net::TcpStream::connect(addr).unwrap();
-            write!(
-                s,
-                "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-            )
-            .unwrap();
-            let mut body = String::new();
-            s.read_to_string(&mut body).unwrap();
+            let (_, body) = common::http_get(addr.as_str(), "/metrics");
             let count = body
                 .lines()
                 .find_map(|l| l.strip_prefix("kaas_requests_total{api=\"OffsetForLeaderEpoch\"} "))

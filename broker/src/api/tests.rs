@@ -1887,18 +1887,7 @@ async fn retention_moves_the_log_start_offset_that_fetch_and_list_offsets_answer
             .await
             .unwrap();
     }
-    let segments = |dir: &std::path::Path| {
-        std::fs::read_dir(dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "log")
-            })
-            .count()
-    };
+    let segments = crate::storage::count_segment_files;
     let log_dir = broker.storage.topics.topic_dir("t").join("0");
     assert!(segments(&log_dir) > 1, "segment.bytes=300 rolled the log");
     assert_eq!(fetched(&broker, 0).await.error_code, 0);
@@ -1993,18 +1982,8 @@ async fn topic_configs_are_altered_incrementally_and_wholesale_as_apache_answers
         stored(),
         configs(&[("retention.ms", "1000"), ("segment.bytes", "1048576")])
     );
-    let segments = || {
-        std::fs::read_dir(broker.storage.topics.topic_dir("t").join("0"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "log")
-            })
-            .count()
-    };
+    let segments =
+        || crate::storage::count_segment_files(&broker.storage.topics.topic_dir("t").join("0"));
     // About 2 MiB: past the new segment size, far below kaas's 256 MiB.
     for _ in 0..64 {
         partition.append(encode_batch(2_000, 0), 0).await.unwrap();

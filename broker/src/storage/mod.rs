@@ -322,6 +322,18 @@ impl Storage {
 }
 
 /// Runs file I/O on a blocking thread, off the async runtime's.
+/// How many segment files (`*.log`) `dir` holds.
+#[cfg(test)]
+pub(crate) fn count_segment_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let path = e.as_ref().unwrap().path();
+            path.extension().is_some_and(|x| x == "log")
+        })
+        .count()
+}
+
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> io::Result<T> {

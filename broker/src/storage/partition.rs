@@ -613,16 +613,7 @@ mod tests {
         // Reopened (another leader, or a restart): the same answers, from
         // segments the transactions span.
         drop(part);
-        let segments = std::fs::read_dir(dir.path().join("0"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "log")
-            })
-            .count();
+        let segments = crate::storage::count_segment_files(&dir.path().join("0"));
         assert!(segments > 1, "the transactions span segments");
         let part = Partition::open("t", 0, dir.path().join("0"), small()).unwrap();
         let (_, lso, again) = part.read_committed(0, 1 << 20).unwrap();
@@ -953,16 +944,7 @@ mod tests {
         bases.sort();
         assert_eq!(bases, (0..40).map(|i| i * 3).collect::<Vec<_>>());
         assert_eq!(part.high_watermark(), 120);
-        let segments = std::fs::read_dir(dir.path().join("0"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "log")
-            })
-            .count();
+        let segments = crate::storage::count_segment_files(&dir.path().join("0"));
         assert!(segments > 1, "small segments roll");
         drop(part);
         let reopened = Partition::open("t", 0, dir.path().join("0"), config).unwrap();

@@ -270,3 +270,22 @@ pub fn compile_java(class: &str) -> (tempfile::TempDir, String) {
     let classpath = format!("{}:{jars}", classes.path().display());
     (classes, classpath)
 }
+
+/// A plain HTTP/1.1 GET; returns (status, body).
+pub fn http_get(addr: impl std::net::ToSocketAddrs, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let status = raw[9..12].parse().unwrap();
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
