@@ -68,6 +68,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
             brokers: observed.clone(),
             consumer_groups: Vec::new(),
             partitions: Vec::new(),
+            partitions_version: steady.version + 1,
         });
         let mut sum = 0i64;
         for g in &groups {

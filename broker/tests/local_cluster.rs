@@ -55,8 +55,11 @@ async fn hundred_thousand_messages_round_trip_through_every_broker_and_a_restart
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, "orders", PARTITIONS).await;
 
+    // Idempotent: a batch retried after a later one (a leader that moved
+    // under load, a timeout) keeps its place, as Kafka promises only then.
     let producer: FutureProducer = common::client_config(&bootstrap)
         .set("acks", "all")
+        .set("enable.idempotence", "true")
         .set("linger.ms", "5")
         .set("queue.buffering.max.messages", "200000")
         .create()

@@ -36,6 +36,16 @@ pub struct Assignment {
     /// Explicit partition leaders; they win over the hash tier.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<PartitionEntry>,
+    /// The version at which `brokers` or `partitions` last changed: every
+    /// partition's leader epoch ([`Routing::leader_epoch`]). Group entries
+    /// move no partition, so they leave it alone. 0 in a document written
+    /// before it (the version stands in).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partitions_version: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One broker as the controller sees it.
@@ -246,12 +256,26 @@ impl Routing {
         self.assignment.version
     }
 
-    /// Every partition's leader epoch (and a transaction coordinator's
-    /// epoch): the document's version, which rises with every change of
-    /// leadership and which every broker knows. Kafka's epochs are INT32;
-    /// a version beyond it stays at `i32::MAX`.
+    /// Every partition's leader epoch: the version at which the broker
+    /// set or the partition entries last changed
+    /// ([`Assignment::partitions_version`], else the version). It rises
+    /// with every change of leadership, not with group entries, and every
+    /// broker knows it. Kafka's epochs are INT32; beyond, `i32::MAX`.
     #[must_use]
     pub fn leader_epoch(&self) -> i32 {
+        let a = &self.assignment;
+        let epoch = if a.partitions_version > 0 {
+            a.partitions_version
+        } else {
+            a.version
+        };
+        i32::try_from(epoch).unwrap_or(i32::MAX)
+    }
+
+    /// A transaction coordinator's epoch (the markers'): the document's
+    /// version, as INT32.
+    #[must_use]
+    pub fn coordinator_epoch(&self) -> i32 {
         i32::try_from(self.assignment.version).unwrap_or(i32::MAX)
     }
 
@@ -411,6 +435,7 @@ mod tests {
     #[test]
     fn wire_format_is_camel_case_and_lowercase_states() {
         let a = Assignment {
+            partitions_version: 0,
             version: 1,
             brokers: vec![broker(0, BrokerState::Draining)],
             consumer_groups: vec![],
@@ -476,6 +501,7 @@ mod tests {
         let hashed = plain.owner_of_group("orders").expect("alive");
         let other = (hashed + 1) % 5;
         let pinned = Routing::new(Assignment {
+            partitions_version: 0,
             version: 2,
             brokers,
             consumer_groups: vec![GroupEntry {
@@ -539,6 +565,7 @@ mod tests {
     #[test]
     fn malformed_documents_do_not_panic_and_first_wins() {
         let a = Assignment {
+            partitions_version: 0,
             version: 1,
             brokers: vec![
                 broker(2, BrokerState::Dead),

@@ -148,6 +148,7 @@ mod tests {
     #[test]
     fn roundtrips_and_summarises() {
         let a = Assignment {
+            partitions_version: 0,
             version: 7,
             brokers: brokers(2),
             consumer_groups: vec![GroupEntry {

@@ -30,7 +30,9 @@ use crate::route::RouteTable;
 ///   `previous`) writes no entries.
 /// - Partition entries are kept while their broker is alive, else dropped.
 /// - `version` is `previous.version + 1` if brokers or entries changed,
-///   else unchanged; 1 with no `previous`.
+///   else unchanged; 1 with no `previous`. `partitions_version` is the
+///   new version when brokers or partition entries changed, else kept:
+///   group entries change no partition's leader epoch.
 ///
 /// The output is canonical (brokers by id, groups by id, partitions by
 /// topic then partition, no duplicates), so serialising it is stable.
@@ -59,6 +61,7 @@ where
             brokers,
             consumer_groups: Vec::new(),
             partitions: Vec::new(),
+            partitions_version: 1,
         };
     };
     let before = Routing::new(previous.clone());
@@ -109,18 +112,25 @@ where
     }
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
 
-    let unchanged = brokers == previous.brokers
-        && groups == previous.consumer_groups
-        && partitions == previous.partitions;
+    let partitions_unchanged = brokers == previous.brokers && partitions == previous.partitions;
+    let unchanged = partitions_unchanged && groups == previous.consumer_groups;
+    let version = if unchanged {
+        previous.version
+    } else {
+        previous.version.saturating_add(1)
+    };
+    let partitions_version = match previous.partitions_version {
+        _ if !partitions_unchanged => version,
+        // A document from before the field: its version stood in.
+        0 => previous.version,
+        kept => kept,
+    };
     Assignment {
-        version: if unchanged {
-            previous.version
-        } else {
-            previous.version.saturating_add(1)
-        },
+        version,
         brokers,
         consumer_groups: groups,
         partitions,
+        partitions_version,
     }
 }
 
@@ -190,6 +200,42 @@ mod tests {
         assert!(a.partitions.is_empty());
         let ids: Vec<BrokerId> = a.brokers.iter().map(|b| b.id).collect();
         assert_eq!(ids, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn partitions_version_moves_with_brokers_and_partition_entries_only() {
+        let gs = groups(2000);
+        let v1 = recompute(None, &all_alive(3), NONE);
+        assert_eq!((v1.version, v1.partitions_version), (1, 1));
+        // Scale 3 -> 4: the broker set changed, so did partition leaders.
+        let v2 = recompute(Some(&v1), &all_alive(4), &gs);
+        assert_eq!((v2.version, v2.partitions_version), (2, 2));
+        // A broker dies: partitions move, the epoch rises.
+        let mut observed = all_alive(4);
+        observed[1].state = Dead;
+        let v3 = recompute(Some(&v2), &observed, &gs);
+        assert_eq!((v3.version, v3.partitions_version), (3, 3));
+        // Only a group entry changes (one on the dead broker is rewritten):
+        // a new version, the same leader epoch.
+        let mut stale = v3.clone();
+        stale.consumer_groups.push(GroupEntry {
+            group_id: "~stale".into(),
+            broker: 1,
+        });
+        let v4 = recompute(Some(&stale), &observed, &gs);
+        assert_eq!((v4.version, v4.partitions_version), (4, 3));
+        assert_eq!(Routing::new(v4.clone()).leader_epoch(), 3);
+        // A document from before the field: its version stands in.
+        let old = Assignment {
+            partitions_version: 0,
+            ..stale
+        };
+        assert_eq!(Routing::new(old.clone()).leader_epoch(), 3);
+        let v4_from_old = recompute(Some(&old), &observed, &gs);
+        assert_eq!(
+            (v4_from_old.version, v4_from_old.partitions_version),
+            (4, 3)
+        );
     }
 
     #[test]
@@ -270,6 +316,7 @@ mod tests {
             broker,
         };
         let previous = Assignment {
+            partitions_version: 0,
             version: 7,
             brokers: all_alive(5),
             consumer_groups: vec![pinned(0), pinned(1), pinned(2), pinned(4)],
@@ -340,6 +387,7 @@ mod tests {
             broker,
         };
         let previous = Assignment {
+            partitions_version: 0,
             version: 3,
             brokers: all_alive(3),
             consumer_groups: vec![],

@@ -103,7 +103,7 @@ fn assignment(version: u64, broker_0: BrokerState) -> Assignment {
 async fn leader_epochs_are_the_assignment_version_recorded_where_they_start() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, topic) = one_broker(dir.path()).await;
-    // Epoch 1 (the assignment's version) writes 0..3, epoch 4 writes 3..5.
+    // Epoch 1 (the assignment's version, standing in for a partitions version) writes 0..3, epoch 4 writes 3..5.
     assert_eq!(produce(&broker, 3).await, 0);
     broker.apply_assignment(Assignment {
         version: 4,

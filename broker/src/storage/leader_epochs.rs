@@ -4,7 +4,7 @@
 //! checkpoint file's format (`leader-epoch-checkpoint`: a version line
 //! `0`, a count line, then `epoch start_offset` per line).
 //!
-//! A partition's leader epoch is the assignment's version
+//! A partition's leader epoch is the assignment's partitions version
 //! ([`kaas_shared::Routing::leader_epoch`]): it rises with every change of
 //! leadership, and every broker knows it without asking the leader. The
 //! leader records an epoch here at the first append in it.

@@ -328,7 +328,7 @@ impl TxnManager {
     /// The coordinator epoch markers carry: the assignment version this
     /// broker coordinates under.
     fn coordinator_epoch(&self) -> i32 {
-        self.routing().map_or(0, |r| r.leader_epoch())
+        self.routing().map_or(0, |r| r.coordinator_epoch())
     }
 
     fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<TxnEffect>) {
