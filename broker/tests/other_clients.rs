@@ -184,6 +184,14 @@ async fn confluent_kafka_topic_configs() {
     run_script("python3", "python/topic_configs.py").await;
 }
 
+/// A topic's record configs: LogAppendTime seen by the producer and the
+/// consumer, timestamps out of bounds refused with INVALID_TIMESTAMP,
+/// compression.type recompressing a producer's lz4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_record_configs() {
+    run_script("python3", "python/record_configs.py").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafkajs_group_and_admin_flows() {
     run_script("node", "js/groups.js").await;

@@ -16,8 +16,8 @@ use tracing::{debug, warn};
 use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
-use crate::storage::cleaner::records;
 use crate::storage::log::AppendError;
+use crate::storage::validator::{self, Refusal};
 use crate::txn::core::TopicPartition;
 
 struct PartitionOutcome {
@@ -199,11 +199,6 @@ async fn produce_partition(
             return fail(response, open_error_code(&e), e.to_string());
         }
     };
-    if partition.is_compacted() {
-        if let Some(outcome) = refuse_keyless(&records, &meta.name, index, &mut response) {
-            return outcome;
-        }
-    }
     if let Some((producer_id, producer_epoch)) = transactional {
         let Some(id) = transactional_id else {
             return fail(
@@ -242,10 +237,21 @@ async fn produce_partition(
             }
         }
     }
-    let size = records.len() as u64;
+    let tp = format!("{}-{index}", meta.name);
+    let now = crate::storage::log::wall_clock_ms();
+    let validated =
+        match validator::validate(records.to_vec(), &tp, &partition.record_policy(), now) {
+            Ok(v) => v,
+            Err(refusal) => {
+                debug!(partition = %tp, error = %refusal.message, client = %ctx.client_id,
+                   "refusing records");
+                return refused(response, refusal);
+            }
+        };
+    let size = validated.data.len() as u64;
     // The leader check's routing names this broker, so it is there.
     let epoch = routing.as_ref().map_or(0, |r| r.leader_epoch());
-    match partition.append(records.to_vec(), epoch).await {
+    match partition.append(validated.data, epoch).await {
         Ok(appended) => {
             if !appended.duplicate {
                 broker.metrics.produce_bytes.inc_by(size);
@@ -253,7 +259,7 @@ async fn produce_partition(
             debug!(topic = %meta.name, partition = index, base = appended.base_offset,
                    last = appended.last_offset, "appended");
             response.base_offset = appended.base_offset;
-            response.log_append_time_ms = -1;
+            response.log_append_time_ms = validated.log_append_time_ms;
             response.log_start_offset = partition.log_start_offset();
             PartitionOutcome {
                 response,
@@ -286,51 +292,22 @@ async fn produce_partition(
     }
 }
 
-/// A compacted topic takes only records with a key: INVALID_RECORD with
-/// Apache's record errors and message otherwise.
-fn refuse_keyless(
-    data: &[u8],
-    topic: &str,
-    index: i32,
-    response: &mut PartitionProduceResponse,
-) -> Option<PartitionOutcome> {
-    let keyless = match records::keyless_records(data) {
-        Ok(k) if k.is_empty() => return None,
-        Ok(k) => k,
-        Err(e) => {
-            response.error_code = Err::CorruptMessage.code();
-            response.error_message = Some(StrBytes::from_string(e.to_string()));
-            return Some(PartitionOutcome {
-                response: std::mem::take(response),
-                leader_hint: None,
-            });
-        }
-    };
-    let message = format!(
-        "Compacted topic cannot accept message without key in topic partition {topic}-{index}"
-    );
-    let shown: Vec<String> = keyless
-        .iter()
-        .take(3)
-        .map(|i| format!("RecordError(batchIndex={i}, message='{message}')"))
-        .collect();
-    response.error_code = Err::InvalidRecord.code();
-    response.error_message = Some(StrBytes::from_string(format!(
-        "One or more records have been rejected due to {} record errors in total, and only \
-         showing the first three errors at most: [{}]",
-        keyless.len(),
-        shown.join(", ")
-    )));
-    response.record_errors = keyless
-        .iter()
-        .map(|i| {
+/// The response to records the validator refused: Apache's error, its
+/// message and each failing record's index and message.
+fn refused(mut response: PartitionProduceResponse, refusal: Refusal) -> PartitionOutcome {
+    response.error_code = refusal.error.code();
+    response.error_message = Some(StrBytes::from_string(refusal.message));
+    response.record_errors = refusal
+        .record_errors
+        .into_iter()
+        .map(|(index, message)| {
             BatchIndexAndErrorMessage::default()
-                .with_batch_index(*i)
-                .with_batch_index_error_message(Some(StrBytes::from_string(message.clone())))
+                .with_batch_index(index)
+                .with_batch_index_error_message(Some(StrBytes::from_string(message)))
         })
         .collect();
-    Some(PartitionOutcome {
-        response: std::mem::take(response),
+    PartitionOutcome {
+        response,
         leader_hint: None,
-    })
+    }
 }

@@ -275,74 +275,38 @@ pub fn is_compressed(batch: &[u8]) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use bytes::BytesMut;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+
+    use kafka_protocol::records::{Compression, Record};
+
+    pub use kaas_testkit::records::{encode_records, record};
 
     /// A real v2 batch of `n` records encoded by the kafka-protocol crate.
     pub fn encode_batch(n: usize, ts: i64) -> Vec<u8> {
         let records: Vec<Record> = (0..n)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32,
-                timestamp: ts + i as i64,
-                key: None,
-                value: Some(bytes::Bytes::from(format!("value-{i}"))),
-                headers: Default::default(),
+            .map(|i| {
+                let value = format!("value-{i}");
+                record(i as i64, ts + i as i64, None, Some(value.as_bytes()))
             })
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .expect("encode");
-        buf.to_vec()
+        encode_records(&records, Compression::None)
     }
 
     /// A transactional batch of `n` records from producer `pid` at `epoch`,
     /// sequences from `seq`.
     pub fn encode_txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
         let records: Vec<Record> = (0..n)
-            .map(|i| Record {
-                transactional: true,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: pid,
-                producer_epoch: epoch,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: seq + i as i32,
-                timestamp: 1_000,
-                key: None,
-                value: Some(bytes::Bytes::from(format!("txn-{pid}-{i}"))),
-                headers: Default::default(),
+            .map(|i| {
+                let value = format!("txn-{pid}-{i}");
+                Record {
+                    transactional: true,
+                    producer_id: pid,
+                    producer_epoch: epoch,
+                    sequence: seq + i as i32,
+                    ..record(i as i64, 1_000, None, Some(value.as_bytes()))
+                }
             })
             .collect();
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .unwrap();
-        buf.to_vec()
+        encode_records(&records, Compression::None)
     }
 
     #[test]

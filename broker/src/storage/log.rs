@@ -10,6 +10,7 @@
 //! holds the producer state as of a segment's base, written when it was
 //! rolled to ([`super::producer_snapshot`]).
 
+use super::validator::RecordPolicy;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -52,8 +53,9 @@ pub struct LogConfig {
     /// A segment rolls once its first batch is this much older than an
     /// incoming one (`segment.ms`).
     pub segment_ms: i64,
-    /// `cleanup.policy` holds `compact`: every record needs a key.
-    pub compact: bool,
+    /// What a producer's records are checked against
+    /// ([`super::validator`]).
+    pub records: RecordPolicy,
 }
 
 impl Default for LogConfig {
@@ -63,7 +65,7 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             max_message_bytes: 1_048_588,
             segment_ms: 7 * 24 * 60 * 60 * 1000,
-            compact: false,
+            records: RecordPolicy::default(),
         }
     }
 }
@@ -111,7 +113,7 @@ pub struct Segment {
 }
 
 /// Milliseconds since the epoch, as record timestamps count.
-pub(super) fn wall_clock_ms() -> i64 {
+pub fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -13,12 +13,14 @@ pub mod partition;
 pub mod producer_ids;
 pub mod producer_snapshot;
 pub mod producer_state;
+pub mod records;
 pub mod retention;
 pub mod shared_doc;
 pub mod topic_config;
 pub mod topics;
 pub mod txn_index;
 pub mod txn_log;
+pub mod validator;
 pub mod volume_sync;
 
 use std::collections::HashMap;
@@ -190,7 +192,7 @@ impl Storage {
             segment_bytes: settings.segment_bytes,
             segment_ms: settings.segment_ms,
             max_message_bytes: settings.max_message_bytes,
-            compact: settings.compaction.compact,
+            records: settings.records,
             ..self.log_config
         };
         (config, settings.retention)

@@ -1,6 +1,7 @@
 //! One partition led by this broker: its log, its high watermark and the
 //! group-commit fsync that makes acknowledgements durable.
 
+use super::validator::RecordPolicy;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -174,9 +175,9 @@ impl Partition {
         self.log.lock()
     }
 
-    /// Whether the topic is compacted (its records need keys).
-    pub fn is_compacted(&self) -> bool {
-        self.log().config().compact
+    /// What the topic's configs ask of a producer's records.
+    pub fn record_policy(&self) -> RecordPolicy {
+        self.log().config().records
     }
 
     /// The topic's configs changed: the next roll follows them.

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use super::cleaner::CompactionPolicy;
 use super::log::LogConfig;
+use super::records::Codec;
 use super::retention::{BrokerRetention, RetentionPolicy};
+use super::validator::RecordPolicy;
 
 /// `DescribeConfigsResponse.ConfigType` (v3+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -819,6 +821,7 @@ pub struct LogSettings {
     pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
     pub compaction: CompactionPolicy,
+    pub records: RecordPolicy,
 }
 
 /// The configs in force for a topic with `overrides` (as DescribeConfigs
@@ -839,6 +842,22 @@ pub fn log_settings(
     let policy = value("cleanup.policy");
     let has_policy = |p: &str| policy.split(',').any(|x| x.trim().eq_ignore_ascii_case(p));
     let compaction = CompactionPolicy::default();
+    let records = RecordPolicy::default();
+    let level = |name: &str, fallback: i32| value(name).trim().parse().unwrap_or(fallback);
+    let compression = match value("compression.type") {
+        "uncompressed" => Some(Codec::None),
+        "gzip" => Some(Codec::Gzip {
+            level: level("compression.gzip.level", Codec::GZIP_DEFAULT_LEVEL),
+        }),
+        "snappy" => Some(Codec::Snappy),
+        "lz4" => Some(Codec::Lz4 {
+            level: level("compression.lz4.level", Codec::LZ4_DEFAULT_LEVEL),
+        }),
+        "zstd" => Some(Codec::Zstd {
+            level: level("compression.zstd.level", Codec::ZSTD_DEFAULT_LEVEL),
+        }),
+        _ => None,
+    };
     LogSettings {
         segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
             as u64,
@@ -868,6 +887,19 @@ pub fn log_settings(
                 .trim()
                 .parse()
                 .unwrap_or(compaction.min_cleanable_dirty_ratio),
+        },
+        records: RecordPolicy {
+            compact: has_policy("compact"),
+            log_append_time: value("message.timestamp.type") == "LogAppendTime",
+            timestamp_before_max_ms: number(
+                "message.timestamp.before.max.ms",
+                records.timestamp_before_max_ms,
+            ),
+            timestamp_after_max_ms: number(
+                "message.timestamp.after.max.ms",
+                records.timestamp_after_max_ms,
+            ),
+            compression,
         },
     }
 }

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use super::offset_map::OffsetMap;
 use super::plan::CompactionPolicy;
-use super::records::{self, delete_horizon};
 use super::txn::CleanedTransactions;
 use crate::storage::batch::{self, BatchHeader, HEADER_LEN};
 use crate::storage::fs::read_at;
+use crate::storage::records::{self, delete_horizon};
 use crate::storage::txn_index::AbortedTxn;
 
 /// A sealed segment as the cleaner reads it.

@@ -7,14 +7,14 @@
 //!
 //! - [`plan`]: which log is dirtiest and over which offsets (pure).
 //! - [`offset_map`]: the bounded key → last offset map.
-//! - [`records`]: the records of a batch, and a batch rebuilt from some.
+//! - [`crate::storage::records`] (shared with produce validation): the
+//!   records of a batch, and a batch rebuilt from some.
 //! - [`txn`]: aborted transactions and markers while walking a log.
 //! - [`clean`]: one cleaning into `.cleaned` files.
 
 pub mod clean;
 pub mod offset_map;
 pub mod plan;
-pub mod records;
 pub mod txn;
 
 #[cfg(test)]

@@ -7,10 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 use proptest::prelude::*;
 
 use super::plan::{self, CompactionPolicy};
@@ -18,6 +15,7 @@ use super::CleanerConfig;
 use crate::storage::batch::{self, ControlMarker};
 use crate::storage::log::LogConfig;
 use crate::storage::partition::{Partition, PartitionRef};
+use crate::storage::validator::RecordPolicy;
 
 const NOW: i64 = 1_000_000;
 
@@ -43,37 +41,27 @@ fn batch_of(
         .enumerate()
         .map(|(i, (k, v))| Record {
             transactional,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
             producer_id: pid,
             producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: if seq < 0 { -1 } else { seq + i as i32 },
-            timestamp: NOW - 10_000 + i as i64,
-            key: Some(Bytes::copy_from_slice(k.as_bytes())),
-            value: v.map(|v| Bytes::copy_from_slice(v.as_bytes())),
-            headers: Default::default(),
+            sequence: seq + i as i32,
+            ..batch::tests::record(
+                i as i64,
+                NOW - 10_000 + i as i64,
+                Some(k.as_bytes()),
+                v.map(str::as_bytes),
+            )
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .unwrap();
-    buf.to_vec()
+    batch::tests::encode_records(&records, compression)
 }
 
 fn open(dir: &Path, segment_bytes: u64) -> PartitionRef {
     let config = LogConfig {
         segment_bytes,
-        compact: true,
+        records: RecordPolicy {
+            compact: true,
+            ..RecordPolicy::default()
+        },
         ..LogConfig::default()
     };
     std::sync::Arc::new(Partition::open("t", 0, dir.to_path_buf(), config).unwrap())

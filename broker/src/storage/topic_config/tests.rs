@@ -250,7 +250,9 @@ fn a_broker_setting_in_hours_is_converted_but_keeps_apaches_source() {
 fn log_settings_follow_overrides_then_broker_settings() {
     use crate::storage::cleaner::CompactionPolicy;
     use crate::storage::log::LogConfig;
+    use crate::storage::records::Codec;
     use crate::storage::retention::{BrokerRetention, RetentionPolicy};
+    use crate::storage::validator::RecordPolicy;
     let none = BTreeMap::new();
     let kaas = BrokerTopicDefaults::of(&LogConfig::default(), &BrokerRetention::default());
     assert_eq!(
@@ -261,6 +263,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
             max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
             compaction: CompactionPolicy::default(),
+            records: RecordPolicy::default(),
         }
     );
     let broker = BrokerTopicDefaults::of(
@@ -293,6 +296,11 @@ fn log_settings_follow_overrides_then_broker_settings() {
         ("min.compaction.lag.ms", "10"),
         ("max.compaction.lag.ms", "20000"),
         ("min.cleanable.dirty.ratio", "0.25"),
+        ("message.timestamp.type", "LogAppendTime"),
+        ("message.timestamp.before.max.ms", "1000"),
+        ("message.timestamp.after.max.ms", "2000"),
+        ("compression.type", "zstd"),
+        ("compression.zstd.level", "-7"),
     ]);
     assert_eq!(
         log_settings(&overrides, &broker),
@@ -312,8 +320,26 @@ fn log_settings_follow_overrides_then_broker_settings() {
                 max_compaction_lag_ms: 20_000,
                 min_cleanable_dirty_ratio: 0.25,
             },
+            records: RecordPolicy {
+                compact: true,
+                log_append_time: true,
+                timestamp_before_max_ms: 1000,
+                timestamp_after_max_ms: 2000,
+                compression: Some(Codec::Zstd { level: -7 }),
+            },
         }
     );
     let both = configs(&[("cleanup.policy", "compact,delete")]);
     assert!(log_settings(&both, &broker).retention.delete);
+    for (codec, expected) in [
+        ("producer", None),
+        ("uncompressed", Some(Codec::None)),
+        ("gzip", Some(Codec::Gzip { level: -1 })),
+        ("snappy", Some(Codec::Snappy)),
+        ("lz4", Some(Codec::Lz4 { level: 9 })),
+        ("zstd", Some(Codec::Zstd { level: 3 })),
+    ] {
+        let topic = configs(&[("compression.type", codec)]);
+        assert_eq!(log_settings(&topic, &broker).records.compression, expected);
+    }
 }

@@ -1,9 +1,9 @@
-//! The records inside a v2 batch, as the cleaner reads and rewrites them:
-//! each record's offset, timestamp, key and whether it has a value, and a
-//! batch rebuilt from the records it keeps (Apache's
-//! `MemoryRecords.filterTo`: base offset, last offset delta, producer
-//! fields and codec kept; the base timestamp becomes the delete horizon
-//! when one is set).
+//! The records inside a v2 batch, as the cleaner and the produce
+//! validation read and rewrite them: each record's offset, timestamp, key
+//! and whether it has a value; a batch rebuilt from the records it keeps
+//! (Apache's `MemoryRecords.filterTo`: base offset, last offset delta,
+//! producer fields and codec kept; the base timestamp becomes the delete
+//! horizon when one is set); a batch re-encoded with another codec.
 
 use std::borrow::Cow;
 use std::io;
@@ -14,7 +14,7 @@ use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Z
 use crate::storage::batch::{BatchHeader, HEADER_LEN};
 
 /// Attributes bit 3: timestamps are the broker's append time.
-const LOG_APPEND_TIME: i16 = 0x08;
+pub const LOG_APPEND_TIME: i16 = 0x08;
 /// Attributes bit 6 (KIP-534): the base timestamp is the delete horizon.
 pub const DELETE_HORIZON: i16 = 0x40;
 const CODEC_MASK: i16 = 0x07;
@@ -44,6 +44,17 @@ pub struct RecordView<'a> {
 impl RecordView<'_> {
     pub fn is_tombstone(&self) -> bool {
         self.value.is_none()
+    }
+
+    /// Apache's `DefaultRecord.toString`, with the record's `timestamp`
+    /// (its batch's when that stamps append times).
+    pub fn describe(&self, timestamp: i64) -> String {
+        format!(
+            "DefaultRecord(offset={}, timestamp={timestamp}, key={} bytes, value={} bytes)",
+            self.offset,
+            self.key.map_or(0, <[u8]>::len),
+            self.value.map_or(0, <[u8]>::len)
+        )
     }
 }
 
@@ -152,28 +163,6 @@ pub fn parse_records<'a>(section: &'a [u8], h: &BatchHeader) -> io::Result<Vec<R
     Ok(out)
 }
 
-/// The indexes (counted across the batches of `data`) of the records
-/// without a key: a compacted topic refuses them (Apache's
-/// `LogValidator.validateKey`).
-pub fn keyless_records(data: &[u8]) -> io::Result<Vec<i32>> {
-    let mut keyless = Vec::new();
-    let mut index = 0;
-    for (range, h) in crate::storage::batch::split_verified(data).map_err(invalid)? {
-        if h.is_control() {
-            continue;
-        }
-        let batch = &data[range];
-        let section = records_section(batch, &h)?;
-        for r in parse_records(&section, &h)? {
-            if r.key.is_none() {
-                keyless.push(index);
-            }
-            index += 1;
-        }
-    }
-    Ok(keyless)
-}
-
 fn encode_record(out: &mut Vec<u8>, r: &RecordView, base_timestamp: i64) {
     let mut body = Vec::with_capacity(32 + r.key.map_or(0, <[u8]>::len));
     body.push(r.attributes);
@@ -193,19 +182,85 @@ fn encode_record(out: &mut Vec<u8>, r: &RecordView, base_timestamp: i64) {
     out.extend_from_slice(&body);
 }
 
-fn compress(codec: i16, records: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-    let fill = |b: &mut BytesMut| {
-        b.extend_from_slice(records);
-        Ok(())
-    };
-    match codec {
-        1 => Gzip::compress(out, fill),
-        2 => Snappy::compress(out, fill),
-        3 => Lz4::compress(out, fill),
-        4 => Zstd::compress(out, fill),
-        c => return Err(invalid(format!("unknown compression codec {c}"))),
+/// A batch's compression codec (attributes bits 0..3) with the level
+/// the broker compresses at: Apache's defaults (gzip's -1 is deflate's 6)
+/// unless a topic's `compression.*.level` says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    None,
+    Gzip { level: i32 },
+    Snappy,
+    Lz4 { level: i32 },
+    Zstd { level: i32 },
+}
+
+impl Codec {
+    pub const GZIP_DEFAULT_LEVEL: i32 = -1;
+    pub const LZ4_DEFAULT_LEVEL: i32 = 9;
+    pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
+
+    /// The codec a batch's attributes name, at its default level.
+    pub fn of_attributes(attributes: i16) -> io::Result<Codec> {
+        Ok(match attributes & CODEC_MASK {
+            0 => Codec::None,
+            1 => Codec::Gzip {
+                level: Self::GZIP_DEFAULT_LEVEL,
+            },
+            2 => Codec::Snappy,
+            3 => Codec::Lz4 {
+                level: Self::LZ4_DEFAULT_LEVEL,
+            },
+            4 => Codec::Zstd {
+                level: Self::ZSTD_DEFAULT_LEVEL,
+            },
+            c => return Err(invalid(format!("unknown compression codec {c}"))),
+        })
     }
-    .map_err(invalid)
+
+    /// The attributes bits naming this codec.
+    pub fn id(self) -> i16 {
+        match self {
+            Codec::None => 0,
+            Codec::Gzip { .. } => 1,
+            Codec::Snappy => 2,
+            Codec::Lz4 { .. } => 3,
+            Codec::Zstd { .. } => 4,
+        }
+    }
+}
+
+/// `records` compressed with `codec` onto `out`, as Apache's clients frame
+/// each codec (gzip stream, xerial-compatible snappy, LZ4 frame with
+/// independent blocks, zstd frame).
+fn compress(codec: Codec, records: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Write;
+    match codec {
+        Codec::None => out.extend_from_slice(records),
+        Codec::Gzip { level } => {
+            let level = match u32::try_from(level) {
+                Ok(l) => flate2::Compression::new(l.min(9)),
+                Err(_) => flate2::Compression::default(),
+            };
+            let mut encoder = flate2::write::GzEncoder::new(out, level);
+            encoder.write_all(records)?;
+            encoder.finish()?;
+        }
+        Codec::Snappy => Snappy::compress(out, |b: &mut BytesMut| {
+            b.extend_from_slice(records);
+            Ok(())
+        })
+        .map_err(invalid)?,
+        Codec::Lz4 { level } => {
+            let mut encoder = lz4::EncoderBuilder::new()
+                .level(level.max(1) as u32)
+                .block_mode(lz4::BlockMode::Independent)
+                .build(out)?;
+            encoder.write_all(records)?;
+            encoder.finish().1?;
+        }
+        Codec::Zstd { level } => zstd::stream::copy_encode(records, out, level)?,
+    }
+    Ok(())
 }
 
 fn finish(mut out: Vec<u8>) -> Vec<u8> {
@@ -237,21 +292,99 @@ pub fn rebuild(
     if horizon.is_some() {
         attributes |= DELETE_HORIZON;
     }
-    let mut out = Vec::with_capacity(h.size);
+    let codec = Codec::of_attributes(attributes)?;
+    let header = Header {
+        attributes,
+        base_timestamp,
+        max_timestamp,
+        last_offset_delta: h.last_offset_delta,
+    };
+    assemble(original, header, kept.iter().copied(), codec, h.size)
+}
+
+/// `original`'s `records` (all of them, as parsed) in a batch compressed
+/// with `codec`, offset deltas renumbered from 0 (Apache's
+/// `LogValidator.buildRecordsAndAssignOffsets`): producer fields and the
+/// transactional bit kept, the base timestamp the first record's, the
+/// largest timestamp `log_append_time` when the topic stamps append times
+/// (records keep their own), else the records' largest.
+pub fn reencode(
+    original: &[u8],
+    h: &BatchHeader,
+    records: &[RecordView],
+    codec: Codec,
+    log_append_time: Option<i64>,
+) -> io::Result<Vec<u8>> {
+    let mut attributes =
+        (h.attributes & !(CODEC_MASK | LOG_APPEND_TIME | DELETE_HORIZON)) | codec.id();
+    if log_append_time.is_some() {
+        attributes |= LOG_APPEND_TIME;
+    }
+    let header = Header {
+        attributes,
+        base_timestamp: records.first().map_or(-1, |r| r.timestamp),
+        max_timestamp: log_append_time
+            .unwrap_or_else(|| records.iter().map(|r| r.timestamp).max().unwrap_or(-1)),
+        last_offset_delta: records.len().saturating_sub(1) as i32,
+    };
+    let renumbered = records.iter().enumerate().map(|(i, r)| RecordView {
+        offset: h.base_offset + i as i64,
+        offset_delta: i as i32,
+        ..*r
+    });
+    assemble(original, header, renumbered, codec, h.size)
+}
+
+/// The header fields a rebuilt batch sets.
+struct Header {
+    attributes: i16,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    last_offset_delta: i32,
+}
+
+fn assemble<'a>(
+    original: &[u8],
+    header: Header,
+    records: impl Iterator<Item = RecordView<'a>>,
+    codec: Codec,
+    size_hint: usize,
+) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(size_hint);
     out.extend_from_slice(&original[..HEADER_LEN]);
-    out[21..23].copy_from_slice(&attributes.to_be_bytes());
-    out[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
-    out[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
-    out[57..61].copy_from_slice(&(kept.len() as i32).to_be_bytes());
-    let mut records = Vec::with_capacity(h.size);
-    for r in kept {
-        encode_record(&mut records, r, base_timestamp);
+    out[21..23].copy_from_slice(&header.attributes.to_be_bytes());
+    out[23..27].copy_from_slice(&header.last_offset_delta.to_be_bytes());
+    out[27..35].copy_from_slice(&header.base_timestamp.to_be_bytes());
+    out[35..43].copy_from_slice(&header.max_timestamp.to_be_bytes());
+    let mut encoded = Vec::with_capacity(size_hint);
+    let mut count = 0i32;
+    for r in records {
+        encode_record(&mut encoded, &r, header.base_timestamp);
+        count += 1;
     }
-    match attributes & CODEC_MASK {
-        0 => out.extend_from_slice(&records),
-        codec => compress(codec, &records, &mut out)?,
-    }
+    out[57..61].copy_from_slice(&count.to_be_bytes());
+    compress(codec, &encoded, &mut out)?;
     Ok(finish(out))
+}
+
+/// `batch` with its largest timestamp and timestamp type set (Apache's
+/// `DefaultRecordBatch.setMaxTimestamp`): the checksum recomputed only
+/// when either changed.
+pub fn set_max_timestamp(batch: &mut [u8], log_append_time: bool, max_timestamp: i64) {
+    let attributes = i16::from_be_bytes([batch[21], batch[22]]);
+    let wanted = if log_append_time {
+        attributes | LOG_APPEND_TIME
+    } else {
+        attributes & !LOG_APPEND_TIME
+    };
+    let current = i64::from_be_bytes(batch[35..43].try_into().expect("8 bytes"));
+    if wanted == attributes && current == max_timestamp {
+        return;
+    }
+    batch[21..23].copy_from_slice(&wanted.to_be_bytes());
+    batch[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// `original` with no records left, kept for its producer fields and last
@@ -268,10 +401,7 @@ pub fn empty(original: &[u8], h: &BatchHeader) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
-    };
+    use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 
     use super::*;
     use crate::storage::batch;
@@ -280,32 +410,18 @@ mod tests {
         let records: Vec<Record> = records
             .iter()
             .map(|(offset, key, value)| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
                 partition_leader_epoch: 0,
                 producer_id: 7,
                 producer_epoch: 1,
-                timestamp_type: TimestampType::Creation,
-                offset: *offset,
-                sequence: *offset as i32,
-                timestamp: 1_000 + offset,
-                key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
-                value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
-                headers: Default::default(),
+                ..batch::tests::record(
+                    *offset,
+                    1_000 + offset,
+                    key.map(str::as_bytes),
+                    value.map(str::as_bytes),
+                )
             })
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.to_vec()
+        batch::tests::encode_records(&records, compression)
     }
 
     fn decoded(batch: &[u8]) -> Vec<(i64, i64, Option<Bytes>, Option<Bytes>)> {
