@@ -3,6 +3,7 @@
 //! still in the log (KIP-320). Apache's `handleOffsetForLeaderEpochRequest`
 //! and `Partition.lastOffsetForLeaderEpoch`.
 
+use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
@@ -35,37 +36,47 @@ pub async fn handle(
                 .with_partition(p.partition)
                 .with_leader_epoch(-1)
                 .with_end_offset(-1);
-            let known = meta
-                .as_ref()
-                .filter(|m| (0..m.partitions).contains(&p.partition));
-            let code = if denied {
-                Err::TopicAuthorizationFailed.code()
-            } else if let Some(meta) = known {
-                match routing.as_ref().filter(|rt| {
-                    rt.owner_of_partition(&meta.name, p.partition) == Some(broker.id())
-                }) {
-                    None => Err::NotLeaderOrFollower.code(),
-                    Some(rt) => match leader_epoch_error(rt, p.current_leader_epoch) {
-                        0 => match broker.storage.partition(meta, p.partition).await {
-                            Ok(partition) => {
-                                (r.leader_epoch, r.end_offset) =
-                                    partition.end_offset_for_epoch(p.leader_epoch);
-                                0
-                            }
-                            Err(e) => open_error_code(&e),
-                        },
-                        code => code,
-                    },
-                }
+            let answer = if denied {
+                Err(Err::TopicAuthorizationFailed.code())
             } else {
-                Err::UnknownTopicOrPartition.code()
+                end_offset(ctx, routing.as_ref(), meta.as_deref(), &p).await
             };
-            r.error_code = code;
+            match answer {
+                Ok((epoch, offset)) => (r.leader_epoch, r.end_offset) = (epoch, offset),
+                Err(code) => r.error_code = code,
+            }
             out.partitions.push(r);
         }
         resp.topics.push(out);
     }
     resp
+}
+
+/// The epoch and end offset `p` asks for, from this broker if it leads
+/// the partition, else the error code.
+async fn end_offset(
+    ctx: &RequestContext,
+    routing: Option<&std::sync::Arc<kaas_shared::Routing>>,
+    meta: Option<&crate::storage::TopicMeta>,
+    p: &OffsetForLeaderPartition,
+) -> Result<(i32, i64), i16> {
+    let broker = &ctx.broker;
+    let meta = meta
+        .filter(|m| (0..m.partitions).contains(&p.partition))
+        .ok_or(Err::UnknownTopicOrPartition.code())?;
+    let routing = routing
+        .filter(|rt| rt.owner_of_partition(&meta.name, p.partition) == Some(broker.id()))
+        .ok_or(Err::NotLeaderOrFollower.code())?;
+    match leader_epoch_error(routing, p.current_leader_epoch) {
+        0 => {}
+        code => return Err(code),
+    }
+    let partition = broker
+        .storage
+        .partition(meta, p.partition)
+        .await
+        .map_err(|e| open_error_code(&e))?;
+    Ok(partition.end_offset_for_epoch(p.leader_epoch))
 }
 
 #[cfg(test)]
