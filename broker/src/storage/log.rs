@@ -53,6 +53,10 @@ pub struct LogConfig {
     /// A segment rolls once its first batch is this much older than an
     /// incoming one (`segment.ms`).
     pub segment_ms: i64,
+    /// At most this much is taken off `segment_ms` for each segment
+    /// (`segment.jitter.ms`), so partitions created together do not all
+    /// roll at once.
+    pub segment_jitter_ms: i64,
     /// What a producer's records are checked against
     /// ([`super::validator`]).
     pub records: RecordPolicy,
@@ -65,6 +69,7 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             max_message_bytes: 1_048_588,
             segment_ms: 7 * 24 * 60 * 60 * 1000,
+            segment_jitter_ms: 0,
             records: RecordPolicy::default(),
         }
     }
@@ -194,6 +199,21 @@ fn index_completed(
             last_stable_offset: producers.last_stable_offset_after(&c),
         });
     }
+}
+
+/// What a segment's time-based roll comes early by (Apache's
+/// `LogConfig.randomSegmentJitter`: below `min(jitter, segment.ms)`).
+/// Apache draws it at random when the segment is made; here it is a hash
+/// of the partition's folder and the segment's base offset, as spread
+/// across partitions and segments and the same after a restart.
+pub(super) fn roll_jitter_ms(dir: &Path, base_offset: i64, jitter_ms: i64, segment_ms: i64) -> i64 {
+    let bound = jitter_ms.min(segment_ms);
+    if bound <= 0 {
+        return 0;
+    }
+    let mut key = dir.as_os_str().as_encoded_bytes().to_vec();
+    key.extend_from_slice(&base_offset.to_be_bytes());
+    i64::from(kaas_shared::fnv1a32(&key)) % bound
 }
 
 fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
@@ -933,7 +953,13 @@ impl Log {
         } else {
             now_ms - active.created_ms
         };
-        let by_time = active.size > 0 && waited > self.config.segment_ms;
+        let jitter = roll_jitter_ms(
+            &self.dir,
+            active.base_offset,
+            self.config.segment_jitter_ms,
+            self.config.segment_ms,
+        );
+        let by_time = active.size > 0 && waited > self.config.segment_ms - jitter;
         if active.size + incoming <= self.config.segment_bytes && !by_time {
             return Ok(None);
         }

@@ -191,6 +191,7 @@ impl Storage {
         let config = LogConfig {
             segment_bytes: settings.segment_bytes,
             segment_ms: settings.segment_ms,
+            segment_jitter_ms: settings.segment_jitter_ms,
             max_message_bytes: settings.max_message_bytes,
             records: settings.records,
             ..self.log_config

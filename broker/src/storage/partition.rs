@@ -819,6 +819,63 @@ mod tests {
         );
     }
 
+    /// segment.jitter.ms: each segment rolls up to that much earlier, by
+    /// an amount below min(jitter, segment.ms) that differs between
+    /// partitions and segments (Apache's randomSegmentJitter).
+    #[tokio::test]
+    async fn segment_jitter_brings_each_segments_roll_forward_by_its_own_amount() {
+        use crate::storage::log::roll_jitter_ms;
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 1 << 20,
+            segment_ms: 1_000,
+            segment_jitter_ms: 600,
+            ..LogConfig::default()
+        };
+        let jitters: Vec<i64> = (0..20)
+            .map(|p| roll_jitter_ms(&dir.path().join(p.to_string()), 0, 600, 1_000))
+            .collect();
+        assert!(jitters.iter().all(|j| (0..600).contains(j)), "{jitters:?}");
+        let distinct: std::collections::BTreeSet<_> = jitters.iter().collect();
+        assert!(distinct.len() > 10, "spread across partitions: {jitters:?}");
+        assert_eq!(
+            roll_jitter_ms(dir.path(), 0, 0, 1_000),
+            0,
+            "none by default"
+        );
+        assert!(
+            (0..100).all(|b| roll_jitter_ms(dir.path(), b, 5_000, 100) < 100),
+            "never more than segment.ms"
+        );
+        let path = dir.path().join("0");
+        let jitter = roll_jitter_ms(&path, 0, 600, 1_000);
+        let part = Partition::open("t", 0, path.clone(), config).unwrap();
+        part.append(encode_batch(1, 10_000), 0).await.unwrap();
+        part.append(encode_batch(1, 10_000 + 1_000 - jitter), 0)
+            .await
+            .unwrap();
+        assert_eq!(part.log().segment_infos().len(), 1, "not yet due");
+        part.append(encode_batch(1, 10_000 + 1_001 - jitter), 0)
+            .await
+            .unwrap();
+        let bases: Vec<i64> = part
+            .log()
+            .segment_infos()
+            .iter()
+            .map(|s| s.base_offset)
+            .collect();
+        assert_eq!(bases, [0, 2], "rolled {jitter} ms before segment.ms");
+        let next = roll_jitter_ms(&path, 2, 600, 1_000);
+        part.append(encode_batch(1, 11_001 - jitter + 1_000 - next), 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            part.log().segment_infos().len(),
+            2,
+            "the new segment has its own jitter ({next} ms)"
+        );
+    }
+
     /// DeleteRecords moves the log start offset into a segment durably,
     /// deletes the segments wholly below it, never goes back, never past
     /// the high watermark; -1 is the high watermark.

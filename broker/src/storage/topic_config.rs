@@ -818,6 +818,7 @@ pub fn apply_ops(
 pub struct LogSettings {
     pub segment_bytes: u64,
     pub segment_ms: i64,
+    pub segment_jitter_ms: i64,
     pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
     pub compaction: CompactionPolicy,
@@ -862,6 +863,7 @@ pub fn log_settings(
         segment_bytes: number("segment.bytes", LogConfig::default().segment_bytes as i64).max(14)
             as u64,
         segment_ms: number("segment.ms", LogConfig::default().segment_ms).max(1),
+        segment_jitter_ms: number("segment.jitter.ms", 0).max(0),
         max_message_bytes: number(
             "max.message.bytes",
             LogConfig::default().max_message_bytes as i64,

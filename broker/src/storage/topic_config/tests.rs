@@ -260,6 +260,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
         LogSettings {
             segment_bytes: 256 << 20,
             segment_ms: 604_800_000,
+            segment_jitter_ms: 0,
             max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
             compaction: CompactionPolicy::default(),
@@ -301,12 +302,14 @@ fn log_settings_follow_overrides_then_broker_settings() {
         ("message.timestamp.after.max.ms", "2000"),
         ("compression.type", "zstd"),
         ("compression.zstd.level", "-7"),
+        ("segment.jitter.ms", "500"),
     ]);
     assert_eq!(
         log_settings(&overrides, &broker),
         LogSettings {
             segment_bytes: 2_000_000,
             segment_ms: 604_800_000,
+            segment_jitter_ms: 500,
             max_message_bytes: 2000,
             retention: RetentionPolicy {
                 ms: -1,
