@@ -49,6 +49,9 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The `log.retention.*` settings topics default to.
     pub log_retention: BrokerRetention,
+    /// The other broker settings topic configs default to
+    /// ([`crate::storage::topic_config::broker_settings`]), as given.
+    pub topic_defaults: std::collections::BTreeMap<String, String>,
     /// The `log.cleaner.*` settings (compaction).
     pub log_cleaner: CleanerConfig,
     /// kaas.lag.metrics.max.partitions: per-partition lag series at most
@@ -100,6 +103,7 @@ impl BrokerConfig {
             default_partitions: 1,
             log: LogConfig::default(),
             log_retention: BrokerRetention::default(),
+            topic_defaults: Default::default(),
             log_cleaner: CleanerConfig::default(),
             lag_metrics_max_partitions: 10_000,
             groups: GroupManagerConfig::default(),
@@ -160,7 +164,7 @@ impl Broker {
         let storage = Storage::new(
             &config.data_dir,
             config.log,
-            BrokerTopicDefaults::of(&config.log, &config.log_retention),
+            BrokerTopicDefaults::of(&config.log, &config.log_retention, &config.topic_defaults),
         )?;
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();

@@ -18,6 +18,7 @@ use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::settings::security::{SecuritySettings, ADMIN};
 use crate::settings::{self, HostPort, Settings};
 use crate::storage::group_log::GroupLogSync;
+use crate::storage::topic_config;
 use crate::BrokerConfig;
 
 #[derive(Parser)]
@@ -151,6 +152,59 @@ pub enum Command {
     },
 }
 
+/// Apache's broker settings that give topic configs their defaults
+/// ([`topic_config::broker_settings`]: `--log-cleanup-policy`,
+/// `--compression-type`, `--log-message-timestamp-type`, …), one flag and
+/// one `KAAS_` variable each, named after the setting, made from the topic
+/// configs' table so none is missed.
+#[derive(Clone, Debug, Default)]
+pub struct TopicDefaultFlags(pub std::collections::BTreeMap<String, String>);
+
+/// `log.cleanup.policy` → `log-cleanup-policy`.
+fn flag_name(key: &str) -> String {
+    key.replace('.', "-")
+}
+
+impl clap::FromArgMatches for TopicDefaultFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = TopicDefaultFlags::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for key in topic_config::broker_settings() {
+            if let Some(value) = matches.get_one::<String>(key) {
+                self.0.insert(key.to_string(), value.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Args for TopicDefaultFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        topic_config::broker_settings().fold(cmd, |cmd, key| {
+            let env = format!("KAAS_{}", key.replace('.', "_").to_uppercase());
+            cmd.arg(
+                clap::Arg::new(key)
+                    .long(flag_name(key))
+                    .env(env)
+                    .value_name("VALUE")
+                    .allow_negative_numbers(true)
+                    .help(format!(
+                        "{key}: what topics without their own {} take [default: Apache's]",
+                        topic_config::topic_config_of(key).unwrap_or(key)
+                    )),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 /// TLS on every broker's listener: SSL, or SASL_SSL with --sasl.
 #[derive(Args, Clone, Default)]
 pub struct TlsFlags {
@@ -270,6 +324,8 @@ pub struct Tuning {
     /// writes at most [default: unlimited]
     #[arg(long, env = "KAAS_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")]
     pub log_cleaner_io_max_bytes_per_second: Option<f64>,
+    #[command(flatten)]
+    pub topic_defaults: TopicDefaultFlags,
     /// kaas.lag.metrics.max.partitions: a coordinator's per-partition lag
     /// series on /metrics at most (the per-group, per-topic sums are always
     /// there) [default: 10000]
@@ -406,6 +462,7 @@ impl Tuning {
             log_cleaner_backoff_ms: self.log_cleaner_backoff_ms,
             log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
             log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
+            topic_defaults: self.topic_defaults.0.clone(),
             lag_metrics_max_partitions: self.lag_metrics_max_partitions,
             group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms: self.group_min_session_timeout_ms,

@@ -119,6 +119,14 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "5000000",
         "--lag-metrics-max-partitions",
         "500",
+        "--log-cleanup-policy",
+        "compact",
+        "--compression-type",
+        "zstd",
+        "--log-message-timestamp-type",
+        "LogAppendTime",
+        "--log-roll-hours",
+        "2",
         "--http",
         "127.0.0.1:18080",
     ]);
@@ -169,6 +177,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          log.cleaner.dedupe.buffer.size=1048576\n\
          log.cleaner.io.max.bytes.per.second=5000000\n\
          kaas.lag.metrics.max.partitions=500\n\
+         log.cleanup.policy=compact\n\
+         compression.type=zstd\n\
+         log.message.timestamp.type=LogAppendTime\n\
+         log.roll.hours=2\n\
          kaas.http.listen=127.0.0.1:18080\n",
     );
     let from_file = serve(&["serve", "--config", file.path().to_str().unwrap()]);
@@ -240,10 +252,20 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
     );
     assert_eq!(from_file.listen, flags.listen);
     let shown = settings::effective_line(&from_file.effective());
+    assert_eq!(
+        flags
+            .config
+            .topic_defaults
+            .get("log.message.timestamp.type"),
+        Some(&"LogAppendTime".to_string()),
+        "a topic default took"
+    );
     for key in [
         "num.partitions=6",
         "kaas.shutdown.drain.ms=5000",
         "log.dirs=/volume/kaas",
+        "log.cleanup.policy=compact",
+        "log.roll.hours=2",
     ] {
         assert!(shown.contains(key), "{key} in {shown}");
     }
@@ -312,6 +334,16 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
             "'yes' is not true or false",
         ),
         ("log.dirs=/a,/b", "log.dirs", "one shared folder"),
+        (
+            "compression.type=brotli",
+            "compression.type",
+            "Invalid value brotli for configuration compression.type",
+        ),
+        (
+            "log.message.timestamp.after.max.ms=-5",
+            "log.message.timestamp.after.max.ms",
+            "Value must be at least 0",
+        ),
         (
             "listeners=SECRET://:9093",
             "listeners",
@@ -437,6 +469,11 @@ fn log_retention_bounds_hold_for_flags_and_files() {
     assert!(
         text.contains("log.retention.check.interval.ms: 0 is below the minimum of 1"),
         "{text}"
+    );
+    let text = refused(&[&base[..], &["--compression-type", "brotli"]].concat());
+    assert!(
+        text.contains("compression.type: Invalid value brotli"),
+        "a topic default's flag is checked as the file's key: {text}"
     );
     let text = refused(&[&base[..], &["--log-cleaner-io-max-bytes-per-second", "0.5"]].concat());
     assert!(

@@ -8,6 +8,7 @@
 //! config that isn't known; a value kaas cannot honour is refused with its
 //! key and the reason.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -19,6 +20,7 @@ use crate::group::consumer::heartbeat::{ConsumerGroupConfig, MigrationPolicy};
 use crate::group::consumer::regex_subscription::REFRESH_MIN_INTERVAL_MS as REGEX_REFRESH_MIN_INTERVAL_MS;
 use crate::net::listener::ListenerConfig;
 use crate::storage::group_log::GroupLogSync;
+use crate::storage::topic_config;
 use crate::BrokerConfig;
 use security::SecuritySettings;
 
@@ -87,6 +89,9 @@ pub struct Settings {
     pub log_retention_hours: Option<i64>,
     pub log_retention_bytes: Option<i64>,
     pub log_retention_check_interval_ms: Option<u64>,
+    /// The other broker settings topic configs default to
+    /// (`log.cleanup.policy`, `compression.type`, …), by key.
+    pub topic_defaults: BTreeMap<String, String>,
     pub log_cleaner_enable: Option<bool>,
     pub log_cleaner_backoff_ms: Option<u64>,
     pub log_cleaner_dedupe_buffer_size: Option<u64>,
@@ -586,6 +591,12 @@ impl Settings {
                 "producer.id.expiration.check.interval.ms" => {
                     s.producer_id_expiration_check_interval_ms = Some(at_least(key, value, 1)?)
                 }
+                other if topic_config::broker_settings().any(|k| k == other) => {
+                    topic_config::check_broker_setting(other, value)
+                        .map_err(|why| refuse(other, why))?;
+                    s.topic_defaults
+                        .insert(other.to_string(), value.trim().to_string());
+                }
                 other => {
                     if !s.security.parse(other, value)? {
                         warnings.push(format!(
@@ -638,6 +649,11 @@ impl Settings {
             log_retention_check_interval_ms: self
                 .log_retention_check_interval_ms
                 .or(lower.log_retention_check_interval_ms),
+            topic_defaults: {
+                let mut merged = lower.topic_defaults;
+                merged.extend(self.topic_defaults);
+                merged
+            },
             log_cleaner_enable: self.log_cleaner_enable.or(lower.log_cleaner_enable),
             log_cleaner_backoff_ms: self.log_cleaner_backoff_ms.or(lower.log_cleaner_backoff_ms),
             log_cleaner_dedupe_buffer_size: self
@@ -776,6 +792,9 @@ impl Settings {
                 return Err(refuse(key, format!("{v} is below the minimum of -1")));
             }
         }
+        for (key, value) in &self.topic_defaults {
+            topic_config::check_broker_setting(key, value).map_err(|why| refuse(key, why))?;
+        }
         if self.log_retention_check_interval_ms == Some(0) {
             return Err(refuse(
                 "log.retention.check.interval.ms",
@@ -825,6 +844,7 @@ impl Settings {
         if let Some(v) = self.segment_bytes {
             c.log.segment_bytes = v;
         }
+        c.topic_defaults.extend(self.topic_defaults.clone());
         let r = &mut c.log_retention;
         r.ms = self.log_retention_ms.or(r.ms);
         r.minutes = self.log_retention_minutes.or(r.minutes);
@@ -1033,6 +1053,12 @@ pub fn effective(
     if let Some(ms) = c.log_retention.ms {
         out.push(("log.retention.ms", ms.to_string()));
     }
+    // The topic defaults given (the rest are Apache's, as DescribeConfigs
+    // of a topic shows them).
+    out.extend(
+        topic_config::broker_settings()
+            .filter_map(|key| c.topic_defaults.get(key).map(|value| (key, value.clone()))),
+    );
     out.extend(security::effective(c));
     masked(out)
 }

@@ -576,6 +576,52 @@ pub fn validate(overrides: &BTreeMap<String, String>) -> Result<(), InvalidConfi
     Ok(())
 }
 
+/// The broker settings kaas reads into fields of its own (the log's
+/// segment size, retention); [`broker_settings`] are the others.
+const OWN_BROKER_SETTINGS: &[&str] = &[
+    "log.segment.bytes",
+    "log.retention.ms",
+    "log.retention.minutes",
+    "log.retention.hours",
+    "log.retention.bytes",
+];
+
+/// Apache's broker settings that give topic configs their defaults
+/// (`log.cleanup.policy`, `compression.type`,
+/// `log.message.timestamp.type`, `log.roll.hours`, …), but for those kaas
+/// reads itself: each in `server.properties` or as a flag of its name.
+pub fn broker_settings() -> impl Iterator<Item = &'static str> {
+    TOPIC_CONFIGS
+        .iter()
+        .flat_map(|d| d.synonyms.iter())
+        .map(|s| s.name)
+        .filter(|n| !OWN_BROKER_SETTINGS.contains(n))
+}
+
+/// The topic config a broker setting defaults.
+pub fn topic_config_of(broker_setting: &str) -> Option<&'static str> {
+    TOPIC_CONFIGS
+        .iter()
+        .find(|d| d.synonyms.iter().any(|s| s.name == broker_setting))
+        .map(|d| d.name)
+}
+
+/// A [`broker_settings`] value checked as the topic config it defaults
+/// (converted to its unit): Apache's message when it is not valid.
+pub fn check_broker_setting(name: &str, value: &str) -> Result<(), String> {
+    let (def, synonym) = TOPIC_CONFIGS
+        .iter()
+        .find_map(|d| d.synonyms.iter().find(|s| s.name == name).map(|s| (d, s)))
+        .ok_or_else(|| format!("{name} is not a topic default"))?;
+    let value = value.trim();
+    let converted = match (synonym.factor, value.parse::<i64>()) {
+        (1, _) | (_, Err(_)) => value.to_string(),
+        (factor, Ok(n)) => n.saturating_mul(factor).to_string(),
+    };
+    let parsed = parse(def, &converted).map_err(|e| e.0)?;
+    check(def, &parsed).map_err(|e| e.0)
+}
+
 /// Overrides as Apache stores them (each value as its type prints it:
 /// `1` for a ratio becomes `1.0`). Call after [`validate`].
 pub fn normalized(overrides: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -624,8 +670,13 @@ pub struct BrokerTopicDefaults {
 
 impl BrokerTopicDefaults {
     /// This broker's: its `log.segment.bytes` (kaas's default is 256 MiB
-    /// where Apache's is 1 GiB) and the `log.retention.*` settings given.
-    pub fn of(log: &LogConfig, retention: &BrokerRetention) -> Self {
+    /// where Apache's is 1 GiB), the `log.retention.*` settings given and
+    /// the other [`broker_settings`] given (`given`, checked).
+    pub fn of(
+        log: &LogConfig,
+        retention: &BrokerRetention,
+        given: &BTreeMap<String, String>,
+    ) -> Self {
         let kaas_default = LogConfig::default().segment_bytes;
         let mut d = BrokerTopicDefaults::default();
         d.defaults
@@ -644,6 +695,7 @@ impl BrokerTopicDefaults {
                 d.set.insert(name.into(), v.to_string());
             }
         }
+        d.set.extend(given.clone());
         d
     }
 

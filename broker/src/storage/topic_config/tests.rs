@@ -254,7 +254,11 @@ fn log_settings_follow_overrides_then_broker_settings() {
     use crate::storage::retention::{BrokerRetention, RetentionPolicy};
     use crate::storage::validator::RecordPolicy;
     let none = BTreeMap::new();
-    let kaas = BrokerTopicDefaults::of(&LogConfig::default(), &BrokerRetention::default());
+    let kaas = BrokerTopicDefaults::of(
+        &LogConfig::default(),
+        &BrokerRetention::default(),
+        &BTreeMap::new(),
+    );
     assert_eq!(
         log_settings(&none, &kaas),
         LogSettings {
@@ -278,6 +282,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
             bytes: Some(1 << 30),
             ..BrokerRetention::default()
         },
+        &BTreeMap::new(),
     );
     let s = log_settings(&none, &broker);
     assert_eq!(
@@ -345,4 +350,82 @@ fn log_settings_follow_overrides_then_broker_settings() {
         let topic = configs(&[("compression.type", codec)]);
         assert_eq!(log_settings(&topic, &broker).records.compression, expected);
     }
+}
+
+/// Apache's broker settings for topic defaults (`log.cleanup.policy`,
+/// `compression.type`, `log.message.timestamp.type`, `log.roll.hours`):
+/// checked in the topic config's unit, in force for topics without their
+/// own, described as STATIC_BROKER_CONFIG with the broker key as synonym.
+#[test]
+fn broker_settings_default_the_topic_configs_they_name() {
+    use crate::storage::log::LogConfig;
+    use crate::storage::records::Codec;
+    use crate::storage::retention::BrokerRetention;
+    let names: Vec<&str> = broker_settings().collect();
+    let unique: std::collections::BTreeSet<&&str> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "one flag each");
+    for own in [
+        "log.segment.bytes",
+        "log.retention.ms",
+        "log.retention.hours",
+    ] {
+        assert!(!names.contains(&own), "{own} has its own field");
+    }
+    for key in [
+        "log.cleanup.policy",
+        "compression.type",
+        "log.message.timestamp.type",
+        "log.message.timestamp.after.max.ms",
+        "log.roll.hours",
+        "log.roll.jitter.ms",
+        "message.max.bytes",
+        "log.cleaner.delete.retention.ms",
+    ] {
+        assert!(names.contains(&key), "{key}");
+    }
+    assert_eq!(check_broker_setting("compression.type", "zstd"), Ok(()));
+    assert_eq!(check_broker_setting("log.roll.hours", "2"), Ok(()));
+    assert_eq!(
+        check_broker_setting("compression.type", "brotli"),
+        Err(
+            "Invalid value brotli for configuration compression.type: String must be one of: \
+             uncompressed, zstd, lz4, snappy, gzip, producer"
+                .into()
+        )
+    );
+    assert!(check_broker_setting("log.message.timestamp.type", "Now").is_err());
+    assert!(
+        check_broker_setting("log.roll.hours", "0").is_err(),
+        "at least 1 ms"
+    );
+    assert_eq!(topic_config_of("log.roll.hours"), Some("segment.ms"));
+
+    let given = configs(&[
+        ("log.cleanup.policy", "compact"),
+        ("compression.type", "zstd"),
+        ("log.message.timestamp.type", "LogAppendTime"),
+        ("log.roll.hours", "2"),
+    ]);
+    let broker =
+        BrokerTopicDefaults::of(&LogConfig::default(), &BrokerRetention::default(), &given);
+    let s = log_settings(&BTreeMap::new(), &broker);
+    assert!(s.compaction.compact && s.records.compact);
+    assert!(s.records.log_append_time);
+    assert_eq!(s.records.compression, Some(Codec::Zstd { level: 3 }));
+    assert_eq!(s.segment_ms, 2 * 3_600_000);
+    let own = log_settings(
+        &configs(&[("message.timestamp.type", "CreateTime")]),
+        &broker,
+    );
+    assert!(!own.records.log_append_time, "a topic's own config wins");
+    let described = describe(&BTreeMap::new(), &broker);
+    let ts = described
+        .iter()
+        .find(|c| c.name == "message.timestamp.type")
+        .unwrap();
+    assert_eq!(
+        (ts.value.as_str(), ts.source),
+        ("LogAppendTime", ConfigSource::StaticBrokerConfig)
+    );
+    assert_eq!(ts.synonyms[0].name, "log.message.timestamp.type");
 }
