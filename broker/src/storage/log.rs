@@ -10,7 +10,6 @@
 //! holds the producer state as of a segment's base, written when it was
 //! rolled to ([`super::producer_snapshot`]).
 
-use super::validator::RecordPolicy;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -26,6 +25,7 @@ use super::producer_snapshot;
 use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
 use super::retention::SegmentInfo;
 use super::txn_index::{AbortedTxn, AbortedTxns};
+use super::validator::RecordPolicy;
 
 /// Present in a log folder once the log holds a transactional batch or a
 /// marker: without a producer-state snapshot, its open transactions and

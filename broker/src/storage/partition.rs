@@ -1,7 +1,6 @@
 //! One partition led by this broker: its log, its high watermark and the
 //! group-commit fsync that makes acknowledgements durable.
 
-use super::validator::RecordPolicy;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -21,6 +20,7 @@ use super::log::{
 };
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
+use super::validator::RecordPolicy;
 
 mod cleaning;
 pub use cleaning::CLEANER_CHECKPOINT;
