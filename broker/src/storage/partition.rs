@@ -552,6 +552,15 @@ mod tests {
         }
     }
 
+    /// The base offsets of the partition's segments.
+    fn segment_bases(part: &Partition) -> Vec<i64> {
+        part.log()
+            .segment_infos()
+            .iter()
+            .map(|s| s.base_offset)
+            .collect()
+    }
+
     fn small() -> LogConfig {
         LogConfig {
             segment_bytes: 300,
@@ -796,12 +805,7 @@ mod tests {
             "1,000 ms is not more than segment.ms"
         );
         part.append(encode_batch(1, 11_001), 0).await.unwrap();
-        let bases: Vec<i64> = part
-            .log()
-            .segment_infos()
-            .iter()
-            .map(|s| s.base_offset)
-            .collect();
+        let bases = segment_bases(&part);
         assert_eq!(bases, [0, 3], "rolled before the batch 1,001 ms newer");
         part.append(encode_batch(1, 11_500), 0).await.unwrap();
         assert_eq!(
@@ -858,12 +862,7 @@ mod tests {
         part.append(encode_batch(1, 10_000 + 1_001 - jitter), 0)
             .await
             .unwrap();
-        let bases: Vec<i64> = part
-            .log()
-            .segment_infos()
-            .iter()
-            .map(|s| s.base_offset)
-            .collect();
+        let bases = segment_bases(&part);
         assert_eq!(bases, [0, 2], "rolled {jitter} ms before segment.ms");
         let next = roll_jitter_ms(&path, 2, 600, 1_000);
         part.append(encode_batch(1, 11_001 - jitter + 1_000 - next), 0)

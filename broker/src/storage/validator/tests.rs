@@ -84,6 +84,14 @@ fn run(data: Vec<u8>, policy: &RecordPolicy) -> Result<Validated, Refusal> {
     validate(data, TP, policy, NOW)
 }
 
+/// The message of a whole-batch INVALID_RECORD refusal of `data`.
+fn invalid_batch(data: Vec<u8>, policy: &RecordPolicy) -> String {
+    let refusal = run(data, policy).unwrap_err();
+    assert_eq!(refusal.error, ResponseError::InvalidRecord, "{refusal:?}");
+    assert!(refusal.record_errors.is_empty(), "{refusal:?}");
+    refusal.message
+}
+
 fn create_time(before: i64, after: i64) -> RecordPolicy {
     RecordPolicy {
         timestamp_before_max_ms: before,
@@ -480,10 +488,8 @@ fn check_only_one_batch() {
         });
         let mut two = one.clone();
         two.extend_from_slice(&one);
-        let refusal = run(two, &RecordPolicy::default()).unwrap_err();
-        assert_eq!(refusal.error, ResponseError::InvalidRecord);
         assert_eq!(
-            refusal.message,
+            invalid_batch(two, &RecordPolicy::default()),
             "Compressed outer record has more than one batch"
         );
     }
@@ -504,10 +510,8 @@ fn test_batch_without_records_not_allowed() {
                 compression: target,
                 ..RecordPolicy::default()
             };
-            let refusal = run(empty.clone(), &policy).unwrap_err();
-            assert_eq!(refusal.error, ResponseError::InvalidRecord);
             assert_eq!(
-                refusal.message,
+                invalid_batch(empty.clone(), &policy),
                 "Invalid reported count for record batch: 0 in topic partition topic-0"
             );
         }
@@ -528,14 +532,11 @@ fn with_count(mut data: Vec<u8>, last_offset_delta: i32, count: i32) -> Vec<u8> 
 fn test_inconsistent_count_and_offset() {
     let data = encode(&Spec::default());
     for (delta, count) in [(0, 3), (5, 3), (2, 4)] {
-        let refusal = run(
-            with_count(data.clone(), delta, count),
-            &RecordPolicy::default(),
-        )
-        .unwrap_err();
-        assert_eq!(refusal.error, ResponseError::InvalidRecord);
         assert_eq!(
-            refusal.message,
+            invalid_batch(
+                with_count(data.clone(), delta, count),
+                &RecordPolicy::default()
+            ),
             format!(
                 "Inconsistent batch offset range [0, {delta}] and count of records {count} in \
                  topic partition topic-0"
@@ -555,10 +556,8 @@ fn test_control_records_not_allowed_from_clients() {
         },
         NOW,
     );
-    let refusal = run(marker, &RecordPolicy::default()).unwrap_err();
-    assert_eq!(refusal.error, ResponseError::InvalidRecord);
     assert_eq!(
-        refusal.message,
+        invalid_batch(marker, &RecordPolicy::default()),
         "Clients are not allowed to write control records in topic partition topic-0"
     );
 }
@@ -569,10 +568,8 @@ fn check_invalid_sequence() {
         producer: (1_324, 10, -1),
         ..Spec::default()
     });
-    let refusal = run(data, &RecordPolicy::default()).unwrap_err();
-    assert_eq!(refusal.error, ResponseError::InvalidRecord);
     assert_eq!(
-        refusal.message,
+        invalid_batch(data, &RecordPolicy::default()),
         "Invalid sequence number -1 in record batch with producerId 1324 in topic partition topic-0"
     );
 }
