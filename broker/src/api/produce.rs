@@ -237,17 +237,17 @@ async fn produce_partition(
             }
         }
     }
-    let tp = format!("{}-{index}", meta.name);
+    let tp = validator::Tp(&meta.name, index);
     let now = crate::storage::log::wall_clock_ms();
-    let validated =
-        match validator::validate(records.to_vec(), &tp, &partition.record_policy(), now) {
-            Ok(v) => v,
-            Err(refusal) => {
-                debug!(partition = %tp, error = %refusal.message, client = %ctx.client_id,
+    let validated = match validator::validate(records.to_vec(), tp, &partition.record_policy(), now)
+    {
+        Ok(v) => v,
+        Err(refusal) => {
+            debug!(partition = %tp, error = %refusal.message, client = %ctx.client_id,
                    "refusing records");
-                return refused(response, refusal);
-            }
-        };
+            return refused(response, refusal);
+        }
+    };
     let size = validated.data.len() as u64;
     // The leader check's routing names this broker, so it is there.
     let epoch = routing.as_ref().map_or(0, |r| r.leader_epoch());

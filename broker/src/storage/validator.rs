@@ -18,6 +18,17 @@
 use super::batch::{self, BatchHeader};
 use super::records::{self, Codec, RecordView};
 
+/// A partition as Apache's messages name it (`topic-index`), formatted
+/// only when a message is: the produce path allocates nothing for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Tp<'a>(pub &'a str, pub i32);
+
+impl std::fmt::Display for Tp<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.0, self.1)
+    }
+}
+
 /// The topic configs a producer's records are checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordPolicy {
@@ -108,12 +119,12 @@ impl Refusal {
     }
 }
 
-/// Checks a produce request's records for one partition (`tp`, as
-/// `topic-index`) whose checksums the caller verified, and returns them
+/// Checks a produce request's records for one partition (`tp`) whose
+/// checksums the caller verified, and returns them
 /// as they are to be appended.
 pub fn validate(
     mut data: Vec<u8>,
-    tp: &str,
+    tp: Tp<'_>,
     policy: &RecordPolicy,
     now_ms: i64,
 ) -> Result<Validated, Refusal> {
@@ -192,7 +203,7 @@ pub fn validate(
 }
 
 /// Apache's `validateBatch` for a client's v2 batch.
-fn check_batch(h: &BatchHeader, tp: &str) -> Result<(), Refusal> {
+fn check_batch(h: &BatchHeader, tp: Tp<'_>) -> Result<(), Refusal> {
     let from_offsets = i64::from(h.last_offset_delta) + 1;
     if from_offsets <= 0 {
         return Err(Refusal::invalid(format!(
@@ -235,7 +246,7 @@ fn check_record(
     r: &RecordView,
     timestamp: i64,
     index: i32,
-    tp: &str,
+    tp: Tp<'_>,
     policy: &RecordPolicy,
     now_ms: i64,
     batch_log_append_time: bool,

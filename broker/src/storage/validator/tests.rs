@@ -10,7 +10,7 @@ use super::*;
 use crate::storage::batch;
 
 const NOW: i64 = 1_700_000_000_000;
-const TP: &str = "topic-0";
+const TP: Tp = Tp("topic", 0);
 const HOUR: i64 = 3_600_000;
 
 /// What a test batch holds.
