@@ -17,6 +17,7 @@ use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
 use crate::net::listener::{Listener, ListenerConfig};
 use crate::net::quotas::ConnectionQuotas;
+use crate::settings::dynamic::{self, DynamicConfigs, Scope};
 use crate::storage::cleaner::CleanerConfig;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
 use crate::storage::producer_ids::ProducerIdAllocator;
@@ -125,7 +126,7 @@ impl BrokerConfig {
 
 pub struct Broker {
     pub config: BrokerConfig,
-    pub storage: Storage,
+    pub storage: Arc<Storage>,
     pub cluster: ClusterView,
     pub cluster_id: String,
     pub groups: Arc<GroupManager>,
@@ -139,6 +140,8 @@ pub struct Broker {
     pub acls: Option<Arc<Acls>>,
     /// The SCRAM users (`__cluster/scram_users`).
     pub scram_users: Arc<Followed<ScramUsers>>,
+    /// The settings changed at run time (`__cluster/broker_configs`).
+    pub dynamic_configs: Arc<Followed<DynamicConfigs>>,
     /// The listeners, as `config.listeners`.
     pub listeners: Vec<Arc<Listener>>,
     /// `max.connections` and `max.connections.per.ip`, over all listeners.
@@ -161,11 +164,11 @@ impl Broker {
             .iter()
             .map(|l| Listener::open(l.clone()).map(Arc::new))
             .collect::<std::io::Result<Vec<_>>>()?;
-        let storage = Storage::new(
+        let storage = Arc::new(Storage::new(
             &config.data_dir,
             config.log,
             BrokerTopicDefaults::of(&config.log, &config.log_retention, &config.topic_defaults),
-        )?;
+        )?);
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
@@ -219,6 +222,18 @@ impl Broker {
             "scram_users",
             |_: &ScramUsers| {},
         )?);
+        let dynamic_configs = Arc::new(Followed::open(
+            &storage.cluster_dir(),
+            dynamic::DOCUMENT,
+            {
+                let (storage, id) = (storage.clone(), config.id);
+                move |d: &DynamicConfigs| {
+                    info!(default = ?d.default, broker = ?d.of(Scope::Broker(id)),
+                      "dynamic broker configs in force");
+                    storage.set_dynamic_defaults(&d.default, &d.of(Scope::Broker(id)));
+                }
+            },
+        )?);
         let authorizer: Arc<dyn Authorizer> = match &acls {
             Some(acls) => acls.authorizer.clone(),
             None => config.authorizer.clone(),
@@ -227,6 +242,7 @@ impl Broker {
             authorizer,
             acls,
             scram_users,
+            dynamic_configs,
             listeners,
             connection_quotas: ConnectionQuotas::new(
                 config.max_connections,
@@ -319,12 +335,12 @@ impl Broker {
     /// between looks when none is due.
     pub async fn run_log_cleaner(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         use crate::group::manager::Clock;
-        let config = self.config.log_cleaner;
-        if !config.enable {
+        if !self.config.log_cleaner.enable {
             return;
         }
-        let backoff = std::time::Duration::from_millis(config.backoff_ms.max(1));
         loop {
+            let config = self.cleaner_config();
+            let backoff = std::time::Duration::from_millis(config.backoff_ms.max(1));
             let now = SystemClock.now_ms() as i64;
             let cleaned = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -350,6 +366,18 @@ impl Broker {
                 _ = tokio::time::sleep(backoff) => {}
             }
         }
+    }
+
+    /// The log cleaner's settings in force: those started with under the
+    /// dynamic ones.
+    pub fn cleaner_config(&self) -> CleanerConfig {
+        let dynamic = self.dynamic_configs.current();
+        let (config, ignored) =
+            dynamic::cleaner_config(self.config.log_cleaner, &dynamic, self.id());
+        if let Some(why) = ignored {
+            tracing::warn!(reason = %why, "dynamic log cleaner settings ignored");
+        }
+        config
     }
 
     pub fn routing(&self) -> Option<Arc<Routing>> {

@@ -6,8 +6,8 @@
 //! most once, no repeated key, no null value but for DELETE; ALTER_CONFIGS
 //! on the topic; a valid name; the operations (APPEND and SUBTRACT on LIST
 //! configs only); the result through `LogConfig.validate`; then the topic's
-//! existence. Broker configs are the broker's command line and files in
-//! kaas: a change to one is refused saying so.
+//! existence. A BROKER resource's change is a dynamic broker config
+//! ([`crate::settings::dynamic`]), checked as Apache's broker checks it.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,6 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::resource_type_name;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::settings::dynamic::{self, Refusal, Scope};
 use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
 use crate::storage::topics::{validate_topic_name, TopicError};
 
@@ -157,7 +158,7 @@ async fn alter_one(ctx: &RequestContext, change: &Change, validate_only: bool) -
     }
     match change.resource_type {
         TOPIC => alter_topic(ctx, change, validate_only).await,
-        BROKER => refuse_broker_change(ctx, change),
+        BROKER => alter_broker(ctx, change, validate_only).await,
         BROKER_LOGGER | CLIENT_METRICS | GROUP => Err(invalid_request(format!(
             "kaas keeps no configs of resource type {}",
             resource_type_name(change.resource_type)
@@ -166,12 +167,16 @@ async fn alter_one(ctx: &RequestContext, change: &Change, validate_only: bool) -
     }
 }
 
-/// A broker's settings are its command line, `KAAS_*` variables and
-/// `server.properties`: Apache's checks of the name, then a refusal that
-/// says so (an empty change is answered as Apache answers it).
-fn refuse_broker_change(ctx: &RequestContext, change: &Change) -> Outcome {
+/// Apache's BROKER branch: an empty name (every broker) or this broker's
+/// id; the change checked against the settings stored now (its broker's
+/// `ConfigAdminManager`), then ALTER_CONFIGS on the cluster (its
+/// controller); then, unless `validate_only`, written to the shared
+/// volume under its lock, where every broker follows it.
+async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {
     let name = change.name.as_str();
-    if !name.is_empty() {
+    let scope = if name.is_empty() {
+        Scope::Default
+    } else {
         let id: i32 = name.parse().map_err(|_| {
             invalid_request(format!("Node id must be an integer, but it is: {name}"))
         })?;
@@ -181,20 +186,42 @@ fn refuse_broker_change(ctx: &RequestContext, change: &Change) -> Outcome {
                 ctx.broker.id()
             )));
         }
+        Scope::Broker(id)
+    };
+    let mut ops = Vec::with_capacity(change.ops.len());
+    for (config, code, value) in &change.ops {
+        let op = AlterOp::from_code(*code)
+            .ok_or_else(|| invalid_request(format!("Unknown operations type {code}")))?;
+        ops.push((config.clone(), op, value.clone()));
     }
-    if !change.ops.is_empty() {
-        let keys: Vec<&str> = change.ops.iter().map(|(n, _, _)| n.as_str()).collect();
-        return Err(invalid_request(format!(
-            "kaas does not change broker configs at run time: set {} on each broker's command \
-             line, KAAS_* variables or server.properties and restart it",
-            keys.join(", ")
-        )));
-    }
+    let refused = |r: Refusal| match r {
+        Refusal::InvalidConfig(m) => (Err::InvalidConfig.code(), Some(m)),
+        Refusal::InvalidRequest(m) => invalid_request(m),
+    };
+    let replace = change.replace;
+    let followed = ctx.broker.dynamic_configs.clone();
+    dynamic::alter(&followed.current().of(scope), &ops, replace).map_err(refused)?;
     if !ctx.authorized(Operation::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME) {
         let e = Err::ClusterAuthorizationFailed;
         return Err((e.code(), Some(e.to_string())));
     }
-    Ok(())
+    if validate_only {
+        return Ok(());
+    }
+    // Checked again under the lock: another broker may have changed the
+    // settings since.
+    let written = crate::storage::blocking(move || {
+        followed.update(|d| {
+            let altered = dynamic::alter(&d.of(scope), &ops, replace)?;
+            d.set(scope, altered);
+            Ok(())
+        })
+    })
+    .await;
+    match written {
+        Ok(outcome) => outcome.map_err(refused),
+        Err(e) => Err((Err::KafkaStorageError.code(), Some(e.to_string()))),
+    }
 }
 
 async fn alter_topic(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {

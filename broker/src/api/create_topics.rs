@@ -124,7 +124,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
                 // v5+: every config of the new topic, as DescribeConfigs
                 // would describe it.
                 result.configs = (ctx.api_version >= 5).then(|| {
-                    topic_config::describe(&meta.configs, broker.storage.topic_defaults())
+                    topic_config::describe(&meta.configs, &broker.storage.topic_defaults())
                         .into_iter()
                         .map(|c| {
                             CreatableTopicConfigs::default()

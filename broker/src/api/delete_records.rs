@@ -51,7 +51,7 @@ pub async fn handle(ctx: &RequestContext, req: DeleteRecordsRequest) -> DeleteRe
                 continue;
             }
             let settings =
-                topic_config::log_settings(&meta.configs, broker.storage.topic_defaults());
+                topic_config::log_settings(&meta.configs, &broker.storage.topic_defaults());
             if !settings.retention.delete {
                 partitions.push(answer(Err::PolicyViolation.code()));
                 continue;

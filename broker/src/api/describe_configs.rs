@@ -11,7 +11,8 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::broker::BrokerConfig;
-use crate::storage::topic_config::{self, ConfigSource};
+use crate::settings::{self, dynamic, dynamic::Scope};
+use crate::storage::topic_config;
 use crate::storage::topics::validate_topic_name;
 
 /// `ConfigResource.Type` on the wire.
@@ -138,7 +139,7 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
     let Some(topic) = ctx.broker.storage.topics.get(name) else {
         return Err((Err::UnknownTopicOrPartition.code(), None));
     };
-    let described = topic_config::describe(&topic.configs, ctx.broker.storage.topic_defaults());
+    let described = topic_config::describe(&topic.configs, &ctx.broker.storage.topic_defaults());
     Ok(described
         .into_iter()
         .map(|c| Described {
@@ -159,10 +160,9 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
 }
 
 /// Apache's BROKER branch: Cluster DESCRIBE_CONFIGS; an empty name (the
-/// cluster-wide dynamic defaults: kaas has none) or this broker's id,
-/// whose settings are listed as in force (STATIC_BROKER_CONFIG where they
-/// differ from kaas's defaults), read-only (kaas changes no broker setting
-/// at run time), secrets sensitive with no value.
+/// settings changed at run time for every broker) or this broker's id
+/// (every setting in force: [`dynamic::describe`]); secrets sensitive
+/// with no value; read-only where kaas does not change it at run time.
 fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
     if !ctx.authorized(
         Operation::DescribeConfigs,
@@ -172,44 +172,43 @@ fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
         return Err(denied(Err::ClusterAuthorizationFailed));
     }
     let config = &ctx.broker.config;
-    if name.is_empty() {
-        return Ok(Vec::new());
-    }
-    let invalid = |m: String| Err((Err::InvalidRequest.code(), Some(m)));
-    let Ok(id) = name.parse::<i32>() else {
-        return invalid(format!("Broker id must be an integer, but it is: {name}"));
+    let scope = if name.is_empty() {
+        Scope::Default
+    } else {
+        let invalid = |m: String| Err((Err::InvalidRequest.code(), Some(m)));
+        let Ok(id) = name.parse::<i32>() else {
+            return invalid(format!("Broker id must be an integer, but it is: {name}"));
+        };
+        if id != config.id {
+            return invalid(format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                config.id
+            ));
+        }
+        Scope::Broker(id)
     };
-    if id != config.id {
-        return invalid(format!(
-            "Unexpected broker id, expected {} or empty string, but received {name}",
-            config.id
-        ));
-    }
     let defaults = BrokerConfig::new(config.id, config.data_dir.clone(), "", 0);
-    let default_of: std::collections::HashMap<&str, String> =
-        crate::settings::effective(&defaults, &[], None)
-            .into_iter()
-            .collect();
-    Ok(crate::settings::effective(config, &[], None)
+    let described = dynamic::describe(
+        &settings::effective(config, &[], None),
+        &settings::effective(&defaults, &[], None),
+        &ctx.broker.dynamic_configs.current(),
+        scope,
+    );
+    Ok(described
         .into_iter()
-        .map(|(key, value)| {
-            let sensitive = crate::settings::is_secret(key);
-            let source = if default_of.get(key) == Some(&value) {
-                ConfigSource::DefaultConfig
-            } else {
-                ConfigSource::StaticBrokerConfig
-            };
-            let value = (!sensitive).then_some(value);
-            Described {
-                name: key.to_string(),
-                synonyms: vec![(key.to_string(), value.clone(), source.code())],
-                value,
-                read_only: true,
-                source: source.code(),
-                sensitive,
-                kind: 0,
-                doc: None,
-            }
+        .map(|e| Described {
+            name: e.name,
+            value: e.value,
+            read_only: e.read_only,
+            source: e.source.code(),
+            sensitive: e.sensitive,
+            synonyms: e
+                .synonyms
+                .into_iter()
+                .map(|(name, value, source)| (name, value, source.code()))
+                .collect(),
+            kind: 0,
+            doc: None,
         })
         .collect())
 }

@@ -492,6 +492,8 @@ mod acl_tests;
 #[cfg(test)]
 mod authz_tests;
 #[cfg(test)]
+mod broker_configs_tests;
+#[cfg(test)]
 mod produce_tests;
 #[cfg(test)]
 mod tests;

@@ -832,7 +832,7 @@ pub(super) async fn one_broker(
     one_broker_with(dir, Arc::new(crate::auth::AllowAll)).await
 }
 
-async fn one_broker_with(
+pub(super) async fn one_broker_with(
     dir: &std::path::Path,
     authorizer: Arc<dyn crate::auth::Authorizer>,
 ) -> (Arc<Broker>, Arc<crate::storage::TopicMeta>) {
@@ -2085,17 +2085,6 @@ async fn topic_configs_are_altered_incrementally_and_wholesale_as_apache_answers
         Some("Each resource must appear at most once.".to_string()),
     );
     assert_eq!(alter(twice, false).await, [dup.clone(), dup]);
-    let on_broker = alter(
-        vec![resource(4, "0", &[("log.retention.ms", SET, Some("5"))])],
-        false,
-    )
-    .await;
-    assert_eq!(on_broker[0].0, Err::InvalidRequest.code());
-    assert!(on_broker[0]
-        .1
-        .as_ref()
-        .unwrap()
-        .contains("kaas does not change broker configs at run time"));
     assert_eq!(
         alter(vec![resource(4, "7", &[])], false).await,
         [(

@@ -13,12 +13,14 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub mod dynamic;
 pub mod security;
 
 use crate::group::assignor::BuiltinAssignor;
 use crate::group::consumer::heartbeat::{ConsumerGroupConfig, MigrationPolicy};
 use crate::group::consumer::regex_subscription::REFRESH_MIN_INTERVAL_MS as REGEX_REFRESH_MIN_INTERVAL_MS;
 use crate::net::listener::ListenerConfig;
+use crate::storage::cleaner::CleanerConfig;
 use crate::storage::group_log::GroupLogSync;
 use crate::storage::topic_config;
 use crate::BrokerConfig;
@@ -823,6 +825,18 @@ impl Settings {
             .map_err(|(key, reason)| refuse(key, reason))
     }
 
+    /// Sets what these settings give of the log cleaner's on `cleaner`.
+    pub fn tune_cleaner(&self, cleaner: &mut CleanerConfig) {
+        cleaner.enable = self.log_cleaner_enable.unwrap_or(cleaner.enable);
+        cleaner.backoff_ms = self.log_cleaner_backoff_ms.unwrap_or(cleaner.backoff_ms);
+        cleaner.dedupe_buffer_size = self
+            .log_cleaner_dedupe_buffer_size
+            .unwrap_or(cleaner.dedupe_buffer_size);
+        cleaner.io_max_bytes_per_second = self
+            .log_cleaner_io_max_bytes_per_second
+            .unwrap_or(cleaner.io_max_bytes_per_second);
+    }
+
     /// Sets what these settings give on `c` (the broker's tuning; id,
     /// folder and addresses are the caller's).
     pub fn tune(&self, c: &mut BrokerConfig) {
@@ -853,15 +867,7 @@ impl Settings {
         if let Some(v) = self.log_retention_check_interval_ms {
             r.check_interval_ms = v;
         }
-        let cleaner = &mut c.log_cleaner;
-        cleaner.enable = self.log_cleaner_enable.unwrap_or(cleaner.enable);
-        cleaner.backoff_ms = self.log_cleaner_backoff_ms.unwrap_or(cleaner.backoff_ms);
-        cleaner.dedupe_buffer_size = self
-            .log_cleaner_dedupe_buffer_size
-            .unwrap_or(cleaner.dedupe_buffer_size);
-        cleaner.io_max_bytes_per_second = self
-            .log_cleaner_io_max_bytes_per_second
-            .unwrap_or(cleaner.io_max_bytes_per_second);
+        self.tune_cleaner(&mut c.log_cleaner);
         if let Some(v) = self.lag_metrics_max_partitions {
             c.lag_metrics_max_partitions = v;
         }

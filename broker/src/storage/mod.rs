@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::OnceCell;
 use tracing::{info, warn};
 
@@ -75,8 +75,10 @@ struct OpenSlot {
 pub struct Storage {
     data_dir: PathBuf,
     log_config: LogConfig,
-    /// The broker settings topic configs default to.
-    topic_defaults: BrokerTopicDefaults,
+    /// The broker settings topic configs default to, as started with.
+    started_defaults: BrokerTopicDefaults,
+    /// The same under the settings changed at run time: those in force.
+    topic_defaults: RwLock<Arc<BrokerTopicDefaults>>,
     pub topics: Arc<TopicRegistry>,
     /// Partitions this broker has open (or is opening) because it leads them.
     open: Mutex<HashMap<(uuid::Uuid, i32), OpenSlot>>,
@@ -105,7 +107,8 @@ impl Storage {
         Ok(Storage {
             data_dir: data_dir.to_path_buf(),
             log_config,
-            topic_defaults,
+            topic_defaults: RwLock::new(Arc::new(topic_defaults.clone())),
+            started_defaults: topic_defaults,
             topics: Arc::new(TopicRegistry::new(data_dir.to_path_buf())),
             open: Mutex::new(HashMap::new()),
             opener,
@@ -180,14 +183,32 @@ impl Storage {
             .sum()
     }
 
-    /// The broker settings topic configs default to.
-    pub fn topic_defaults(&self) -> &BrokerTopicDefaults {
-        &self.topic_defaults
+    /// The broker settings topic configs default to, in force now.
+    pub fn topic_defaults(&self) -> Arc<BrokerTopicDefaults> {
+        self.topic_defaults.read().clone()
+    }
+
+    /// The dynamic broker settings changed: for every broker (`default`)
+    /// and for this one (`broker`). The topic defaults follow them over
+    /// those started with, and so do the partitions open here at once.
+    pub fn set_dynamic_defaults(
+        &self,
+        default: &std::collections::BTreeMap<String, String>,
+        broker: &std::collections::BTreeMap<String, String>,
+    ) {
+        let defaults = self.started_defaults.with_dynamic(default, broker);
+        *self.topic_defaults.write() = Arc::new(defaults);
+        let topics = self.topics.by_name();
+        for partition in self.open_partitions() {
+            if let Some(meta) = topics.get(&partition.topic) {
+                partition.set_config(self.log_settings(meta).0);
+            }
+        }
     }
 
     /// What `topic`'s partition logs follow of its configs in force.
     fn log_settings(&self, topic: &TopicMeta) -> (LogConfig, RetentionPolicy) {
-        let settings = topic_config::log_settings(&topic.configs, &self.topic_defaults);
+        let settings = topic_config::log_settings(&topic.configs, &self.topic_defaults());
         let config = LogConfig {
             segment_bytes: settings.segment_bytes,
             segment_ms: settings.segment_ms,
@@ -209,11 +230,12 @@ impl Storage {
         let topics = self.topics.by_name();
         let mut candidates = Vec::new();
         let open = self.open_partitions();
+        let defaults = self.topic_defaults();
         for (i, partition) in open.iter().enumerate() {
             let Some(meta) = topics.get(&partition.topic) else {
                 continue;
             };
-            let policy = topic_config::log_settings(&meta.configs, &self.topic_defaults).compaction;
+            let policy = topic_config::log_settings(&meta.configs, &defaults).compaction;
             if policy.compact {
                 let c = cleaner::plan::cleanable(&partition.log_state(), &policy, now_ms);
                 candidates.push((i, c, policy));

@@ -53,6 +53,10 @@ impl ConfigType {
 pub enum ConfigSource {
     /// A topic's own override (`DYNAMIC_TOPIC_CONFIG` to the admin client).
     TopicConfig,
+    /// Set at run time for one broker (`--entity-name ID`).
+    DynamicBrokerConfig,
+    /// Set at run time for every broker (`--entity-default`).
+    DynamicDefaultBrokerConfig,
     /// Set in the broker's settings (server.properties or a flag).
     StaticBrokerConfig,
     DefaultConfig,
@@ -62,6 +66,8 @@ impl ConfigSource {
     pub fn code(self) -> i8 {
         match self {
             ConfigSource::TopicConfig => 1,
+            ConfigSource::DynamicBrokerConfig => 2,
+            ConfigSource::DynamicDefaultBrokerConfig => 3,
             ConfigSource::StaticBrokerConfig => 4,
             ConfigSource::DefaultConfig => 5,
         }
@@ -598,6 +604,43 @@ pub fn broker_settings() -> impl Iterator<Item = &'static str> {
         .filter(|n| !OWN_BROKER_SETTINGS.contains(n))
 }
 
+/// Whether `name` is a broker setting that defaults a topic config, those
+/// kaas reads itself included.
+pub fn is_broker_setting(name: &str) -> bool {
+    topic_config_of(name).is_some()
+}
+
+/// Whether `name` is a broker setting of LIST type (`log.cleanup.policy`),
+/// which APPEND and SUBTRACT change element by element.
+pub fn is_list_broker_setting(name: &str) -> bool {
+    TOPIC_CONFIGS
+        .iter()
+        .any(|d| d.kind == ConfigType::List && d.synonyms.iter().any(|s| s.name == name))
+}
+
+/// Apache's default of a broker setting that defaults a topic config,
+/// where it has one.
+pub fn broker_setting_default(name: &str) -> Option<&'static str> {
+    TOPIC_CONFIGS
+        .iter()
+        .flat_map(|d| d.synonyms.iter())
+        .find(|s| s.name == name)
+        .and_then(|s| s.default)
+}
+
+/// The broker settings for the same thing as `name`, in priority order
+/// (Apache's `brokerSynonyms`: `log.retention.ms`, `log.retention.minutes`,
+/// `log.retention.hours`); `name` alone for any other setting.
+pub fn broker_synonyms(name: &str) -> Vec<&str> {
+    match TOPIC_CONFIGS
+        .iter()
+        .find(|d| d.synonyms.iter().any(|s| s.name == name))
+    {
+        Some(def) => def.synonyms.iter().map(|s| s.name).collect(),
+        None => vec![name],
+    }
+}
+
 /// The topic config a broker setting defaults.
 pub fn topic_config_of(broker_setting: &str) -> Option<&'static str> {
     TOPIC_CONFIGS
@@ -659,11 +702,15 @@ pub struct DescribedConfig {
     pub synonyms: Vec<ConfigSynonym>,
 }
 
-/// The broker's topic defaults: the settings it was given
-/// (`STATIC_BROKER_CONFIG`) and its own defaults where they are not
-/// Apache's (kaas rolls segments at 256 MiB).
+/// The broker's topic defaults, in Apache's order of precedence: the
+/// settings changed at run time for this broker (`DYNAMIC_BROKER_CONFIG`)
+/// and for every broker (`DYNAMIC_DEFAULT_BROKER_CONFIG`), the settings it
+/// was started with (`STATIC_BROKER_CONFIG`), and its own defaults where
+/// they are not Apache's (kaas rolls segments at 256 MiB).
 #[derive(Debug, Clone, Default)]
 pub struct BrokerTopicDefaults {
+    pub dynamic_broker: BTreeMap<String, String>,
+    pub dynamic_default: BTreeMap<String, String>,
     pub set: BTreeMap<String, String>,
     pub defaults: BTreeMap<String, String>,
 }
@@ -699,6 +746,39 @@ impl BrokerTopicDefaults {
         d
     }
 
+    /// These defaults under the settings changed at run time: `default`
+    /// for every broker, `broker` for this one (keys other than topic
+    /// defaults are left out).
+    pub fn with_dynamic(
+        &self,
+        default: &BTreeMap<String, String>,
+        broker: &BTreeMap<String, String>,
+    ) -> Self {
+        let topic_defaults = |m: &BTreeMap<String, String>| {
+            m.iter()
+                .filter(|(k, _)| is_broker_setting(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        BrokerTopicDefaults {
+            dynamic_broker: topic_defaults(broker),
+            dynamic_default: topic_defaults(default),
+            ..self.clone()
+        }
+    }
+
+    /// The settings given, highest precedence first.
+    fn given(&self) -> [(&BTreeMap<String, String>, ConfigSource); 3] {
+        [
+            (&self.dynamic_broker, ConfigSource::DynamicBrokerConfig),
+            (
+                &self.dynamic_default,
+                ConfigSource::DynamicDefaultBrokerConfig,
+            ),
+            (&self.set, ConfigSource::StaticBrokerConfig),
+        ]
+    }
+
     fn default_of(&self, s: &Synonym) -> Option<String> {
         self.defaults
             .get(s.name)
@@ -728,22 +808,27 @@ pub fn describe(
                     (f, Ok(n)) => n.saturating_mul(f).to_string(),
                 }
             };
-            let given = def
-                .synonyms
-                .iter()
-                .find_map(|s| broker.set.get(s.name).map(|v| converted(s, v)));
+            // A layer with any of the synonyms wins over the layers below
+            // (Apache's `overrideProps` drops a lower layer's synonyms).
+            let given = broker.given().into_iter().find_map(|(layer, _)| {
+                def.synonyms
+                    .iter()
+                    .find_map(|s| layer.get(s.name).map(|v| converted(s, v)))
+            });
             let defaulted = def
                 .synonyms
                 .iter()
                 .find_map(|s| broker.default_of(s).map(|v| converted(s, &v)));
-            let mut broker_synonyms: Vec<ConfigSynonym> = def
-                .synonyms
-                .iter()
-                .filter_map(|s| {
-                    Some(ConfigSynonym {
-                        name: s.name.to_string(),
-                        value: broker.set.get(s.name)?.clone(),
-                        source: ConfigSource::StaticBrokerConfig,
+            let mut broker_synonyms: Vec<ConfigSynonym> = broker
+                .given()
+                .into_iter()
+                .flat_map(|(layer, source)| {
+                    def.synonyms.iter().filter_map(move |s| {
+                        Some(ConfigSynonym {
+                            name: s.name.to_string(),
+                            value: layer.get(s.name)?.clone(),
+                            source,
+                        })
                     })
                 })
                 .chain(def.synonyms.iter().filter_map(|s| {

@@ -4,7 +4,12 @@
 // and refuses a bad value with InvalidConfigurationException; more
 // partitions; DeleteRecords moves the low watermark that ListOffsets then
 // answers; DescribeLogDirs shows the partition's bytes on its leader;
-// DescribeCluster lists the brokers. Exits non-zero on the first
+// DescribeCluster lists the brokers. Dynamic broker configs, as
+// kafka-configs.sh sets them: log.retention.ms for every broker
+// (--entity-default) is in force on a topic without its own, described as
+// DYNAMIC_DEFAULT_BROKER_CONFIG; a broker's own log.cleaner.backoff.ms is
+// DYNAMIC_BROKER_CONFIG; a setting kaas does not change at run time is
+// refused with InvalidRequestException. Exits non-zero on the first
 // difference; prints "all checks passed".
 
 import java.util.*;
@@ -15,6 +20,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidPartitionsException;
+import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public class TopicAdmin {
@@ -33,6 +39,19 @@ public class TopicAdmin {
             throw new AssertionError("refused with " + e.getCause(), e);
         }
         throw new AssertionError("not refused");
+    }
+
+    /** Config `name` of `res` once `holds`, or as last described after 10 s: a
+     *  broker config changed through one broker reaches the others within a
+     *  second. */
+    static ConfigEntry describedOnce(Admin admin, ConfigResource res, String name,
+            java.util.function.Predicate<ConfigEntry> holds) throws Exception {
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (true) {
+            ConfigEntry e = admin.describeConfigs(List.of(res)).all().get().get(res).get(name);
+            if (holds.test(e) || System.currentTimeMillis() > deadline) return e;
+            Thread.sleep(50);
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -119,6 +138,38 @@ public class TopicAdmin {
                     }
                 }
             check(holders == 1 && size > 0, "partition 0 is on its leader's folder only, " + size + " bytes");
+
+            ConfigResource everyBroker = new ConfigResource(ConfigResource.Type.BROKER, "");
+            admin.incrementalAlterConfigs(Map.of(everyBroker, List.of(new AlterConfigOp(
+                    new ConfigEntry("log.retention.ms", "86400000"), AlterConfigOp.OpType.SET))))
+                .all().get();
+            java.util.function.Predicate<ConfigEntry> set = e -> e != null && e.value().equals("86400000")
+                && e.source() == ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG;
+            ConfigEntry every = describedOnce(admin, everyBroker, "log.retention.ms", set);
+            check(set.test(every), "log.retention.ms for every broker: " + every);
+            admin.createTopics(List.of(new NewTopic("java-admin-plain", 1, (short) 1))).all().get();
+            ConfigResource plain = new ConfigResource(ConfigResource.Type.TOPIC, "java-admin-plain");
+            ConfigEntry inForce = describedOnce(admin, plain, "retention.ms", set);
+            check(set.test(inForce), "a topic without its own retention.ms follows it: " + inForce);
+            ConfigResource oneBroker = new ConfigResource(ConfigResource.Type.BROKER,
+                String.valueOf(ids.get(0)));
+            admin.incrementalAlterConfigs(Map.of(oneBroker, List.of(new AlterConfigOp(
+                    new ConfigEntry("log.cleaner.backoff.ms", "1000"), AlterConfigOp.OpType.SET))))
+                .all().get();
+            Config own = admin.describeConfigs(List.of(oneBroker)).all().get().get(oneBroker);
+            ConfigEntry backoff = own.get("log.cleaner.backoff.ms");
+            check(backoff.value().equals("1000") && !backoff.isReadOnly()
+                    && backoff.source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG,
+                "broker " + ids.get(0) + "'s own log.cleaner.backoff.ms: " + backoff);
+            ConfigEntry everyRetention = describedOnce(admin, oneBroker, "log.retention.ms",
+                e -> e != null && e.source() == ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG);
+            check(everyRetention != null && everyRetention.value().equals("86400000"),
+                "and every broker's log.retention.ms: " + everyRetention);
+            InvalidRequestException fixed = refused(InvalidRequestException.class,
+                admin.incrementalAlterConfigs(Map.of(everyBroker, List.of(new AlterConfigOp(
+                    new ConfigEntry("num.partitions", "4"), AlterConfigOp.OpType.SET)))).all());
+            check(fixed.getMessage().contains("Cannot update these configs dynamically: Set(num.partitions)"),
+                "a setting kaas does not change at run time: " + fixed.getMessage());
         }
         System.out.println("all checks passed");
     }

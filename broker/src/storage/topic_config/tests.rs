@@ -192,6 +192,7 @@ fn a_topic_override_then_the_broker_settings_are_the_synonyms() {
             ("log.segment.bytes", "2097152"),
         ]),
         defaults: configs(&[("log.segment.bytes", "268435456")]),
+        ..Default::default()
     };
     let all = describe(&configs(&[("retention.ms", "1000")]), &broker);
     let retention = described(&all, "retention.ms");
