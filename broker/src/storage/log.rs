@@ -235,8 +235,10 @@ pub fn size_on_disk(dir: &Path) -> io::Result<u64> {
 
 /// Deletes the files of segments [`Log::remove_oldest`] let go, oldest
 /// first and each segment's `.log` last (so a crash leaves a suffix of
-/// the log, whose segments open as they are), then makes the deletion
-/// durable: the log start offset is the first remaining segment's base.
+/// the log, whose segments open as they are). The caller makes the
+/// deletion durable (the log start offset is the first remaining
+/// segment's base): one partition's folder fsynced, or a whole retention
+/// pass's deletions with one `syncfs`.
 pub fn delete_segment_files(dir: &Path, bases: &[i64]) -> io::Result<()> {
     for &base in bases {
         for path in [
@@ -250,7 +252,7 @@ pub fn delete_segment_files(dir: &Path, bases: &[i64]) -> io::Result<()> {
             }
         }
     }
-    sync_dir(dir)
+    Ok(())
 }
 
 fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {

@@ -13,6 +13,7 @@ use tracing::{error, info, warn};
 
 use super::batch::{self, ControlMarker};
 use super::blocking;
+use super::fs::sync_dir;
 use super::fs::write_atomic;
 use super::leader_epochs::LeaderEpochCache;
 use super::log::{
@@ -187,7 +188,8 @@ impl Partition {
 
     /// Deletes the oldest segments `policy` lets go at `now_ms`
     /// ([`super::retention`]): [`Partition::expire_segments`], then their
-    /// files. The segments deleted and their bytes.
+    /// files, durably (the folder fsynced). The segments deleted and their
+    /// bytes.
     pub async fn enforce_retention(
         &self,
         policy: &RetentionPolicy,
@@ -196,7 +198,11 @@ impl Partition {
         let expired = self.expire_segments(policy, now_ms).await?;
         let counts = (expired.bases.len(), expired.bytes);
         if counts.0 > 0 {
-            blocking(move || expired.delete()).await?;
+            blocking(move || {
+                expired.delete()?;
+                sync_dir(&expired.dir)
+            })
+            .await?;
         }
         Ok(counts)
     }
