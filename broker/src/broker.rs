@@ -359,6 +359,8 @@ impl Broker {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                     tracing::info!(reason = %e, "log cleaning stopped; it starts over later");
                 }
+                // Logged with its partition, now passed over.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
                 Err(e) => tracing::warn!(error = %e, "log cleaning failed; it is retried later"),
             }
             tokio::select! {
@@ -403,6 +405,10 @@ impl Broker {
         self.metrics.assignment_version.set(version);
         let resident = self.groups.read(|core| core.num_resident_groups());
         self.metrics.groups_resident.set(resident as i64);
+        let uncleanable = self.storage.uncleanable_partitions();
+        self.metrics
+            .cleaner_uncleanable_partitions
+            .set(uncleanable as i64);
     }
 
     /// Applies a newer assignment: installs it and releases what this

@@ -55,6 +55,9 @@ pub struct Metrics {
     pub cleaner_runs: Counter,
     pub cleaner_read_bytes: Counter,
     pub cleaner_written_bytes: Counter,
+    /// Partitions the cleaner passes over after a cleaning failed on their
+    /// data (Apache's `uncleanable-partitions-count`).
+    pub cleaner_uncleanable_partitions: Gauge,
     pub assignment_version: Gauge,
     pub groups_resident: Gauge,
     /// Set at each scrape ([`crate::lag`]).
@@ -102,6 +105,7 @@ impl Default for Metrics {
         let cleaner_runs = Counter::default();
         let cleaner_read_bytes = Counter::default();
         let cleaner_written_bytes = Counter::default();
+        let cleaner_uncleanable_partitions = Gauge::default();
         let assignment_version = Gauge::default();
         let groups_resident = Gauge::default();
         let group_committed_offset = Family::<GroupPartitionLabels, Gauge>::default();
@@ -166,6 +170,11 @@ impl Default for Metrics {
             "cleaner_written_bytes",
             "Bytes of cleaned segments the cleaner wrote",
             cleaner_written_bytes.clone(),
+        );
+        registry.register(
+            "cleaner_uncleanable_partitions",
+            "Partitions led here that the cleaner passes over: a cleaning failed on their data",
+            cleaner_uncleanable_partitions.clone(),
         );
         registry.register(
             "assignment_version",
@@ -235,6 +244,7 @@ impl Default for Metrics {
             cleaner_runs,
             cleaner_read_bytes,
             cleaner_written_bytes,
+            cleaner_uncleanable_partitions,
             assignment_version,
             groups_resident,
             group_committed_offset,

@@ -235,6 +235,9 @@ impl Storage {
             let Some(meta) = topics.get(&partition.topic) else {
                 continue;
             };
+            if partition.is_uncleanable() {
+                continue;
+            }
             let policy = topic_config::log_settings(&meta.configs, &defaults).compaction;
             if policy.compact {
                 let c = cleaner::plan::cleanable(&partition.log_state(), &policy, now_ms);
@@ -249,8 +252,27 @@ impl Storage {
             .find(|(j, ..)| *j == i)
             .expect("chosen among them");
         let partition = open[i].clone();
-        let stats = partition.clean(cleanable, policy, config, now_ms).await?;
-        Ok(Some((partition, stats)))
+        match partition.clean(cleanable, policy, config, now_ms).await {
+            Ok(stats) => Ok(Some((partition, stats))),
+            // Cleaning it again would fail the same way, and starve the
+            // other logs: Apache's LogCleaner marks it uncleanable.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                partition.mark_uncleanable();
+                warn!(topic = %partition.topic, partition = partition.index, error = %e,
+                      "cannot clean this log's data; the cleaner passes over it until the \
+                       partition is reopened");
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// How many partitions open here the cleaner passes over.
+    pub fn uncleanable_partitions(&self) -> usize {
+        self.open_partitions()
+            .iter()
+            .filter(|p| p.is_uncleanable())
+            .count()
     }
 
     /// The partitions open here (those this broker leads and has used).
@@ -416,6 +438,66 @@ mod tests {
             }
             Partition::open(topic, index, dir, config)
         }
+    }
+
+    /// Apache's LogCleaner marks a log whose cleaning fails on its data
+    /// uncleanable: the cleaner passes over it (and goes on with the
+    /// others) until the partition is reopened.
+    #[tokio::test]
+    async fn a_log_the_cleaner_cannot_read_is_passed_over_until_reopened() {
+        use kaas_testkit::records::{encode_records, record};
+        use kafka_protocol::records::Compression;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(
+            dir.path(),
+            LogConfig::default(),
+            BrokerTopicDefaults::default(),
+        )
+        .unwrap();
+        let configs: BTreeMap<String, String> =
+            [("cleanup.policy", "compact"), ("segment.bytes", "100")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let meta = storage.topics.create("c", 1, configs, false).await.unwrap();
+        let partition = storage.partition(&meta, 0).await.unwrap();
+        for i in 0..4 {
+            let r = record(0, 1_000 + i, Some(b"k"), Some(b"a value"));
+            partition
+                .append(encode_records(&[r], Compression::None), 0)
+                .await
+                .unwrap();
+        }
+        let first = storage
+            .topics
+            .topic_dir("c")
+            .join("0")
+            .join(format!("{:020}.log", 0));
+        // The first batch's magic byte: no v2 batch any more.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&first)
+            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, &[9], 16).unwrap();
+        let config = cleaner::CleanerConfig::default();
+        let Err(failed) = storage.clean_filthiest(config, 10_000).await else {
+            panic!("a log with a broken batch cleaned");
+        };
+        assert_eq!(failed.kind(), io::ErrorKind::InvalidData, "{failed}");
+        assert_eq!(storage.uncleanable_partitions(), 1);
+        assert!(
+            storage
+                .clean_filthiest(config, 10_000)
+                .await
+                .unwrap()
+                .is_none(),
+            "passed over"
+        );
+        storage.retain_partitions(|_, _| false);
+        drop(partition);
+        storage.partition(&meta, 0).await.unwrap();
+        assert_eq!(storage.uncleanable_partitions(), 0, "reopened: tried again");
+        assert!(storage.clean_filthiest(config, 10_000).await.is_err());
     }
 
     #[tokio::test]

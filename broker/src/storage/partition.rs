@@ -89,6 +89,9 @@ pub struct Partition {
     cleaner_checkpoint: AtomicI64,
     /// Set when this broker lets the partition go: a cleaning stops.
     closing: AtomicBool,
+    /// Set when a cleaning failed on the log's data: the cleaner passes
+    /// over it until it is reopened (Apache's uncleanable partitions).
+    uncleanable: AtomicBool,
     /// Serializes what changes the sealed segments on disk: a retention
     /// pass (until its files are deleted) and a cleaning's swap. Taken
     /// before the append lock, never while holding it.
@@ -167,6 +170,7 @@ impl Partition {
             failed: AtomicBool::new(read_only),
             cleaner_checkpoint: AtomicI64::new(checkpoint),
             closing: AtomicBool::new(false),
+            uncleanable: AtomicBool::new(false),
             segments_lock: Arc::default(),
             leader_epochs: Mutex::new(leader_epochs),
         })

@@ -67,6 +67,17 @@ impl Partition {
         self.closing.load(Ordering::Acquire)
     }
 
+    /// Whether a cleaning failed on this log's data since it was opened.
+    pub fn is_uncleanable(&self) -> bool {
+        self.uncleanable.load(Ordering::Acquire)
+    }
+
+    /// The cleaner passes over this log from now on, until it is reopened
+    /// (when the data may have been repaired, or the leader changed).
+    pub fn mark_uncleanable(&self) {
+        self.uncleanable.store(true, Ordering::Release);
+    }
+
     /// Cleans the log over `cleanable` at `now_ms`: the offset map of the
     /// dirty section, then each group of segments from the log start
     /// rewritten and swapped in; the checkpoint moves to where the map
@@ -101,7 +112,11 @@ impl Partition {
             .name("kaas-cleaner".into())
             .spawn(move || {
                 lower_priority();
-                let _ = done.send(this.clean_blocking(&cleaning, &config));
+                let result = this.clean_blocking(&cleaning, &config);
+                // Let go of the partition before saying so: whoever reopens
+                // it next must find its lock free.
+                drop((this, cleaning));
+                let _ = done.send(result);
             })?;
         result.await.map_err(io::Error::other)?
     }
