@@ -330,16 +330,50 @@ impl Broker {
         }
     }
 
-    /// The log cleaner (compaction): the dirtiest compacted log this
-    /// broker leads, cleaned one at a time; `log.cleaner.backoff.ms`
-    /// between looks when none is due.
+    /// The log cleaner (compaction): `log.cleaner.threads` cleaner threads
+    /// (as many as the setting in force says, looked at every second: it
+    /// changes at run time), each cleaning the dirtiest compacted log this
+    /// broker leads that no other is cleaning.
     pub async fn run_log_cleaner(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        use crate::group::manager::Clock;
         if !self.config.log_cleaner.enable {
             return;
         }
+        let mut threads: Vec<Option<tokio::task::JoinHandle<()>>> = Vec::new();
+        loop {
+            let wanted = self.cleaner_config().threads;
+            if threads.len() < wanted {
+                threads.resize_with(wanted, || None);
+            }
+            // A thread past the count stops after its cleaning; one under
+            // it that is not running is started.
+            for (n, slot) in threads.iter_mut().enumerate().take(wanted) {
+                if slot.as_ref().is_none_or(|t| t.is_finished()) {
+                    *slot = Some(tokio::spawn(
+                        self.clone().run_cleaner_thread(n, shutdown.clone()),
+                    ));
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            }
+        }
+    }
+
+    /// Cleaner thread `n`: cleanings one after another while some log is
+    /// due, `log.cleaner.backoff.ms` between looks when none is; stops
+    /// when `log.cleaner.threads` drops to `n` or below.
+    async fn run_cleaner_thread(
+        self: Arc<Self>,
+        n: usize,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        use crate::group::manager::Clock;
         loop {
             let config = self.cleaner_config();
+            if n >= config.threads {
+                return;
+            }
             let backoff = std::time::Duration::from_millis(config.backoff_ms.max(1));
             let now = SystemClock.now_ms() as i64;
             let cleaned = tokio::select! {

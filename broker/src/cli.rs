@@ -324,6 +324,10 @@ pub struct Tuning {
     /// writes at most [default: unlimited]
     #[arg(long, env = "KAAS_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")]
     pub log_cleaner_io_max_bytes_per_second: Option<f64>,
+    /// log.cleaner.threads: compacted logs cleaned at once, each on its own
+    /// thread; 0 cleans none [default: 1]
+    #[arg(long, env = "KAAS_LOG_CLEANER_THREADS")]
+    pub log_cleaner_threads: Option<usize>,
     #[command(flatten)]
     pub topic_defaults: TopicDefaultFlags,
     /// kaas.lag.metrics.max.partitions: a coordinator's per-partition lag
@@ -462,6 +466,7 @@ impl Tuning {
             log_cleaner_backoff_ms: self.log_cleaner_backoff_ms,
             log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
             log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
+            log_cleaner_threads: self.log_cleaner_threads,
             topic_defaults: self.topic_defaults.0.clone(),
             lag_metrics_max_partitions: self.lag_metrics_max_partitions,
             group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,

@@ -117,6 +117,8 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "1048576",
         "--log-cleaner-io-max-bytes-per-second",
         "5000000",
+        "--log-cleaner-threads",
+        "3",
         "--lag-metrics-max-partitions",
         "500",
         "--log-cleanup-policy",
@@ -176,6 +178,7 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          log.cleaner.backoff.ms=250\n\
          log.cleaner.dedupe.buffer.size=1048576\n\
          log.cleaner.io.max.bytes.per.second=5000000\n\
+         log.cleaner.threads=3\n\
          kaas.lag.metrics.max.partitions=500\n\
          log.cleanup.policy=compact\n\
          compression.type=zstd\n\
@@ -239,9 +242,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
             c.enable,
             c.backoff_ms,
             c.dedupe_buffer_size,
-            c.io_max_bytes_per_second
+            c.io_max_bytes_per_second,
+            c.threads
         ),
-        (false, 250, 1 << 20, 5e6),
+        (false, 250, 1 << 20, 5e6, 3),
         "the log cleaner settings took"
     );
     assert_eq!(flags.config.lag_metrics_max_partitions, 500);

@@ -122,8 +122,9 @@ async fn confluent_kafka_retention_by_size_and_time() {
 }
 
 /// Compaction: each key's last record at its offset, tombstones gone
-/// after delete.retention.ms, keyless records refused, with a cleaner that
-/// looks every 200 ms.
+/// after delete.retention.ms, keyless records refused, with two cleaner
+/// threads that look every 200 ms (both after the same log: one cleans it
+/// at a time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_compaction() {
     let script = common::clients_dir().join("python/compaction.py");
@@ -134,6 +135,7 @@ async fn confluent_kafka_compaction() {
         |b| {
             quick_groups(b);
             b.log_cleaner.backoff_ms = 200;
+            b.log_cleaner.threads = 2;
         },
     )
     .await;

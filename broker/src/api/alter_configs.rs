@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::resource_type_name;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
-use crate::settings::dynamic::{self, Refusal, Scope};
+use crate::settings::dynamic::{self, DynamicConfigs, Refusal, Scope};
 use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
 use crate::storage::topics::{validate_topic_name, TopicError};
 
@@ -200,7 +200,7 @@ async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool
     };
     let replace = change.replace;
     let followed = ctx.broker.dynamic_configs.clone();
-    dynamic::alter(&followed.current().of(scope), &ops, replace).map_err(refused)?;
+    altered(&ctx.broker, scope, &ops, replace, &followed.current()).map_err(refused)?;
     if !ctx.authorized(Operation::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME) {
         let e = Err::ClusterAuthorizationFailed;
         return Err((e.code(), Some(e.to_string())));
@@ -210,10 +210,10 @@ async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool
     }
     // Checked again under the lock: another broker may have changed the
     // settings since.
+    let broker = ctx.broker.clone();
     let written = crate::storage::blocking(move || {
         followed.update(|d| {
-            let altered = dynamic::alter(&d.of(scope), &ops, replace)?;
-            d.set(scope, altered);
+            *d = altered(&broker, scope, &ops, replace, d)?;
             Ok(())
         })
     })
@@ -222,6 +222,27 @@ async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool
         Ok(outcome) => outcome.map_err(refused),
         Err(e) => Err((Err::KafkaStorageError.code(), Some(e.to_string()))),
     }
+}
+
+/// The dynamic configs `d` with one scope's settings changed, checked as
+/// Apache's broker checks them ([`dynamic::alter`], then the cleaner
+/// threads' bounds on this broker).
+fn altered(
+    broker: &crate::broker::Broker,
+    scope: Scope,
+    ops: &[(String, AlterOp, Option<String>)],
+    replace: bool,
+    d: &DynamicConfigs,
+) -> Result<DynamicConfigs, Refusal> {
+    let mut altered = d.clone();
+    altered.set(scope, dynamic::alter(&d.of(scope), ops, replace)?);
+    dynamic::check_cleaner_threads(
+        &broker.cleaner_config(),
+        broker.config.log_cleaner,
+        &altered,
+        broker.id(),
+    )?;
+    Ok(altered)
 }
 
 async fn alter_topic(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {

@@ -182,6 +182,17 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
         (Some("268435456".into()), DEFAULT, vec![DEFAULT])
     );
 
+    // log.cleaner.threads within Apache's bounds: at most double.
+    let threads = |n: &'static str| [("log.cleaner.threads", SET, Some(n))];
+    assert_eq!(alter(&broker, "0", &threads("2"), false).await, ok);
+    assert_eq!(broker.cleaner_config().threads, 2);
+    let (code, message) = alter(&broker, "0", &threads("5"), false).await;
+    assert_eq!(code, Err::InvalidRequest.code());
+    assert_eq!(
+        message.as_deref(),
+        Some("Log cleaner threads cannot be increased to more than double the current value 2")
+    );
+
     // Refusals, and nothing stored by them or by validate_only.
     let stored = broker.dynamic_configs.current();
     for (name, ops, code, says) in [

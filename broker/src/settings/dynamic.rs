@@ -8,9 +8,10 @@
 //!
 //! The settings kaas changes at run time: every broker setting that
 //! defaults a topic config (`log.retention.ms`, `log.cleanup.policy`,
-//! `compression.type`, `log.segment.bytes`, …) and the log cleaner's pace
-//! (`log.cleaner.backoff.ms`, `log.cleaner.dedupe.buffer.size`,
-//! `log.cleaner.io.max.bytes.per.second`). Any other is refused, with
+//! `compression.type`, `log.segment.bytes`, …) and the log cleaner's
+//! (`log.cleaner.threads`, `log.cleaner.backoff.ms`,
+//! `log.cleaner.dedupe.buffer.size`, `log.cleaner.io.max.bytes.per.second`).
+//! Any other is refused, with
 //! Apache's message for a setting it does not change at run time. Pure:
 //! no I/O.
 
@@ -25,10 +26,11 @@ use crate::storage::topic_config::{self, AlterOp, ConfigSource};
 /// The document's name under `__cluster`.
 pub const DOCUMENT: &str = "broker_configs";
 
-/// The log cleaner's settings kaas changes at run time (of Apache's
-/// `LogCleaner.ReconfigurableConfigs`; kaas runs one cleaner per broker
-/// and has no I/O buffer setting).
+/// The log cleaner's settings kaas changes at run time (Apache's
+/// `LogCleaner.ReconfigurableConfigs` but the I/O buffer size, which kaas
+/// does not have).
 const CLEANER_SETTINGS: &[&str] = &[
+    "log.cleaner.threads",
     "log.cleaner.backoff.ms",
     "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.max.bytes.per.second",
@@ -233,6 +235,35 @@ pub fn cleaner_config(
         }
         Err(why) => (config, Some(why)),
     }
+}
+
+/// Apache's `LogCleaner.validateReconfiguration`: a change that would take
+/// broker `id`'s cleaner threads from `now` to below 1, under half or
+/// over double is refused (`dynamic` is the document as it would be).
+pub fn check_cleaner_threads(
+    now: &CleanerConfig,
+    started: CleanerConfig,
+    dynamic: &DynamicConfigs,
+    id: i32,
+) -> Result<(), Refusal> {
+    let (new, _) = cleaner_config(started, dynamic, id);
+    let (current, threads) = (now.threads, new.threads);
+    let refused = if threads == current {
+        None
+    } else if threads < 1 {
+        Some("Log cleaner threads should be at least 1".to_string())
+    } else if threads < current / 2 {
+        Some(format!(
+            "Log cleaner threads cannot be reduced to less than half the current value {current}"
+        ))
+    } else if threads > current * 2 {
+        Some(format!(
+            "Log cleaner threads cannot be increased to more than double the current value {current}"
+        ))
+    } else {
+        None
+    };
+    refused.map_or(Ok(()), |m| Err(Refusal::InvalidRequest(m)))
 }
 
 /// One broker setting as DescribeConfigs describes it (Apache's

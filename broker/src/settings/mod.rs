@@ -98,6 +98,7 @@ pub struct Settings {
     pub log_cleaner_backoff_ms: Option<u64>,
     pub log_cleaner_dedupe_buffer_size: Option<u64>,
     pub log_cleaner_io_max_bytes_per_second: Option<f64>,
+    pub log_cleaner_threads: Option<usize>,
     pub lag_metrics_max_partitions: Option<usize>,
     pub group_initial_rebalance_delay_ms: Option<u64>,
     pub group_min_session_timeout_ms: Option<i32>,
@@ -500,6 +501,7 @@ impl Settings {
                 "log.cleaner.backoff.ms" => {
                     s.log_cleaner_backoff_ms = Some(at_least(key, value, 0)?)
                 }
+                "log.cleaner.threads" => s.log_cleaner_threads = Some(at_least(key, value, 0)?),
                 "log.cleaner.dedupe.buffer.size" => {
                     s.log_cleaner_dedupe_buffer_size = Some(at_least(key, value, 1)?)
                 }
@@ -664,6 +666,7 @@ impl Settings {
             log_cleaner_io_max_bytes_per_second: self
                 .log_cleaner_io_max_bytes_per_second
                 .or(lower.log_cleaner_io_max_bytes_per_second),
+            log_cleaner_threads: self.log_cleaner_threads.or(lower.log_cleaner_threads),
             lag_metrics_max_partitions: self
                 .lag_metrics_max_partitions
                 .or(lower.lag_metrics_max_partitions),
@@ -835,6 +838,7 @@ impl Settings {
         cleaner.io_max_bytes_per_second = self
             .log_cleaner_io_max_bytes_per_second
             .unwrap_or(cleaner.io_max_bytes_per_second);
+        cleaner.threads = self.log_cleaner_threads.unwrap_or(cleaner.threads);
     }
 
     /// Sets what these settings give on `c` (the broker's tuning; id,
@@ -979,6 +983,7 @@ pub fn effective(
             c.log_retention.check_interval_ms.to_string(),
         ),
         ("log.cleaner.enable", c.log_cleaner.enable.to_string()),
+        ("log.cleaner.threads", c.log_cleaner.threads.to_string()),
         (
             "log.cleaner.backoff.ms",
             c.log_cleaner.backoff_ms.to_string(),

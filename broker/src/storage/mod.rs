@@ -221,7 +221,8 @@ impl Storage {
     }
 
     /// One cleaning at `now_ms` of the dirtiest compacted log this broker
-    /// leads, if one is due ([`cleaner::plan`]): the partition and counts.
+    /// leads, if one is due ([`cleaner::plan`]), and that no other cleaner
+    /// thread is cleaning: the partition and counts.
     pub async fn clean_filthiest(
         &self,
         config: cleaner::CleanerConfig,
@@ -235,7 +236,7 @@ impl Storage {
             let Some(meta) = topics.get(&partition.topic) else {
                 continue;
             };
-            if partition.is_uncleanable() {
+            if partition.is_uncleanable() || partition.is_being_cleaned() {
                 continue;
             }
             let policy = topic_config::log_settings(&meta.configs, &defaults).compaction;
@@ -252,7 +253,14 @@ impl Storage {
             .find(|(j, ..)| *j == i)
             .expect("chosen among them");
         let partition = open[i].clone();
-        match partition.clean(cleanable, policy, config, now_ms).await {
+        // Another cleaner thread may have taken it since: the next look
+        // finds another.
+        let Some(claim) = partition.claim_cleaning() else {
+            return Ok(None);
+        };
+        let cleaned = partition.clean(cleanable, policy, config, now_ms).await;
+        drop(claim);
+        match cleaned {
             Ok(stats) => Ok(Some((partition, stats))),
             // Cleaning it again would fail the same way, and starve the
             // other logs: Apache's LogCleaner marks it uncleanable.
@@ -438,6 +446,66 @@ mod tests {
             }
             Partition::open(topic, index, dir, config)
         }
+    }
+
+    /// With `log.cleaner.threads` above one, each thread cleans a log no
+    /// other thread has.
+    #[tokio::test]
+    async fn a_cleaner_thread_passes_over_a_log_another_is_cleaning() {
+        use kaas_testkit::records::{encode_records, record};
+        use kafka_protocol::records::Compression;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(
+            dir.path(),
+            LogConfig::default(),
+            BrokerTopicDefaults::default(),
+        )
+        .unwrap();
+        let configs: BTreeMap<String, String> =
+            [("cleanup.policy", "compact"), ("segment.bytes", "100")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let meta = storage.topics.create("c", 2, configs, false).await.unwrap();
+        let mut partitions = Vec::new();
+        for p in 0..2 {
+            let partition = storage.partition(&meta, p).await.unwrap();
+            for i in 0..4 {
+                let r = record(0, 1_000 + i, Some(b"k"), Some(b"a value"));
+                partition
+                    .append(encode_records(&[r], Compression::None), 0)
+                    .await
+                    .unwrap();
+            }
+            partitions.push(partition);
+        }
+        let config = cleaner::CleanerConfig::default();
+        let held = partitions[0].claim_cleaning().expect("free");
+        assert!(
+            partitions[0].claim_cleaning().is_none(),
+            "one thread at a time"
+        );
+        let (cleaned, _) = storage
+            .clean_filthiest(config, 10_000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(cleaned.index, 1, "the log no thread holds");
+        let second = partitions[1]
+            .claim_cleaning()
+            .expect("released after cleaning");
+        assert!(storage
+            .clean_filthiest(config, 10_000)
+            .await
+            .unwrap()
+            .is_none());
+        drop((held, second));
+        let (cleaned, _) = storage
+            .clean_filthiest(config, 10_000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(cleaned.index, 0);
     }
 
     /// Apache's LogCleaner marks a log whose cleaning fails on its data

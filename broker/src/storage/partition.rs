@@ -92,6 +92,8 @@ pub struct Partition {
     /// Set when a cleaning failed on the log's data: the cleaner passes
     /// over it until it is reopened (Apache's uncleanable partitions).
     uncleanable: AtomicBool,
+    /// Held by the cleaner thread cleaning it ([`Partition::claim_cleaning`]).
+    being_cleaned: AtomicBool,
     /// Serializes what changes the sealed segments on disk: a retention
     /// pass (until its files are deleted) and a cleaning's swap. Taken
     /// before the append lock, never while holding it.
@@ -171,6 +173,7 @@ impl Partition {
             cleaner_checkpoint: AtomicI64::new(checkpoint),
             closing: AtomicBool::new(false),
             uncleanable: AtomicBool::new(false),
+            being_cleaned: AtomicBool::new(false),
             segments_lock: Arc::default(),
             leader_epochs: Mutex::new(leader_epochs),
         })

@@ -340,3 +340,46 @@ fn topic_configs_follow_the_dynamic_settings_above_the_static_ones() {
         ]
     );
 }
+
+#[test]
+fn cleaner_threads_change_within_apaches_bounds() {
+    let started = CleanerConfig {
+        threads: 4,
+        ..CleanerConfig::default()
+    };
+    let with = |threads: &str| DynamicConfigs {
+        default: map(&[("log.cleaner.threads", threads)]),
+        ..DynamicConfigs::default()
+    };
+    let check = |threads: &str| check_cleaner_threads(&started, started, &with(threads), 0);
+    for ok in ["2", "4", "8"] {
+        assert_eq!(check(ok), Ok(()), "{ok}");
+    }
+    for (threads, says) in [
+        (
+            "1",
+            "Log cleaner threads cannot be reduced to less than half the current value 4",
+        ),
+        (
+            "9",
+            "Log cleaner threads cannot be increased to more than double the current value 4",
+        ),
+        ("0", "Log cleaner threads should be at least 1"),
+    ] {
+        assert_eq!(
+            check(threads),
+            Err(Refusal::InvalidRequest(says.to_string())),
+            "{threads}"
+        );
+    }
+    let (config, _) = cleaner_config(started, &with("6"), 0);
+    assert_eq!(config.threads, 6);
+    // The dedupe buffer and the I/O limit are shared by the threads.
+    let shared = CleanerConfig {
+        threads: 2,
+        io_max_bytes_per_second: 1_000_000.0,
+        ..CleanerConfig::default()
+    };
+    assert_eq!(shared.io_max_bytes_per_second_per_thread(), 500_000.0);
+    assert!(shared.map_capacity() * 2 <= CleanerConfig::default().map_capacity() + 1);
+}

@@ -34,8 +34,11 @@ pub struct CleanerConfig {
     pub dedupe_buffer_size: u64,
     /// `log.cleaner.io.buffer.load.factor`: how full the map may get.
     pub load_factor: f64,
-    /// `log.cleaner.io.max.bytes.per.second`: reads and writes together.
+    /// `log.cleaner.io.max.bytes.per.second`: reads and writes together,
+    /// over all the cleaner threads.
     pub io_max_bytes_per_second: f64,
+    /// `log.cleaner.threads`: logs cleaned at once (each its own log).
+    pub threads: usize,
 }
 
 impl Default for CleanerConfig {
@@ -46,13 +49,21 @@ impl Default for CleanerConfig {
             dedupe_buffer_size: 128 * 1024 * 1024,
             load_factor: 0.9,
             io_max_bytes_per_second: f64::MAX,
+            threads: 1,
         }
     }
 }
 
 impl CleanerConfig {
-    /// Keys the offset map holds at most.
+    /// Keys one cleaning's offset map holds at most: the dedupe buffer is
+    /// shared by the threads, as in Apache.
     pub fn map_capacity(&self) -> usize {
-        offset_map::OffsetMap::capacity_for(self.dedupe_buffer_size, self.load_factor)
+        let per_thread = self.dedupe_buffer_size / self.threads.max(1) as u64;
+        offset_map::OffsetMap::capacity_for(per_thread, self.load_factor)
+    }
+
+    /// One cleaning's share of the I/O limit.
+    pub fn io_max_bytes_per_second_per_thread(&self) -> f64 {
+        self.io_max_bytes_per_second / self.threads.max(1) as f64
     }
 }

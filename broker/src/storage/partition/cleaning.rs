@@ -43,6 +43,15 @@ fn lower_priority() {
     }
 }
 
+/// A cleaner thread's hold on a log ([`Partition::claim_cleaning`]).
+pub struct CleaningClaim<'p>(&'p Partition);
+
+impl Drop for CleaningClaim<'_> {
+    fn drop(&mut self) {
+        self.0.being_cleaned.store(false, Ordering::Release);
+    }
+}
+
 impl Partition {
     /// The log as the cleaning planner weighs it.
     pub fn log_state(&self) -> LogState {
@@ -76,6 +85,20 @@ impl Partition {
     /// (when the data may have been repaired, or the leader changed).
     pub fn mark_uncleanable(&self) {
         self.uncleanable.store(true, Ordering::Release);
+    }
+
+    /// Whether a cleaner thread is cleaning this log.
+    pub fn is_being_cleaned(&self) -> bool {
+        self.being_cleaned.load(Ordering::Acquire)
+    }
+
+    /// This log for one cleaner thread, until the claim drops; `None` when
+    /// another thread has it (`log.cleaner.threads` clean different logs).
+    pub fn claim_cleaning(&self) -> Option<CleaningClaim<'_>> {
+        self.being_cleaned
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| CleaningClaim(self))
     }
 
     /// Cleans the log over `cleanable` at `now_ms`: the offset map of the
@@ -123,7 +146,7 @@ impl Partition {
 
     fn clean_blocking(&self, c: &Cleaning, config: &CleanerConfig) -> io::Result<CleanStats> {
         let go_on = || !self.is_closing();
-        let mut throttle = Throttle::new(config.io_max_bytes_per_second);
+        let mut throttle = Throttle::new(config.io_max_bytes_per_second_per_thread());
         let mut map = OffsetMap::new(config.map_capacity());
         let end = build_offset_map(c, &mut map, &mut throttle, &go_on)?;
         let mut stats = CleanStats::default();
