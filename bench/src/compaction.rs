@@ -16,7 +16,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use kaas_broker::storage::cleaner::CleanerConfig;
 use kaas_broker::storage::topic_config::BrokerTopicDefaults;
-use kaas_broker::storage::{LogConfig, PartitionRef, Storage};
+use kaas_broker::storage::{PartitionRef, Storage};
 use kaas_testkit::records::keyed_record_batch;
 
 use crate::report::{emit, percentile, section, Figure, Target};
@@ -120,7 +120,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
         "Compaction: {records} records over {KEYS} keys, cleaned; produce during cleaning"
     ));
     let dir = env.dir("compaction");
-    let storage = Storage::new(&dir, LogConfig::default(), BrokerTopicDefaults::default())?;
+    let storage = Storage::new(&dir, BrokerTopicDefaults::default())?;
     let configs: BTreeMap<String, String> = [
         ("cleanup.policy", "compact"),
         ("segment.bytes", "16777216"),

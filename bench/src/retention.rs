@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use kaas_broker::storage::topic_config::BrokerTopicDefaults;
-use kaas_broker::storage::{LogConfig, Storage};
+use kaas_broker::storage::Storage;
 
 use crate::report::{emit, section, Figure, Target};
 use crate::{sys, Env};
@@ -53,11 +53,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     section(&format!(
         "Retention: one pass over {n} open partitions of two segments each (scaled to 10,000)"
     ));
-    let storage = Storage::new(
-        &env.dir("retention"),
-        LogConfig::default(),
-        BrokerTopicDefaults::default(),
-    )?;
+    let storage = Storage::new(&env.dir("retention"), BrokerTopicDefaults::default())?;
     // Every batch rolls a segment: an old one, then a new one that time
     // retention keeps.
     let configs: BTreeMap<String, String> = [("segment.bytes", "100"), ("retention.ms", "-1")]

@@ -166,7 +166,6 @@ impl Broker {
             .collect::<std::io::Result<Vec<_>>>()?;
         let storage = Arc::new(Storage::new(
             &config.data_dir,
-            config.log,
             BrokerTopicDefaults::of(&config.log, &config.log_retention, &config.topic_defaults),
         )?);
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;

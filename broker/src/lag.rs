@@ -1,6 +1,6 @@
 //! Consumer lag without an exporter: at each scrape of `/metrics` the
 //! group coordinator sets, for every committed offset of the groups it
-//! holds in memory, the partition's log end offset (its high watermark:
+//! holds in memory or unloaded for idleness, the partition's log end offset (its high watermark:
 //! read from the log when this broker leads the partition, else asked of
 //! the leader with one ListOffsets per leader) and the lag between them;
 //! and each leader sets its open partitions' log start offset, end offset
@@ -71,7 +71,7 @@ pub fn lag_series(
 
 /// Sets the lag and partition gauges as of now.
 pub async fn refresh(broker: &Broker) {
-    let committed = broker.groups.read(|core| core.committed_offsets());
+    let committed = broker.groups.committed_offsets();
     let mut wanted: Vec<TopicPartition> = committed
         .iter()
         .map(|(_, t, p, _)| (t.clone(), *p))

@@ -117,6 +117,10 @@ struct State {
     waiters: HashMap<RequestToken, oneshot::Sender<Response>>,
     /// Last time each resident group was touched, for idle unloading.
     touched: HashMap<String, u64>,
+    /// The committed offsets of groups unloaded for idleness, as their log
+    /// holds them until they load again: their lag stays on `/metrics`
+    /// (a consumer group that stopped is the one whose lag matters).
+    idle_offsets: HashMap<String, Vec<(String, i32, i64)>>,
 }
 
 pub struct GroupManager {
@@ -276,6 +280,7 @@ impl GroupManager {
                 core,
                 waiters: HashMap::new(),
                 touched: HashMap::new(),
+                idle_offsets: HashMap::new(),
             }),
             store,
             clock,
@@ -376,6 +381,7 @@ impl GroupManager {
         }
         let fx = st.core.load_group(group_id, record, offsets, now);
         st.core.load_pending_txn_offsets(group_id, pending, now);
+        st.idle_offsets.remove(group_id);
         touch(&mut st.touched, group_id, now);
         self.execute(&mut st, fx);
         Ok(())
@@ -463,6 +469,22 @@ impl GroupManager {
     /// Reads from the core under the lock.
     pub fn read<T>(&self, f: impl FnOnce(&GroupCoordinator) -> T) -> T {
         f(&self.lock().core)
+    }
+
+    /// Every committed offset this coordinator knows without reading a
+    /// log: the resident groups', then those of groups unloaded for
+    /// idleness (group, topic, partition, offset).
+    pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        let st = self.lock();
+        let mut out = st.core.committed_offsets();
+        for (group, offsets) in &st.idle_offsets {
+            out.extend(
+                offsets
+                    .iter()
+                    .map(|(t, p, o)| (group.clone(), t.clone(), *p, *o)),
+            );
+        }
+        out
     }
 
     /// Submits a request whose answer may come later (parked joins and
@@ -735,6 +757,7 @@ impl GroupManager {
         let now = self.now_ms();
         let fx = st.core.unload_group(group_id, now);
         st.touched.remove(group_id);
+        st.idle_offsets.remove(group_id);
         self.store.close(group_id);
         self.execute(&mut st, fx);
     }
@@ -757,6 +780,9 @@ impl GroupManager {
             self.store.close(&group_id);
             self.execute(&mut st, fx);
         }
+        let me = self.broker_id;
+        st.idle_offsets
+            .retain(|group_id, _| routing.owner_of_group(group_id) == Some(me));
         shrink_if_sparse(&mut st);
     }
 
@@ -789,6 +815,12 @@ impl GroupManager {
             return;
         }
         for g in idle {
+            let offsets = st.core.committed_offsets_of(&g);
+            // At most as many as may be loaded: the cache must not cost
+            // more memory than unloading saved.
+            if !offsets.is_empty() && st.idle_offsets.len() < self.config.max_resident_groups {
+                st.idle_offsets.insert(g.clone(), offsets);
+            }
             let fx = st.core.unload_group(&g, now);
             st.touched.remove(&g);
             self.store.close(&g);
@@ -987,5 +1019,60 @@ mod tests {
         m.prepare("idle").await.unwrap();
         let offset = m.read(|c| c.committed_offset("idle", "t", 0).map(|o| o.offset));
         assert_eq!(offset, Some(42), "reloaded from its log");
+    }
+
+    /// A consumer group that stopped keeps its lag on `/metrics` after it
+    /// is unloaded: its committed offsets stay known until it loads again
+    /// or its coordinator moves.
+    #[tokio::test]
+    async fn the_offsets_of_groups_unloaded_for_idleness_stay_known_for_lag() {
+        let store = Arc::new(MemoryStore::new());
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let (m, routing) = manager(store.clone(), clock.clone());
+        // Under a second broker, `stopped` moves to it and `running` stays.
+        let two = Routing::new(Assignment::of_brokers(
+            2,
+            [
+                BrokerInfo::alive(0, "127.0.0.1", 9092),
+                BrokerInfo::alive(1, "127.0.0.1", 9093),
+            ],
+        ));
+        let named = |owner: i32| {
+            (0..)
+                .map(|i| format!("g{i}"))
+                .find(|g| two.owner_of_group(g) == Some(owner))
+                .unwrap()
+        };
+        let (stopped, running) = (named(1), named(0));
+        commit(&m, &stopped, 42).await;
+        commit(&m, &running, 7).await;
+        clock.advance(61_000);
+        commit(&m, &running, 8).await;
+        m.unload_idle_groups();
+        assert!(!m.read(|c| c.is_resident(&stopped)));
+        let known = || {
+            let mut k = m.committed_offsets();
+            k.sort();
+            k
+        };
+        let row = |g: &str, o| (g.to_string(), "t".to_string(), 0, o);
+        let rows = |mut r: Vec<(String, String, i32, i64)>| {
+            r.sort();
+            r
+        };
+        assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 42)]));
+
+        // Loaded again: its offsets come from the group, once.
+        commit(&m, &stopped, 43).await;
+        assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 43)]));
+
+        // Both unloaded, then `stopped` coordinated elsewhere: forgotten.
+        clock.advance(61_000);
+        m.unload_idle_groups();
+        assert!(!m.read(|c| c.is_resident(&running)));
+        assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 43)]));
+        routing.send_replace(Some(Arc::new(two.clone())));
+        m.sweep(&two);
+        assert_eq!(known(), vec![row(&running, 8)]);
     }
 }

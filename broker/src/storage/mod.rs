@@ -74,7 +74,6 @@ struct OpenSlot {
 /// The data folder: topics, their partition logs, and the cluster folder.
 pub struct Storage {
     data_dir: PathBuf,
-    log_config: LogConfig,
     /// The broker settings topic configs default to, as started with.
     started_defaults: BrokerTopicDefaults,
     /// The same under the settings changed at run time: those in force.
@@ -87,26 +86,21 @@ pub struct Storage {
 
 impl Storage {
     /// Storage under `data_dir`; partition logs follow their topic's
-    /// configs over `topic_defaults`, `log_config` for the rest.
-    pub fn new(
-        data_dir: &Path,
-        log_config: LogConfig,
-        topic_defaults: BrokerTopicDefaults,
-    ) -> io::Result<Storage> {
-        Storage::with_opener(data_dir, log_config, topic_defaults, Arc::new(OpenFromDisk))
+    /// configs over `topic_defaults` (every field of their [`LogConfig`]
+    /// is a topic config).
+    pub fn new(data_dir: &Path, topic_defaults: BrokerTopicDefaults) -> io::Result<Storage> {
+        Storage::with_opener(data_dir, topic_defaults, Arc::new(OpenFromDisk))
     }
 
     /// [`Storage::new`] with partitions opened by `opener`.
     pub fn with_opener(
         data_dir: &Path,
-        log_config: LogConfig,
         topic_defaults: BrokerTopicDefaults,
         opener: Arc<dyn PartitionOpener>,
     ) -> io::Result<Storage> {
         std::fs::create_dir_all(data_dir.join("__cluster"))?;
         Ok(Storage {
             data_dir: data_dir.to_path_buf(),
-            log_config,
             topic_defaults: RwLock::new(Arc::new(topic_defaults.clone())),
             started_defaults: topic_defaults,
             topics: Arc::new(TopicRegistry::new(data_dir.to_path_buf())),
@@ -213,9 +207,9 @@ impl Storage {
             segment_bytes: settings.segment_bytes,
             segment_ms: settings.segment_ms,
             segment_jitter_ms: settings.segment_jitter_ms,
+            index_interval_bytes: settings.index_interval_bytes,
             max_message_bytes: settings.max_message_bytes,
             records: settings.records,
-            ..self.log_config
         };
         (config, settings.retention)
     }
@@ -448,6 +442,43 @@ mod tests {
         }
     }
 
+    /// `index.interval.bytes`: how many bytes of batches go between two
+    /// entries of a segment's offset index (0: an entry per batch).
+    #[tokio::test]
+    async fn the_index_follows_the_topics_index_interval() {
+        use kaas_testkit::records::{encode_records, record};
+        use kafka_protocol::records::Compression;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
+        let mut entries = Vec::new();
+        for (topic, interval) in [("every", Some("0")), ("default", None)] {
+            let configs: BTreeMap<String, String> = interval
+                .map(|v| ("index.interval.bytes".to_string(), v.to_string()))
+                .into_iter()
+                .collect();
+            let meta = storage
+                .topics
+                .create(topic, 1, configs, false)
+                .await
+                .unwrap();
+            let partition = storage.partition(&meta, 0).await.unwrap();
+            for i in 0..10 {
+                let r = record(0, 1_000 + i, None, Some(b"a value"));
+                partition
+                    .append(encode_records(&[r], Compression::None), 0)
+                    .await
+                    .unwrap();
+            }
+            let index = storage
+                .topics
+                .topic_dir(topic)
+                .join("0")
+                .join(format!("{:020}.index", 0));
+            entries.push(std::fs::metadata(index).unwrap().len() / 20);
+        }
+        assert_eq!(entries, [10, 1], "an entry per batch; one per 4096 bytes");
+    }
+
     /// With `log.cleaner.threads` above one, each thread cleans a log no
     /// other thread has.
     #[tokio::test]
@@ -455,12 +486,7 @@ mod tests {
         use kaas_testkit::records::{encode_records, record};
         use kafka_protocol::records::Compression;
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::new(
-            dir.path(),
-            LogConfig::default(),
-            BrokerTopicDefaults::default(),
-        )
-        .unwrap();
+        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
         let configs: BTreeMap<String, String> =
             [("cleanup.policy", "compact"), ("segment.bytes", "100")]
                 .into_iter()
@@ -516,12 +542,7 @@ mod tests {
         use kaas_testkit::records::{encode_records, record};
         use kafka_protocol::records::Compression;
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::new(
-            dir.path(),
-            LogConfig::default(),
-            BrokerTopicDefaults::default(),
-        )
-        .unwrap();
+        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
         let configs: BTreeMap<String, String> =
             [("cleanup.policy", "compact"), ("segment.bytes", "100")]
                 .into_iter()
@@ -578,13 +599,8 @@ mod tests {
             opened_held: AtomicBool::new(false),
         });
         let storage = Arc::new(
-            Storage::with_opener(
-                dir.path(),
-                LogConfig::default(),
-                BrokerTopicDefaults::default(),
-                opener.clone(),
-            )
-            .unwrap(),
+            Storage::with_opener(dir.path(), BrokerTopicDefaults::default(), opener.clone())
+                .unwrap(),
         );
         let meta = storage
             .topics

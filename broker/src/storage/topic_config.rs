@@ -956,6 +956,7 @@ pub struct LogSettings {
     pub segment_bytes: u64,
     pub segment_ms: i64,
     pub segment_jitter_ms: i64,
+    pub index_interval_bytes: u64,
     pub max_message_bytes: usize,
     pub retention: RetentionPolicy,
     pub compaction: CompactionPolicy,
@@ -1001,6 +1002,11 @@ pub fn log_settings(
             as u64,
         segment_ms: number("segment.ms", LogConfig::default().segment_ms).max(1),
         segment_jitter_ms: number("segment.jitter.ms", 0).max(0),
+        index_interval_bytes: number(
+            "index.interval.bytes",
+            LogConfig::default().index_interval_bytes as i64,
+        )
+        .max(0) as u64,
         max_message_bytes: number(
             "max.message.bytes",
             LogConfig::default().max_message_bytes as i64,

@@ -266,6 +266,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
             segment_bytes: 256 << 20,
             segment_ms: 604_800_000,
             segment_jitter_ms: 0,
+            index_interval_bytes: 4096,
             max_message_bytes: 1_048_588,
             retention: RetentionPolicy::default(),
             compaction: CompactionPolicy::default(),
@@ -316,6 +317,7 @@ fn log_settings_follow_overrides_then_broker_settings() {
             segment_bytes: 2_000_000,
             segment_ms: 604_800_000,
             segment_jitter_ms: 500,
+            index_interval_bytes: 4096,
             max_message_bytes: 2000,
             retention: RetentionPolicy {
                 ms: -1,
