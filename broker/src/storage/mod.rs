@@ -442,59 +442,27 @@ mod tests {
         }
     }
 
-    /// `index.interval.bytes`: how many bytes of batches go between two
-    /// entries of a segment's offset index (0: an entry per batch).
-    #[tokio::test]
-    async fn the_index_follows_the_topics_index_interval() {
+    /// Topic `name` with `configs` and `n` partitions, each holding four
+    /// one-record batches of key `k`.
+    async fn topic_of_four_batches(
+        storage: &Storage,
+        name: &str,
+        n: i32,
+        configs: &[(&str, &str)],
+    ) -> (Arc<TopicMeta>, Vec<PartitionRef>) {
         use kaas_testkit::records::{encode_records, record};
         use kafka_protocol::records::Compression;
-        let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
-        let mut entries = Vec::new();
-        for (topic, interval) in [("every", Some("0")), ("default", None)] {
-            let configs: BTreeMap<String, String> = interval
-                .map(|v| ("index.interval.bytes".to_string(), v.to_string()))
-                .into_iter()
-                .collect();
-            let meta = storage
-                .topics
-                .create(topic, 1, configs, false)
-                .await
-                .unwrap();
-            let partition = storage.partition(&meta, 0).await.unwrap();
-            for i in 0..10 {
-                let r = record(0, 1_000 + i, None, Some(b"a value"));
-                partition
-                    .append(encode_records(&[r], Compression::None), 0)
-                    .await
-                    .unwrap();
-            }
-            let index = storage
-                .topics
-                .topic_dir(topic)
-                .join("0")
-                .join(format!("{:020}.index", 0));
-            entries.push(std::fs::metadata(index).unwrap().len() / 20);
-        }
-        assert_eq!(entries, [10, 1], "an entry per batch; one per 4096 bytes");
-    }
-
-    /// With `log.cleaner.threads` above one, each thread cleans a log no
-    /// other thread has.
-    #[tokio::test]
-    async fn a_cleaner_thread_passes_over_a_log_another_is_cleaning() {
-        use kaas_testkit::records::{encode_records, record};
-        use kafka_protocol::records::Compression;
-        let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
-        let configs: BTreeMap<String, String> =
-            [("cleanup.policy", "compact"), ("segment.bytes", "100")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-        let meta = storage.topics.create("c", 2, configs, false).await.unwrap();
+        let configs: BTreeMap<String, String> = configs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let meta = storage
+            .topics
+            .create(name, n, configs, false)
+            .await
+            .unwrap();
         let mut partitions = Vec::new();
-        for p in 0..2 {
+        for p in 0..n {
             let partition = storage.partition(&meta, p).await.unwrap();
             for i in 0..4 {
                 let r = record(0, 1_000 + i, Some(b"k"), Some(b"a value"));
@@ -505,6 +473,42 @@ mod tests {
             }
             partitions.push(partition);
         }
+        (meta, partitions)
+    }
+
+    const COMPACTED_SMALL_SEGMENTS: &[(&str, &str)] =
+        &[("cleanup.policy", "compact"), ("segment.bytes", "100")];
+
+    /// `index.interval.bytes`: how many bytes of batches go between two
+    /// entries of a segment's offset index (0: an entry per batch).
+    #[tokio::test]
+    async fn the_index_follows_the_topics_index_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
+        let mut entries = Vec::new();
+        for (topic, configs) in [
+            ("every", &[("index.interval.bytes", "0")][..]),
+            ("default", &[]),
+        ] {
+            topic_of_four_batches(&storage, topic, 1, configs).await;
+            let index = storage
+                .topics
+                .topic_dir(topic)
+                .join("0")
+                .join(format!("{:020}.index", 0));
+            entries.push(std::fs::metadata(index).unwrap().len() / 20);
+        }
+        assert_eq!(entries, [4, 1], "an entry per batch; one per 4096 bytes");
+    }
+
+    /// With `log.cleaner.threads` above one, each thread cleans a log no
+    /// other thread has.
+    #[tokio::test]
+    async fn a_cleaner_thread_passes_over_a_log_another_is_cleaning() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
+        let (_, partitions) =
+            topic_of_four_batches(&storage, "c", 2, COMPACTED_SMALL_SEGMENTS).await;
         let config = cleaner::CleanerConfig::default();
         let held = partitions[0].claim_cleaning().expect("free");
         assert!(
@@ -539,24 +543,11 @@ mod tests {
     /// others) until the partition is reopened.
     #[tokio::test]
     async fn a_log_the_cleaner_cannot_read_is_passed_over_until_reopened() {
-        use kaas_testkit::records::{encode_records, record};
-        use kafka_protocol::records::Compression;
         let dir = tempfile::tempdir().unwrap();
         let storage = Storage::new(dir.path(), BrokerTopicDefaults::default()).unwrap();
-        let configs: BTreeMap<String, String> =
-            [("cleanup.policy", "compact"), ("segment.bytes", "100")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-        let meta = storage.topics.create("c", 1, configs, false).await.unwrap();
-        let partition = storage.partition(&meta, 0).await.unwrap();
-        for i in 0..4 {
-            let r = record(0, 1_000 + i, Some(b"k"), Some(b"a value"));
-            partition
-                .append(encode_records(&[r], Compression::None), 0)
-                .await
-                .unwrap();
-        }
+        let (meta, mut partitions) =
+            topic_of_four_batches(&storage, "c", 1, COMPACTED_SMALL_SEGMENTS).await;
+        let partition = partitions.pop().unwrap();
         let first = storage
             .topics
             .topic_dir("c")
