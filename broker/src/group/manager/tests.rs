@@ -1,0 +1,184 @@
+use kaas_shared::{Assignment, BrokerInfo};
+
+use futures::FutureExt;
+
+use super::*;
+use crate::group::core::OffsetCommitRequest;
+use crate::group::store::MemoryStore;
+
+type RoutingSender = watch::Sender<Option<Arc<Routing>>>;
+
+fn manager(store: Arc<MemoryStore>, clock: Arc<ManualClock>) -> (Arc<GroupManager>, RoutingSender) {
+    let routing = Routing::new(Assignment::of_brokers(
+        1,
+        [BrokerInfo::alive(0, "127.0.0.1", 9092)],
+    ));
+    let (tx, rx) = watch::channel(Some(Arc::new(routing)));
+    let config = GroupManagerConfig {
+        idle_unload_ms: 60_000,
+        ..Default::default()
+    };
+    (GroupManager::new(0, config, store, clock, rx), tx)
+}
+
+async fn commit(m: &Arc<GroupManager>, group: &str, offset: i64) {
+    m.prepare(group).await.unwrap();
+    let req = commit_request(group, offset);
+    let r = m
+        .call(group, |core, token, now| {
+            core.offset_commit(token, req, now)
+        })
+        .await;
+    assert!(matches!(r, Some(Response::OffsetCommit(_))));
+}
+
+fn commit_request(group: &str, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest::simple(group, "t", 0, offset)
+}
+
+#[tokio::test]
+async fn a_commit_whose_client_left_before_it_was_durable_still_applies() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, _routing) = manager(store.clone(), clock);
+    commit(&m, "g", 1).await;
+    // Polled once (planned and written, waiting for durability), then
+    // dropped, as when the connection closes.
+    let gate = store.park("g");
+    let req = commit_request("g", 5);
+    let answered = m
+        .call("g", |core, token, now| core.offset_commit(token, req, now))
+        .now_or_never();
+    assert!(answered.is_none(), "answered before the write was durable");
+    let applied = || m.read(|c| c.committed_offset("g", "t", 0).map(|o| o.offset));
+    assert_eq!(applied(), Some(1), "applied before the write was durable");
+    gate.open();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while applied() != Some(5) {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the commit applies once durable, though its client left");
+}
+
+#[tokio::test]
+async fn a_consumer_group_with_members_is_not_unloaded_as_idle() {
+    use crate::group::consumer::heartbeat::HeartbeatRequest;
+    use crate::group::consumer::records::TopicMetadata;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, _routing) = manager(store.clone(), clock.clone());
+    let topics: std::collections::BTreeMap<String, TopicMetadata> = [(
+        "t".to_string(),
+        TopicMetadata {
+            id: uuid::Uuid::from_u128(1),
+            name: "t".into(),
+            num_partitions: 2,
+        },
+    )]
+    .into();
+    let joined = m
+        .request(ConsumerHeartbeat {
+            request: HeartbeatRequest {
+                group_id: "kip".into(),
+                member_id: "m".into(),
+                rebalance_timeout_ms: 30_000,
+                subscribed_topic_names: Some(vec!["t".into()]),
+                owned: Some(Default::default()),
+                ..Default::default()
+            },
+            topics: Box::new(topics),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(joined.member_epoch, 1);
+    // Idle past the limit (no timer loop runs here, so no session
+    // expiry either): a group with a member stays.
+    clock.advance(61_000);
+    m.unload_idle_groups();
+    assert!(m.read(|c| c.is_resident("kip")), "a member: kept");
+    assert!(store.stored("kip").unwrap().consumer.is_some());
+}
+
+#[tokio::test]
+async fn idle_empty_groups_unload_and_reload_from_their_log() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, _routing) = manager(store.clone(), clock.clone());
+    commit(&m, "idle", 42).await;
+    commit(&m, "busy", 7).await;
+    clock.advance(59_000);
+    commit(&m, "busy", 8).await;
+    clock.advance(2_000);
+    m.unload_idle_groups();
+    assert!(
+        !m.read(|c| c.is_resident("idle")),
+        "idle past the limit: unloaded"
+    );
+    assert!(m.read(|c| c.is_resident("busy")), "touched recently: kept");
+    assert_eq!(
+        store.stored("idle").map(|g| g.offsets.len()),
+        Some(1),
+        "its commit is in the store"
+    );
+    m.prepare("idle").await.unwrap();
+    let offset = m.read(|c| c.committed_offset("idle", "t", 0).map(|o| o.offset));
+    assert_eq!(offset, Some(42), "reloaded from its log");
+}
+
+/// A consumer group that stopped keeps its lag on `/metrics` after it
+/// is unloaded: its committed offsets stay known until it loads again
+/// or its coordinator moves.
+#[tokio::test]
+async fn the_offsets_of_groups_unloaded_for_idleness_stay_known_for_lag() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, routing) = manager(store.clone(), clock.clone());
+    // Under a second broker, `stopped` moves to it and `running` stays.
+    let two = Routing::new(Assignment::of_brokers(
+        2,
+        [
+            BrokerInfo::alive(0, "127.0.0.1", 9092),
+            BrokerInfo::alive(1, "127.0.0.1", 9093),
+        ],
+    ));
+    let named = |owner: i32| {
+        (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| two.owner_of_group(g) == Some(owner))
+            .unwrap()
+    };
+    let (stopped, running) = (named(1), named(0));
+    commit(&m, &stopped, 42).await;
+    commit(&m, &running, 7).await;
+    clock.advance(61_000);
+    commit(&m, &running, 8).await;
+    m.unload_idle_groups();
+    assert!(!m.read(|c| c.is_resident(&stopped)));
+    let known = || {
+        let mut k = m.committed_offsets();
+        k.sort();
+        k
+    };
+    let row = |g: &str, o| (g.to_string(), "t".to_string(), 0, o);
+    let rows = |mut r: Vec<(String, String, i32, i64)>| {
+        r.sort();
+        r
+    };
+    assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 42)]));
+
+    // Loaded again: its offsets come from the group, once.
+    commit(&m, &stopped, 43).await;
+    assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 43)]));
+
+    // Both unloaded, then `stopped` coordinated elsewhere: forgotten.
+    clock.advance(61_000);
+    m.unload_idle_groups();
+    assert!(!m.read(|c| c.is_resident(&running)));
+    assert_eq!(known(), rows(vec![row(&running, 8), row(&stopped, 43)]));
+    routing.send_replace(Some(Arc::new(two.clone())));
+    m.sweep(&two);
+    assert_eq!(known(), vec![row(&running, 8)]);
+}
