@@ -192,12 +192,7 @@ impl Storage {
     ) {
         let defaults = self.started_defaults.with_dynamic(default, broker);
         *self.topic_defaults.write() = Arc::new(defaults);
-        let topics = self.topics.by_name();
-        for partition in self.open_partitions() {
-            if let Some(meta) = topics.get(&partition.topic) {
-                partition.set_config(self.log_settings(meta).0);
-            }
-        }
+        self.apply_topic_configs(&self.topics.by_name());
     }
 
     /// What `topic`'s partition logs follow of its configs in force.
@@ -297,12 +292,22 @@ impl Storage {
         if seen == Some(version) {
             return seen;
         }
+        self.apply_topic_configs(&topics);
+        Some(version)
+    }
+
+    /// The partitions open here follow their topic's configs in `topics`
+    /// over the topic defaults in force.
+    fn apply_topic_configs(&self, topics: &HashMap<String, Arc<TopicMeta>>) {
+        let mut configs: HashMap<&str, LogConfig> = HashMap::new();
         for partition in self.open_partitions() {
             if let Some(meta) = topics.get(&partition.topic) {
-                partition.set_config(self.log_settings(meta).0);
+                let config = *configs
+                    .entry(meta.name.as_str())
+                    .or_insert_with(|| self.log_settings(meta).0);
+                partition.set_config(config);
             }
         }
-        Some(version)
     }
 
     /// `topic`'s configs changed through this broker: its open partitions
