@@ -754,8 +754,9 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
             &["--sasl", "--admin-password", &admin_password],
         ));
     }
-    await_status(&api, "demo", "Ready", |s| {
-        is(s, READY, "True") && s.ready_brokers == 2
+    // Probed (not Degraded): both brokers answer, so they are listening.
+    await_status(&api, "demo", "Ready and probed", |s| {
+        is(s, READY, "True") && is(s, DEGRADED, "False") && s.ready_brokers == 2
     })
     .await;
     let bootstrap = brokers
