@@ -460,6 +460,11 @@ impl Broker {
                 .retain_partitions(|topic, p| self.leads(&routing, topic, p));
             self.groups.sweep(&routing);
             self.txns.sweep(&routing);
+            // Groups that became ours (all of them after a restart) are
+            // read for their lag in the background.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(self.groups.clone().learn_offsets_on_disk());
+            }
         }
     }
 }

@@ -1,12 +1,14 @@
 //! Consumer lag without an exporter: at each scrape of `/metrics` the
 //! group coordinator sets, for every committed offset of the groups it
-//! holds in memory or unloaded for idleness, the partition's log end offset (its high watermark:
-//! read from the log when this broker leads the partition, else asked of
-//! the leader with one ListOffsets per leader) and the lag between them;
-//! and each leader sets its open partitions' log start offset, end offset
-//! and size. Per-partition lag series stop at `kaas.lag.metrics.max.partitions`
-//! (the per-group, per-topic sum is always set), so a coordinator with many
-//! groups cannot flood the metrics.
+//! coordinates (those in memory, and those out of memory as their logs
+//! hold them), the partition's log end offset (its high watermark: read
+//! from the log when this broker leads the partition, else asked of the
+//! leader with one ListOffsets per leader) and the lag between them; and
+//! each leader sets its open partitions' log start offset, end offset and
+//! size. Per-partition lag series stop at
+//! `kaas.lag.metrics.max.partitions` (the per-group, per-topic sum is
+//! always set), so a coordinator with many groups cannot flood the
+//! metrics.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -71,6 +73,8 @@ pub fn lag_series(
 
 /// Sets the lag and partition gauges as of now.
 pub async fn refresh(broker: &Broker) {
+    // After a restart or a move, groups not in memory are read first.
+    broker.groups.clone().learn_offsets_on_disk().await;
     let committed = broker.groups.committed_offsets();
     let mut wanted: Vec<TopicPartition> = committed
         .iter()

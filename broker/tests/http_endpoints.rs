@@ -232,4 +232,35 @@ async fn lag_metrics_match_the_committed_offsets_and_high_watermarks() {
         scraped[coordinator]
     );
     cluster.shutdown().await;
+
+    // Restarted, the group not used since: its coordinator reads its log
+    // (without loading it) and exports the same lag.
+    let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
+    config.base_port = 0;
+    config.http = Some("127.0.0.1:0".parse().unwrap());
+    let cluster = LocalCluster::start(config).await.unwrap();
+    let at = cluster.http_addrs[coordinator];
+    let text = tokio::task::spawn_blocking(move || get(at, "/metrics").1)
+        .await
+        .unwrap();
+    for p in 0..PARTITIONS {
+        let labels = format!("{{group=\"{GROUP}\",topic=\"{TOPIC}\",partition=\"{p}\"}}");
+        let lag = format!("kaas_group_lag{labels} {}", 10 - 2 * p);
+        assert!(
+            text.lines().any(|l| l == lag),
+            "after a restart: {lag}\n{text}"
+        );
+    }
+    assert!(
+        text.lines().any(|l| l == sum),
+        "after a restart: {sum}\n{text}"
+    );
+    assert_eq!(
+        cluster.brokers[coordinator]
+            .groups
+            .read(|c| c.num_resident_groups()),
+        0,
+        "read, not loaded"
+    );
+    cluster.shutdown().await;
 }

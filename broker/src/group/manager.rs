@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug_span, info, warn, Instrument};
 
 use super::core::{
-    code, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupState, RequestToken, Response,
+    code, offsets_in_force, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupState,
+    RequestToken, Response,
 };
 pub use super::store::{Durable, GroupStore, StoreError, StoredGroup};
 
@@ -117,9 +118,10 @@ struct State {
     waiters: HashMap<RequestToken, oneshot::Sender<Response>>,
     /// Last time each resident group was touched, for idle unloading.
     touched: HashMap<String, u64>,
-    /// The committed offsets of groups unloaded for idleness, as their log
-    /// holds them until they load again: their lag stays on `/metrics`
-    /// (a consumer group that stopped is the one whose lag matters).
+    /// The committed offsets of groups out of memory (unloaded for idleness,
+    /// or read from their logs after a restart or a move), as their log
+    /// holds them until they load again: their lag stays on `/metrics` (a
+    /// consumer group that stopped is the one whose lag matters).
     idle_offsets: HashMap<String, Vec<(String, i32, i64)>>,
 }
 
@@ -135,6 +137,9 @@ pub struct GroupManager {
     /// request wakes it.
     timers_sleep_until: AtomicU64,
     next_token: AtomicU64,
+    /// Held by a [`GroupManager::learn_offsets_on_disk`] pass: the
+    /// assignment version of the last pass that finished.
+    learning: tokio::sync::Mutex<Option<u64>>,
 }
 
 /// Records a use of `group_id` (allocates only for a group not yet seen).
@@ -288,6 +293,7 @@ impl GroupManager {
             timer_wake: Notify::new(),
             timers_sleep_until: AtomicU64::new(0),
             next_token: AtomicU64::new(1),
+            learning: tokio::sync::Mutex::new(None),
         });
         {
             let mut st = manager.lock();
@@ -379,12 +385,102 @@ impl GroupManager {
         if let Some(consumer) = consumer {
             st.core.load_consumer_group(consumer, now);
         }
-        let fx = st.core.load_group(group_id, record, offsets, now);
+        let mut fx = st.core.load_group(group_id, record, offsets, now);
         st.core.load_pending_txn_offsets(group_id, pending, now);
+        fx.extend(st.core.expire_loaded_offsets(group_id, now));
         st.idle_offsets.remove(group_id);
         touch(&mut st.touched, group_id, now);
         self.execute(&mut st, fx);
         Ok(())
+    }
+
+    /// Learns the committed offsets of the groups this broker coordinates
+    /// that have a log but are not in memory (after a restart, or groups
+    /// that moved here), reading their logs without taking them, so their
+    /// lag is exported before anyone uses them again. Offsets the retention
+    /// sweep would remove are left out. As for groups unloaded for
+    /// idleness, at most `max_resident_groups` groups are kept; groups
+    /// already known are not read again. Runs once per assignment: in the
+    /// background when one is applied, and awaited by the scrape that
+    /// exports lag, which then shows every group.
+    pub async fn learn_offsets_on_disk(self: Arc<Self>) {
+        // One pass at a time, one per assignment: a pass asked for again
+        // (by the scrape that waits for it) finds it done.
+        let mut learned_for = self.learning.lock().await;
+        let Some(version) = self.routing().map(|r| r.version()) else {
+            return;
+        };
+        if *learned_for == Some(version) {
+            return;
+        }
+        let unknown: Vec<String> = {
+            let owned = self.owned_groups_on_disk().await;
+            let st = self.lock();
+            let room = self
+                .config
+                .max_resident_groups
+                .saturating_sub(st.idle_offsets.len());
+            owned
+                .into_iter()
+                .filter(|g| !st.idle_offsets.contains_key(g))
+                .take(room)
+                .collect()
+        };
+        if unknown.is_empty() {
+            *learned_for = Some(version);
+            return;
+        }
+        let store = self.store.clone();
+        let retention_ms = self.config.core.offsets_retention_ms;
+        let now = self.now_ms();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut learned = Vec::new();
+            for group_id in unknown {
+                match store.peek(&group_id) {
+                    Ok(Some(stored)) => {
+                        let offsets = offsets_in_force(
+                            &group_id,
+                            stored.metadata.as_ref(),
+                            stored.consumer.as_ref(),
+                            &stored.offsets,
+                            retention_ms,
+                            now,
+                        );
+                        if !offsets.is_empty() {
+                            learned.push((group_id, offsets));
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        warn!(group = %group_id, error = %e, "cannot read the group's log for its lag")
+                    }
+                }
+            }
+            learned
+        })
+        .await;
+        let Ok(learned) = read else {
+            return;
+        };
+        let mut st = self.lock();
+        let count = learned.len();
+        for (group_id, offsets) in learned {
+            // Loaded or moved away meanwhile: what memory holds is newer,
+            // or not ours to export.
+            if st.core.is_resident(&group_id)
+                || self.check_owner(&group_id).is_err()
+                || st.idle_offsets.len() >= self.config.max_resident_groups
+            {
+                continue;
+            }
+            st.idle_offsets.entry(group_id).or_insert(offsets);
+        }
+        *learned_for = Some(version);
+        info!(
+            broker = self.broker_id,
+            groups = count,
+            "read the committed offsets of groups not in memory"
+        );
     }
 
     /// [`Self::prepare`] for an answer read from memory (OffsetFetch): a

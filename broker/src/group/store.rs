@@ -38,6 +38,10 @@ pub trait GroupStore: Send + Sync + 'static {
     /// Reads a group's log (blocking: called on a blocking thread); `None`
     /// when the group has none.
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError>;
+    /// Reads a group's log as it is on disk without taking it (blocking):
+    /// no claim, no repair of a torn tail, nothing kept open. For a look at
+    /// a group this broker does not hold in memory.
+    fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError>;
     fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable;
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable;
     /// Offsets a transaction of `producer_id` committed (TxnOffsetCommit),
@@ -136,6 +140,10 @@ impl MemoryStore {
 
 impl GroupStore for MemoryStore {
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        Ok(self.stored(group_id))
+    }
+
+    fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
         Ok(self.stored(group_id))
     }
 

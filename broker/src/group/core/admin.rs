@@ -265,18 +265,7 @@ impl GroupCoordinator {
         if record.is_none() && offsets.is_empty() {
             return fx;
         }
-        let mut g = match &record {
-            Some(r) => {
-                let mut r = r.clone();
-                r.group_id = group_id.to_string();
-                ClassicGroup::from_record(&r, now_ms)
-            }
-            None => ClassicGroup::new(group_id, now_ms),
-        };
-        if record.is_none() {
-            // Apache's simple group: no protocol type.
-            g.protocol_type = None;
-        }
+        let g = ClassicGroup::from_stored(group_id, record.as_ref(), now_ms);
         tracing::info!(group = %group_id, members = g.num_members(), generation = g.generation_id, "loaded classic group");
         self.groups.insert(group_id.to_string(), g);
         self.load_offsets(group_id, offsets);

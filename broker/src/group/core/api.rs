@@ -392,6 +392,14 @@ pub struct ExpiredOffsets {
     pub removed_groups: Vec<String>,
 }
 
+impl ExpiredOffsets {
+    /// What the shell deletes, when anything expired.
+    pub fn into_effect(self) -> Option<Effect> {
+        (!self.offsets.is_empty() || !self.removed_groups.is_empty())
+            .then_some(Effect::OffsetsExpired(self))
+    }
+}
+
 // ---------------------------------------------------------------- Record
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -596,6 +596,27 @@ impl ClassicGroup {
         }
     }
 
+    /// A group as its log holds it: its metadata record, or without one
+    /// Apache's simple group (offsets only, no protocol type).
+    pub(crate) fn from_stored(
+        group_id: &str,
+        record: Option<&GroupMetadataRecord>,
+        now_ms: u64,
+    ) -> Self {
+        match record {
+            Some(r) => {
+                let mut r = r.clone();
+                r.group_id = group_id.to_string();
+                ClassicGroup::from_record(&r, now_ms)
+            }
+            None => {
+                let mut g = ClassicGroup::new(group_id, now_ms);
+                g.protocol_type = None;
+                g
+            }
+        }
+    }
+
     /// Apache `replay(GroupMetadataKey, GroupMetadataValue)`.
     pub(crate) fn from_record(record: &GroupMetadataRecord, now_ms: u64) -> Self {
         let mut g = ClassicGroup::new(&record.group_id, now_ms);

@@ -35,6 +35,7 @@ pub use consumer::Assignors;
 pub use errors::{append_error_to_response_error, code};
 pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
+pub use offsets::offsets_in_force;
 pub use time::TimerKey;
 pub use txn_offsets::{StoredTxnOffsets, TxnOffsetCommitRequest, TxnOffsetsPlan};
 
@@ -320,10 +321,7 @@ impl GroupCoordinator {
             | TimerKey::ConsumerJoin(..)
             | TimerKey::ConsumerSync(..) => self.on_consumer_timer(key, now_ms, &mut fx),
             TimerKey::OffsetsRetention => {
-                let expired = self.expire_offsets_into(now_ms);
-                if !expired.offsets.is_empty() || !expired.removed_groups.is_empty() {
-                    fx.push(Effect::OffsetsExpired(expired));
-                }
+                fx.extend(self.expire_offsets_into(now_ms).into_effect());
                 self.timers.schedule(
                     TimerKey::OffsetsRetention,
                     now_ms.saturating_add(self.config.offsets_retention_check_interval_ms),

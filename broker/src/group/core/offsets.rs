@@ -9,11 +9,11 @@ use super::api::{group_id_too_long, invalid_group_id};
 use super::errors::{append_error_to_response_error, code};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{
-    ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupState, OffsetAndMetadata,
-    OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
-    OffsetDeletePlan, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchPartition,
-    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, PartitionResult, RequestToken,
-    Response, TopicResult,
+    ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupMetadataRecord, GroupState,
+    OffsetAndMetadata, OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetCommitTopic, OffsetDeletePlan, OffsetDeleteRequest, OffsetDeleteResponse,
+    OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic,
+    PartitionResult, RequestToken, Response, TopicResult,
 };
 
 #[derive(Debug)]
@@ -185,6 +185,38 @@ impl OffsetsGroup<'_> {
             Self::Consumer(g) => g.members().is_empty(),
         }
     }
+}
+
+/// The committed offsets of a group out of memory, as its log holds them,
+/// less those the retention sweep would remove were it loaded now: what
+/// its coordinator exports as the group's lag (topic, partition, offset).
+pub fn offsets_in_force(
+    group_id: &str,
+    metadata: Option<&GroupMetadataRecord>,
+    consumer: Option<&ConsumerGroup>,
+    offsets: &[(String, i32, OffsetAndMetadata)],
+    retention_ms: u64,
+    now_ms: u64,
+) -> Vec<(String, i32, i64)> {
+    let classic;
+    let group = match consumer {
+        Some(c) => OffsetsGroup::Consumer(c),
+        None => {
+            classic = ClassicGroup::from_stored(group_id, metadata, now_ms);
+            OffsetsGroup::Classic(&classic)
+        }
+    };
+    let condition = group.expiration_condition();
+    offsets
+        .iter()
+        .filter(|(topic, _, o)| match condition {
+            None => true,
+            Some(cond) => {
+                group.is_subscribed_to_topic(topic) || !is_expired(o, cond, now_ms, retention_ms)
+            }
+        })
+        .map(|(topic, partition, o)| (topic.clone(), *partition, o.offset))
+        .collect()
 }
 
 /// Apache `OffsetExpirationConditionImpl.isOffsetExpired`.
@@ -690,58 +722,74 @@ impl GroupCoordinator {
 
     pub(crate) fn expire_offsets_into(&mut self, now_ms: u64) -> ExpiredOffsets {
         let mut out = ExpiredOffsets::default();
-        let retention = self.config.offsets_retention_ms;
         for gid in self.resident_groups() {
-            let Some(g) = self.offsets_group(&gid) else {
-                continue;
-            };
-            let mut all_expired = true;
-            let mut expired_here = Vec::new();
-            if let Some(table) = self.offsets.get(&gid) {
-                match g.expiration_condition() {
-                    None => all_expired = table.is_empty(),
-                    Some(cond) => {
-                        for (t, parts) in table {
-                            if g.is_subscribed_to_topic(t) {
+            self.expire_group_offsets(&gid, now_ms, &mut out);
+        }
+        out
+    }
+
+    /// The retention sweep for one group just loaded from its log: offsets
+    /// that expired while it was out of memory go now, as Apache's sweeps
+    /// (which see every group) would have removed them meanwhile.
+    pub fn expire_loaded_offsets(&mut self, group_id: &str, now_ms: u64) -> Vec<Effect> {
+        let mut out = ExpiredOffsets::default();
+        self.expire_group_offsets(group_id, now_ms, &mut out);
+        out.into_effect().into_iter().collect()
+    }
+
+    fn expire_group_offsets(&mut self, gid: &str, now_ms: u64, out: &mut ExpiredOffsets) {
+        let retention = self.config.offsets_retention_ms;
+        let Some(g) = self.offsets_group(gid) else {
+            return;
+        };
+        let mut all_expired = true;
+        let mut expired_here = Vec::new();
+        if let Some(table) = self.offsets.get(gid) {
+            match g.expiration_condition() {
+                None => all_expired = table.is_empty(),
+                Some(cond) => {
+                    for (t, parts) in table {
+                        if g.is_subscribed_to_topic(t) {
+                            all_expired = false;
+                            continue;
+                        }
+                        for (p, o) in parts {
+                            // An in-flight commit will replace it: keep.
+                            if !self.is_inflight(gid, t, *p)
+                                && is_expired(o, cond, now_ms, retention)
+                            {
+                                expired_here.push((t.clone(), *p));
+                            } else {
                                 all_expired = false;
-                                continue;
-                            }
-                            for (p, o) in parts {
-                                // An in-flight commit will replace it: keep.
-                                if !self.is_inflight(&gid, t, *p)
-                                    && is_expired(o, cond, now_ms, retention)
-                                {
-                                    expired_here.push((t.clone(), *p));
-                                } else {
-                                    all_expired = false;
-                                }
                             }
                         }
                     }
                 }
             }
-            let group_empty = g.is_empty();
-            let consumer = matches!(g, OffsetsGroup::Consumer(_));
-            if !expired_here.is_empty() {
-                tracing::debug!(group = %gid, count = expired_here.len(), "expired offsets");
-                self.remove_offsets(&gid, &expired_here);
-                out.offsets
-                    .extend(expired_here.into_iter().map(|(t, p)| (gid.clone(), t, p)));
-            }
-            let busy = self.inflight.contains_key(&gid) || self.consumer_group_writing(&gid);
-            if all_expired && group_empty && !busy {
-                tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
-                if consumer {
-                    self.drop_consumer_group(&gid);
-                } else if let Some(mut g) = self.groups.remove(&gid) {
-                    g.transition_to(GroupState::Dead, now_ms);
-                }
-                self.offsets.remove(&gid);
-                self.timers.cancel_group(&gid);
-                out.removed_groups.push(gid);
-            }
         }
-        out
+        let group_empty = g.is_empty();
+        let consumer = matches!(g, OffsetsGroup::Consumer(_));
+        if !expired_here.is_empty() {
+            tracing::debug!(group = %gid, count = expired_here.len(), "expired offsets");
+            self.remove_offsets(gid, &expired_here);
+            out.offsets.extend(
+                expired_here
+                    .into_iter()
+                    .map(|(t, p)| (gid.to_string(), t, p)),
+            );
+        }
+        let busy = self.inflight.contains_key(gid) || self.consumer_group_writing(gid);
+        if all_expired && group_empty && !busy {
+            tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
+            if consumer {
+                self.drop_consumer_group(gid);
+            } else if let Some(mut g) = self.groups.remove(gid) {
+                g.transition_to(GroupState::Dead, now_ms);
+            }
+            self.offsets.remove(gid);
+            self.timers.cancel_group(gid);
+            out.removed_groups.push(gid.to_string());
+        }
     }
 
     /// Marks pending offset writes of an unloaded group so their completion

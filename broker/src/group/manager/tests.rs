@@ -182,3 +182,84 @@ async fn the_offsets_of_groups_unloaded_for_idleness_stay_known_for_lag() {
     m.sweep(&two);
     assert_eq!(known(), vec![row(&running, 8)]);
 }
+
+/// After a restart (or a move here) nothing is in memory: the groups this
+/// coordinator owns are read from their logs, without loading them, so a
+/// stopped consumer group's lag is exported before anyone uses it again.
+#[tokio::test]
+async fn a_restarted_coordinator_learns_the_offsets_of_groups_it_has_not_loaded() {
+    const DAY: u64 = 24 * 60 * 60 * 1000;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let two = Routing::new(Assignment::of_brokers(
+        2,
+        [
+            BrokerInfo::alive(0, "127.0.0.1", 9092),
+            BrokerInfo::alive(1, "127.0.0.1", 9093),
+        ],
+    ));
+    let named = |owner: i32, skip: usize| {
+        (0..)
+            .map(|i| format!("g{i}"))
+            .filter(|g| two.owner_of_group(g) == Some(owner))
+            .nth(skip)
+            .unwrap()
+    };
+    let (stopped, expired, elsewhere) = (named(0, 0), named(0, 1), named(1, 0));
+    {
+        let (before, _routing) = manager(store.clone(), clock.clone());
+        commit(&before, &expired, 5).await;
+        clock.advance(7 * DAY - 60_000);
+        commit(&before, &stopped, 42).await;
+        commit(&before, &elsewhere, 9).await;
+    }
+    // Restarted two minutes later, under the two-broker assignment: the
+    // retention (7 days) has passed for `expired`'s commit, not the others.
+    clock.advance(120_000);
+    let (tx, rx) = watch::channel(Some(Arc::new(two)));
+    let after = GroupManager::new(0, GroupManagerConfig::default(), store.clone(), clock, rx);
+    assert!(after.committed_offsets().is_empty());
+    after.clone().learn_offsets_on_disk().await;
+    assert_eq!(
+        after.committed_offsets(),
+        vec![(stopped.clone(), "t".to_string(), 0, 42)]
+    );
+    assert!(
+        !after.read(|c| c.is_resident(&stopped)),
+        "read, not loaded: the log is not taken"
+    );
+    assert_eq!(store.stored(&expired).map(|g| g.offsets.len()), Some(1));
+    drop(tx);
+}
+
+/// Offsets that expired while their group was out of memory are gone as
+/// soon as it loads, as Apache's sweeps (which see every group) would have
+/// removed them meanwhile: a consumer then starts from its reset policy.
+#[tokio::test]
+async fn offsets_that_expired_while_their_group_was_unloaded_are_removed_at_its_load() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, _routing) = manager(store.clone(), clock.clone());
+    commit(&m, "kept", 1).await;
+    commit(&m, "gone", 2).await;
+    clock.advance(61_000);
+    m.unload_idle_groups();
+    assert!(!m.read(|c| c.is_resident("gone")));
+    let retention = m.config.core.offsets_retention_ms;
+    clock.advance(retention - 61_000);
+    m.prepare("gone").await.unwrap();
+    assert_eq!(
+        m.read(|c| c.committed_offset("gone", "t", 0).cloned()),
+        None
+    );
+    assert!(
+        store.stored("gone").is_none(),
+        "the empty group and its offsets are deleted from its log"
+    );
+    // One just inside the retention stays.
+    commit(&m, "kept", 3).await;
+    assert_eq!(
+        m.read(|c| c.committed_offset("kept", "t", 0).map(|o| o.offset)),
+        Some(3)
+    );
+}

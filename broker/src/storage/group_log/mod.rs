@@ -415,6 +415,27 @@ impl Logs {
         Ok(loaded)
     }
 
+    /// Reads the group's log as it is on disk, taking nothing: no lock, no
+    /// claim, no journal replay, a torn tail left as it is (the replay
+    /// stops before it), no handle kept. `None` when the group has no log.
+    /// What another broker appended and has not yet written back from its
+    /// journal is not seen.
+    pub fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        let data = match fs::read(self.log_path(group_id)) {
+            Ok(data) if data.is_empty() => return Ok(None),
+            Ok(data) => data,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let table = file::scan(&data, group_id)?.table;
+        Ok(Some(StoredGroup {
+            offsets: table.offsets(),
+            pending_txn_offsets: table.pending.iter().map(|(p, o)| (*p, o.clone())).collect(),
+            metadata: table.metadata,
+            consumer: table.consumer,
+        }))
+    }
+
     /// Appends committed offsets now (creating the log if needed); the
     /// future resolves once they are durable.
     pub fn commit_offsets<T: AsRef<str>>(
@@ -750,6 +771,10 @@ impl crate::group::store::GroupStore for GroupLogStore {
             offsets: g.offsets,
             pending_txn_offsets: g.pending_txn_offsets,
         }))
+    }
+
+    fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        self.logs.peek(group_id)
     }
 
     fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable {

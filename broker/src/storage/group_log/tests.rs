@@ -356,6 +356,32 @@ async fn torn_tail_is_cut_and_reported() {
     assert_eq!(loaded.offsets.len(), 3);
 }
 
+/// A peek (another broker's look at a group it does not hold, for lag)
+/// takes nothing: the log's bytes are the same after it, a torn tail
+/// included, and a store that owns logs writes no claim.
+#[tokio::test]
+async fn a_peek_reads_the_log_as_it_is_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = owned_by(dir.path(), 1);
+    let ends = three_commits(&writer).await;
+    writer.close("g");
+    let path = writer.log_path("g");
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(ends[2] - 5).unwrap();
+    drop(f);
+    let before = fs::read(&path).unwrap();
+
+    let reader = owned_by(dir.path(), 2);
+    let peeked = reader.peek("g").unwrap().unwrap();
+    assert_eq!(
+        peeked.offsets,
+        vec![("t".to_string(), 0, oam(10)), ("t".to_string(), 1, oam(11))]
+    );
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing written or cut");
+    assert_eq!(reader.open_logs(), 0, "nothing kept open");
+    assert_eq!(reader.peek("missing").unwrap(), None);
+}
+
 #[tokio::test]
 async fn bit_flip_is_cut_and_reported() {
     let dir = tempfile::tempdir().unwrap();

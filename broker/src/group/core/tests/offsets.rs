@@ -548,3 +548,52 @@ fn test_cleanup_expired_offsets_of_a_consumer_group() {
     s.finish_consumer_write(Ok(()));
     assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, 1);
 }
+
+/// What a coordinator exports as the lag of a group it has not loaded:
+/// the log's offsets less those the retention sweep would remove were the
+/// group loaded now (the rules of `test_cleanup_expired_offsets`).
+#[test]
+fn offsets_in_force_leave_out_what_the_sweep_would_expire() {
+    const RETENTION: u64 = 60_000;
+    let t0: u64 = 1_000_000;
+    let offset = |offset: i64, committed: u64, expires: Option<u64>| OffsetAndMetadata {
+        offset,
+        leader_epoch: None,
+        metadata: String::new(),
+        commit_timestamp_ms: committed,
+        expire_timestamp_ms: expires,
+    };
+    let offsets = vec![
+        ("a".to_string(), 0, offset(10, t0 - 100_000, None)),
+        ("b".to_string(), 0, offset(20, t0, Some(t0 + 1_000))),
+    ];
+    let kept = |record: Option<&GroupMetadataRecord>, now: u64| -> Vec<(String, i32, i64)> {
+        offsets_in_force("g", record, None, &offsets, RETENTION, now)
+    };
+
+    // An Empty consumer-protocol group: retention counts from when it
+    // became empty, not from the commit; an explicit expiry wins.
+    let empty = GroupMetadataRecord {
+        group_id: "g".into(),
+        protocol_type: Some("consumer".into()),
+        generation: 3,
+        protocol: None,
+        leader: None,
+        current_state_timestamp_ms: Some(t0),
+        members: vec![],
+    };
+    assert_eq!(
+        kept(Some(&empty), t0 + 999),
+        vec![("a".into(), 0, 10), ("b".into(), 0, 20)]
+    );
+    assert_eq!(kept(Some(&empty), t0 + 1_000), vec![("a".into(), 0, 10)]);
+    assert_eq!(
+        kept(Some(&empty), t0 + RETENTION - 1),
+        vec![("a".into(), 0, 10)]
+    );
+    assert!(kept(Some(&empty), t0 + RETENTION).is_empty());
+
+    // A simple group (no metadata): each offset from its commit.
+    assert_eq!(kept(None, t0 + 999), vec![("b".into(), 0, 20)]);
+    assert!(kept(None, t0 + 1_000).is_empty());
+}
