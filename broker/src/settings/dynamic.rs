@@ -332,26 +332,11 @@ pub fn describe(
         .into_iter()
         .map(|name| {
             let sensitive = super::is_secret(name);
-            let synonyms: Vec<(String, Option<String>, ConfigSource)> = {
-                let all: Vec<_> = [
-                    ConfigSource::DynamicBrokerConfig,
-                    ConfigSource::DynamicDefaultBrokerConfig,
-                    ConfigSource::StaticBrokerConfig,
-                    ConfigSource::DefaultConfig,
-                ]
-                .into_iter()
-                .flat_map(|source| {
-                    topic_config::broker_synonyms(name)
-                        .into_iter()
-                        .filter_map(move |s| Some((s.to_string(), layer(source, s)?, source)))
-                })
-                .collect();
-                let first = all.iter().position(|(s, ..)| s == name);
-                all.into_iter()
-                    .skip(first.unwrap_or(usize::MAX))
-                    .map(|(s, v, source)| (s, (!sensitive).then_some(v), source))
-                    .collect()
-            };
+            let synonyms: Vec<(String, Option<String>, ConfigSource)> =
+                topic_config::synonym_chain(&topic_config::broker_synonyms(name), name, layer)
+                    .into_iter()
+                    .map(|s| (s.name, (!sensitive).then_some(s.value), s.source))
+                    .collect();
             let value = synonyms
                 .first()
                 .map(|(_, v, _)| v.clone())

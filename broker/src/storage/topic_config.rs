@@ -9,8 +9,15 @@ use std::collections::BTreeMap;
 use super::cleaner::CompactionPolicy;
 use super::log::LogConfig;
 use super::records::Codec;
-use super::retention::{BrokerRetention, RetentionPolicy};
+use super::retention::RetentionPolicy;
 use super::validator::RecordPolicy;
+
+mod broker_settings;
+
+pub use broker_settings::{
+    broker_setting_default, broker_settings, broker_synonyms, check_broker_setting,
+    is_broker_setting, is_list_broker_setting, synonym_chain, topic_config_of, BrokerTopicDefaults,
+};
 
 /// `DescribeConfigsResponse.ConfigType` (v3+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -582,89 +589,6 @@ pub fn validate(overrides: &BTreeMap<String, String>) -> Result<(), InvalidConfi
     Ok(())
 }
 
-/// The broker settings kaas reads into fields of its own (the log's
-/// segment size, retention); [`broker_settings`] are the others.
-const OWN_BROKER_SETTINGS: &[&str] = &[
-    "log.segment.bytes",
-    "log.retention.ms",
-    "log.retention.minutes",
-    "log.retention.hours",
-    "log.retention.bytes",
-];
-
-/// Apache's broker settings that give topic configs their defaults
-/// (`log.cleanup.policy`, `compression.type`,
-/// `log.message.timestamp.type`, `log.roll.hours`, …), but for those kaas
-/// reads itself: each in `server.properties` or as a flag of its name.
-pub fn broker_settings() -> impl Iterator<Item = &'static str> {
-    TOPIC_CONFIGS
-        .iter()
-        .flat_map(|d| d.synonyms.iter())
-        .map(|s| s.name)
-        .filter(|n| !OWN_BROKER_SETTINGS.contains(n))
-}
-
-/// Whether `name` is a broker setting that defaults a topic config, those
-/// kaas reads itself included.
-pub fn is_broker_setting(name: &str) -> bool {
-    topic_config_of(name).is_some()
-}
-
-/// Whether `name` is a broker setting of LIST type (`log.cleanup.policy`),
-/// which APPEND and SUBTRACT change element by element.
-pub fn is_list_broker_setting(name: &str) -> bool {
-    TOPIC_CONFIGS
-        .iter()
-        .any(|d| d.kind == ConfigType::List && d.synonyms.iter().any(|s| s.name == name))
-}
-
-/// Apache's default of a broker setting that defaults a topic config,
-/// where it has one.
-pub fn broker_setting_default(name: &str) -> Option<&'static str> {
-    TOPIC_CONFIGS
-        .iter()
-        .flat_map(|d| d.synonyms.iter())
-        .find(|s| s.name == name)
-        .and_then(|s| s.default)
-}
-
-/// The broker settings for the same thing as `name`, in priority order
-/// (Apache's `brokerSynonyms`: `log.retention.ms`, `log.retention.minutes`,
-/// `log.retention.hours`); `name` alone for any other setting.
-pub fn broker_synonyms(name: &str) -> Vec<&str> {
-    match TOPIC_CONFIGS
-        .iter()
-        .find(|d| d.synonyms.iter().any(|s| s.name == name))
-    {
-        Some(def) => def.synonyms.iter().map(|s| s.name).collect(),
-        None => vec![name],
-    }
-}
-
-/// The topic config a broker setting defaults.
-pub fn topic_config_of(broker_setting: &str) -> Option<&'static str> {
-    TOPIC_CONFIGS
-        .iter()
-        .find(|d| d.synonyms.iter().any(|s| s.name == broker_setting))
-        .map(|d| d.name)
-}
-
-/// A [`broker_settings`] value checked as the topic config it defaults
-/// (converted to its unit): Apache's message when it is not valid.
-pub fn check_broker_setting(name: &str, value: &str) -> Result<(), String> {
-    let (def, synonym) = TOPIC_CONFIGS
-        .iter()
-        .find_map(|d| d.synonyms.iter().find(|s| s.name == name).map(|s| (d, s)))
-        .ok_or_else(|| format!("{name} is not a topic default"))?;
-    let value = value.trim();
-    let converted = match (synonym.factor, value.parse::<i64>()) {
-        (1, _) | (_, Err(_)) => value.to_string(),
-        (factor, Ok(n)) => n.saturating_mul(factor).to_string(),
-    };
-    let parsed = parse(def, &converted).map_err(|e| e.0)?;
-    check(def, &parsed).map_err(|e| e.0)
-}
-
 /// Overrides as Apache stores them (each value as its type prints it:
 /// `1` for a ratio becomes `1.0`). Call after [`validate`].
 pub fn normalized(overrides: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -702,91 +626,6 @@ pub struct DescribedConfig {
     pub synonyms: Vec<ConfigSynonym>,
 }
 
-/// The broker's topic defaults, in Apache's order of precedence: the
-/// settings changed at run time for this broker (`DYNAMIC_BROKER_CONFIG`)
-/// and for every broker (`DYNAMIC_DEFAULT_BROKER_CONFIG`), the settings it
-/// was started with (`STATIC_BROKER_CONFIG`), and its own defaults where
-/// they are not Apache's (kaas rolls segments at 256 MiB).
-#[derive(Debug, Clone, Default)]
-pub struct BrokerTopicDefaults {
-    pub dynamic_broker: BTreeMap<String, String>,
-    pub dynamic_default: BTreeMap<String, String>,
-    pub set: BTreeMap<String, String>,
-    pub defaults: BTreeMap<String, String>,
-}
-
-impl BrokerTopicDefaults {
-    /// This broker's: its `log.segment.bytes` (kaas's default is 256 MiB
-    /// where Apache's is 1 GiB), the `log.retention.*` settings given and
-    /// the other [`broker_settings`] given (`given`, checked).
-    pub fn of(
-        log: &LogConfig,
-        retention: &BrokerRetention,
-        given: &BTreeMap<String, String>,
-    ) -> Self {
-        let kaas_default = LogConfig::default().segment_bytes;
-        let mut d = BrokerTopicDefaults::default();
-        d.defaults
-            .insert("log.segment.bytes".into(), kaas_default.to_string());
-        if log.segment_bytes != kaas_default {
-            d.set
-                .insert("log.segment.bytes".into(), log.segment_bytes.to_string());
-        }
-        for (name, value) in [
-            ("log.retention.ms", retention.ms),
-            ("log.retention.minutes", retention.minutes),
-            ("log.retention.hours", retention.hours),
-            ("log.retention.bytes", retention.bytes),
-        ] {
-            if let Some(v) = value {
-                d.set.insert(name.into(), v.to_string());
-            }
-        }
-        d.set.extend(given.clone());
-        d
-    }
-
-    /// These defaults under the settings changed at run time: `default`
-    /// for every broker, `broker` for this one (keys other than topic
-    /// defaults are left out).
-    pub fn with_dynamic(
-        &self,
-        default: &BTreeMap<String, String>,
-        broker: &BTreeMap<String, String>,
-    ) -> Self {
-        let topic_defaults = |m: &BTreeMap<String, String>| {
-            m.iter()
-                .filter(|(k, _)| is_broker_setting(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        };
-        BrokerTopicDefaults {
-            dynamic_broker: topic_defaults(broker),
-            dynamic_default: topic_defaults(default),
-            ..self.clone()
-        }
-    }
-
-    /// The settings given, highest precedence first.
-    fn given(&self) -> [(&BTreeMap<String, String>, ConfigSource); 3] {
-        [
-            (&self.dynamic_broker, ConfigSource::DynamicBrokerConfig),
-            (
-                &self.dynamic_default,
-                ConfigSource::DynamicDefaultBrokerConfig,
-            ),
-            (&self.set, ConfigSource::StaticBrokerConfig),
-        ]
-    }
-
-    fn default_of(&self, s: &Synonym) -> Option<String> {
-        self.defaults
-            .get(s.name)
-            .cloned()
-            .or_else(|| s.default.map(str::to_string))
-    }
-}
-
 /// Apache's `createTopicConfigEntry` for every topic config: the value in
 /// force (the override, else the first broker setting given, else the
 /// first broker default, converted to the topic config's unit), its
@@ -818,34 +657,12 @@ pub fn describe(
             let defaulted = def
                 .synonyms
                 .iter()
-                .find_map(|s| broker.default_of(s).map(|v| converted(s, &v)));
-            let mut broker_synonyms: Vec<ConfigSynonym> = broker
-                .given()
-                .into_iter()
-                .flat_map(|(layer, source)| {
-                    def.synonyms.iter().filter_map(move |s| {
-                        Some(ConfigSynonym {
-                            name: s.name.to_string(),
-                            value: layer.get(s.name)?.clone(),
-                            source,
-                        })
-                    })
-                })
-                .chain(def.synonyms.iter().filter_map(|s| {
-                    Some(ConfigSynonym {
-                        name: s.name.to_string(),
-                        value: broker.default_of(s)?,
-                        source: ConfigSource::DefaultConfig,
-                    })
-                }))
-                .collect();
-            match def.synonyms.first() {
-                Some(primary) => {
-                    let first = broker_synonyms.iter().position(|s| s.name == primary.name);
-                    broker_synonyms.drain(..first.unwrap_or(broker_synonyms.len()));
-                }
-                None => broker_synonyms.clear(),
-            }
+                .find_map(|s| broker.default_of(s.name).map(|v| converted(s, &v)));
+            let names: Vec<&str> = def.synonyms.iter().map(|s| s.name).collect();
+            let primary = def.synonyms.first().map_or("", |s| s.name);
+            let broker_synonyms = synonym_chain(&names, primary, |source, name| {
+                broker.value_in(source, name)
+            });
             let mut synonyms = Vec::new();
             if let Some(v) = normalized.get(def.name) {
                 synonyms.push(ConfigSynonym {
