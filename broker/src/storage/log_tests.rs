@@ -1,4 +1,6 @@
-//! The partition log's tests (kept apart: log.rs stays under 1,000 lines).
+//! The partition log's tests.
+
+use std::fs::OpenOptions;
 
 use super::super::batch::tests::encode_batch;
 use super::*;
