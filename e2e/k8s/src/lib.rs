@@ -351,6 +351,17 @@ impl BrokerProc {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Waits until the broker accepts connections: a process just spawned
+    /// binds its port a moment later, and a pod's readiness (set by the
+    /// test) says nothing about it.
+    pub async fn wait_listening(&self, within: Duration) {
+        let what = format!("broker {} listening on {}", self.id, self.addr);
+        eventually(within, &what, || async {
+            tokio::net::TcpStream::connect(&self.addr).await.is_ok()
+        })
+        .await;
+    }
 }
 
 impl Drop for BrokerProc {

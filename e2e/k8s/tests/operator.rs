@@ -101,9 +101,9 @@ async fn start_brokers(
             namespace: ns.to_owned(),
             name: format!("{name}-assignment"),
         };
-        running
-            .brokers
-            .insert(id, BrokerProc::spawn(id, &ip, port, data, &logs, &source));
+        let broker = BrokerProc::spawn(id, &ip, port, data, &logs, &source);
+        broker.wait_listening(WAIT).await;
+        running.brokers.insert(id, broker);
     }
 }
 

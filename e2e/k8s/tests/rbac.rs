@@ -123,6 +123,7 @@ async fn the_chart_rbac_suffices_for_the_operator_and_the_broker_role_for_broker
             Some(&broker_kubeconfig),
             &["--sasl", "--admin-password", &password],
         );
+        b.wait_listening(Duration::from_secs(30)).await;
         brokers.insert(id, b);
     }
     tokio::time::timeout(

@@ -113,6 +113,9 @@ async fn suite(dir: &Path, publisher: Publisher, source: Source) {
     let brokers: Vec<BrokerProc> = (0..3)
         .map(|id| BrokerProc::spawn(id, "127.0.0.1", ports[id as usize], &data, &logs, &source))
         .collect();
+    for b in &brokers {
+        b.wait_listening(Duration::from_secs(30)).await;
+    }
     let all: Vec<&BrokerProc> = brokers.iter().collect();
     let bootstrap = all
         .iter()
