@@ -142,6 +142,9 @@ pub struct Broker {
     pub scram_users: Arc<Followed<ScramUsers>>,
     /// The settings changed at run time (`__cluster/broker_configs`).
     pub dynamic_configs: Arc<Followed<DynamicConfigs>>,
+    /// Why the stored dynamic cleaner settings were last ignored: said
+    /// once per reason, not at every cleaning.
+    cleaner_settings_ignored: parking_lot::Mutex<Option<String>>,
     /// The listeners, as `config.listeners`.
     pub listeners: Vec<Arc<Listener>>,
     /// `max.connections` and `max.connections.per.ip`, over all listeners.
@@ -242,6 +245,7 @@ impl Broker {
             acls,
             scram_users,
             dynamic_configs,
+            cleaner_settings_ignored: parking_lot::Mutex::new(None),
             listeners,
             connection_quotas: ConnectionQuotas::new(
                 config.max_connections,
@@ -409,9 +413,11 @@ impl Broker {
         let dynamic = self.dynamic_configs.current();
         let (config, ignored) =
             dynamic::cleaner_config(self.config.log_cleaner, &dynamic, self.id());
-        if let Some(why) = ignored {
+        let mut said = self.cleaner_settings_ignored.lock();
+        if let Some(why) = ignored.as_ref().filter(|why| said.as_ref() != Some(*why)) {
             tracing::warn!(reason = %why, "dynamic log cleaner settings ignored");
         }
+        *said = ignored;
         config
     }
 

@@ -1016,3 +1016,107 @@ async fn a_thousand_failed_logins_are_delayed_counted_and_logged() {
     assert_admin_served(&addr).await;
     cluster.shutdown().await;
 }
+
+// ------------------------------------------------------------------ decompression
+
+/// A zigzag varint, as records write their lengths.
+fn varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// A v2 batch of one record whose value is `value_len` zero bytes, its
+/// records compressed with zstd without ever holding them: a few KiB that
+/// stand for `value_len` bytes.
+fn zstd_bomb(value_len: u64) -> Bytes {
+    use std::io::Read;
+    let mut body = Vec::new();
+    body.push(0); // attributes
+    varint(&mut body, 0); // timestamp delta
+    varint(&mut body, 0); // offset delta
+    varint(&mut body, -1); // no key
+    varint(&mut body, value_len as i64);
+    let mut head = Vec::new();
+    varint(&mut head, body.len() as i64 + value_len as i64 + 1);
+    head.extend_from_slice(&body);
+    // (tokio's AsyncReadExt has the same method names.)
+    let zeros = Read::take(std::io::repeat(0), value_len);
+    let no_headers = [0u8];
+    let records = Read::chain(Read::chain(&head[..], zeros), &no_headers[..]);
+    let mut section = Vec::new();
+    zstd::stream::read::Encoder::new(records, 1)
+        .unwrap()
+        .read_to_end(&mut section)
+        .unwrap();
+    let mut after_crc = Vec::new();
+    after_crc.extend_from_slice(&4i16.to_be_bytes()); // zstd
+    after_crc.extend_from_slice(&0i32.to_be_bytes()); // last offset delta
+    after_crc.extend_from_slice(&0i64.to_be_bytes()); // base timestamp
+    after_crc.extend_from_slice(&0i64.to_be_bytes()); // max timestamp
+    after_crc.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
+    after_crc.extend_from_slice(&(-1i16).to_be_bytes()); // producer epoch
+    after_crc.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    after_crc.extend_from_slice(&1i32.to_be_bytes()); // one record
+    after_crc.extend_from_slice(&section);
+    let mut batch = Vec::new();
+    batch.extend_from_slice(&0i64.to_be_bytes()); // base offset
+    batch.extend_from_slice(&((4 + 1 + 4 + after_crc.len()) as i32).to_be_bytes());
+    batch.extend_from_slice(&0i32.to_be_bytes()); // leader epoch
+    batch.push(2); // magic
+    batch.extend_from_slice(&crc32c::crc32c(&after_crc).to_be_bytes());
+    batch.extend_from_slice(&after_crc);
+    Bytes::from(batch)
+}
+
+/// A decompression bomb: a batch of a few KiB whose records stand for
+/// 1 GiB. It is refused MESSAGE_TOO_LARGE once the decompressed bytes pass
+/// 100 MiB, without taking the rest; nothing is appended, and the broker
+/// serves on.
+#[tokio::test]
+async fn a_decompression_bomb_is_refused_before_it_takes_the_memory() {
+    let env = start().await;
+    let mut c = env.client().await;
+    let created = c
+        .send(
+            &CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+                .with_name(topic_name("bombed"))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+            7,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.topics[0].error_code, 0);
+    let bomb = zstd_bomb(1 << 30);
+    assert!(bomb.len() < MAX_FRAME, "{} bytes", bomb.len());
+    let produce = |records: Bytes| {
+        ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(topic_name("bombed"))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(records))])])
+    };
+    let r = c.send(&produce(bomb), 9).await.unwrap();
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 10, "MESSAGE_TOO_LARGE: {p:?}");
+    let message = p.error_message.as_deref().map(|m| m.to_string());
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("decompressed")),
+        "{message:?}"
+    );
+    // The same shape within the bound is a record like any other, at
+    // offset 0: the refused one took no offset.
+    let r = c.send(&produce(zstd_bomb(1 << 20)), 9).await.unwrap();
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 0), "{p:?}");
+    env.assert_still_serving().await;
+}

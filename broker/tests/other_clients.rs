@@ -93,6 +93,14 @@ async fn java_client_rolls_a_group_from_classic_to_consumer_and_back() {
     run("java", vec!["-cp".into(), classpath, "Migration".into()]).await;
 }
 
+/// The Java client 3.9.1 producing with each of its codecs (snappy in
+/// xerial's framing, which librdkafka does not write) and reading back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_client_produces_and_reads_every_codec() {
+    let (_classes, classpath) = common::compile_java("Codecs");
+    run("java", vec!["-cp".into(), classpath, "Codecs".into()]).await;
+}
+
 /// The same with the Java client 3.9.1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_client_consumer_protocol_group() {

@@ -21,7 +21,7 @@ use tracing::{debug_span, info, warn, Instrument};
 
 use super::core::{
     code, offsets_in_force, Effect, GroupCoordinator, GroupCoordinatorConfig, GroupState,
-    RequestToken, Response,
+    RequestToken, Response, UnloadedOffset,
 };
 pub use super::store::{Durable, GroupStore, StoreError, StoredGroup};
 
@@ -122,7 +122,7 @@ struct State {
     /// or read from their logs after a restart or a move), as their log
     /// holds them until they load again: their lag stays on `/metrics` (a
     /// consumer group that stopped is the one whose lag matters).
-    idle_offsets: HashMap<String, Vec<(String, i32, i64)>>,
+    idle_offsets: HashMap<String, Vec<UnloadedOffset>>,
 }
 
 pub struct GroupManager {
@@ -568,16 +568,18 @@ impl GroupManager {
     }
 
     /// Every committed offset this coordinator knows without reading a
-    /// log: the resident groups', then those of groups unloaded for
-    /// idleness (group, topic, partition, offset).
+    /// log: the resident groups', then those of groups out of memory not
+    /// yet past their retention (group, topic, partition, offset).
     pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        let now = self.now_ms();
         let st = self.lock();
         let mut out = st.core.committed_offsets();
         for (group, offsets) in &st.idle_offsets {
             out.extend(
                 offsets
                     .iter()
-                    .map(|(t, p, o)| (group.clone(), t.clone(), *p, *o)),
+                    .filter(|o| o.expires_at_ms.is_none_or(|at| now < at))
+                    .map(|o| (group.clone(), o.topic.clone(), o.partition, o.offset)),
             );
         }
         out
@@ -911,7 +913,7 @@ impl GroupManager {
             return;
         }
         for g in idle {
-            let offsets = st.core.committed_offsets_of(&g);
+            let offsets = st.core.offsets_in_force_of(&g, now);
             // At most as many as may be loaded: the cache must not cost
             // more memory than unloading saved.
             if !offsets.is_empty() && st.idle_offsets.len() < self.config.max_resident_groups {

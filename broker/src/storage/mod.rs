@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod cleaner;
+pub mod decompress;
 pub mod fs;
 pub mod group_commit;
 pub mod group_log;

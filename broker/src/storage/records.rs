@@ -8,10 +8,11 @@
 use std::borrow::Cow;
 use std::io;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+use bytes::BytesMut;
+use kafka_protocol::compression::{Compressor, Snappy};
 
 use crate::storage::batch::{BatchHeader, HEADER_LEN};
+use crate::storage::decompress::{self, MAX_DECOMPRESSED_BYTES};
 
 /// Attributes bit 3: timestamps are the broker's append time.
 pub const LOG_APPEND_TIME: i16 = 0x08;
@@ -59,21 +60,14 @@ impl RecordView<'_> {
 }
 
 /// The records section of `batch`: borrowed, or decompressed when the
-/// batch is compressed.
+/// batch is compressed (at most [`MAX_DECOMPRESSED_BYTES`]: past it the
+/// error is a [`decompress::TooLarge`]).
 pub fn records_section<'a>(batch: &'a [u8], h: &BatchHeader) -> io::Result<Cow<'a, [u8]>> {
     let body = &batch[HEADER_LEN..h.size];
-    let mut input = Bytes::copy_from_slice(match h.attributes & CODEC_MASK {
-        0 => return Ok(Cow::Borrowed(body)),
-        _ => body,
-    });
-    let out = match h.attributes & CODEC_MASK {
-        1 => Gzip::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
-        2 => Snappy::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
-        3 => Lz4::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
-        4 => Zstd::decompress(&mut input, |b: &mut Bytes| Ok(b.clone())),
-        c => return Err(invalid(format!("unknown compression codec {c}"))),
-    };
-    Ok(Cow::Owned(out.map_err(invalid)?.to_vec()))
+    match h.attributes & CODEC_MASK {
+        0 => Ok(Cow::Borrowed(body)),
+        codec => decompress::decompress(codec, body, MAX_DECOMPRESSED_BYTES).map(Cow::Owned),
+    }
 }
 
 /// A zigzag varlong (the record format's integers), at most 10 bytes.
@@ -401,6 +395,7 @@ pub fn empty(original: &[u8], h: &BatchHeader) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 
     use super::*;

@@ -16,6 +16,7 @@
 //! index and message (Apache's `RecordValidationException`).
 
 use super::batch::{self, BatchHeader};
+use super::decompress;
 use super::records::{self, Codec, RecordView};
 
 /// A partition as Apache's messages name it (`topic-index`), formatted
@@ -144,7 +145,18 @@ pub fn validate(
     }
     check_batch(&h, tp)?;
     let batch = &data[range.clone()];
-    let section = records::records_section(batch, &h).map_err(|e| corrupt(&e))?;
+    let section = records::records_section(batch, &h).map_err(|e| {
+        if decompress::is_too_large(&e) {
+            // Apache has no such bound (it reads records one by one): a
+            // batch only a forged request comes near.
+            Refusal::batch(
+                kafka_protocol::ResponseError::MessageTooLarge,
+                e.to_string(),
+            )
+        } else {
+            corrupt(&e)
+        }
+    })?;
     let parsed = records::parse_records(&section, &h).map_err(|e| corrupt(&e))?;
     let batch_log_append_time = h.attributes & records::LOG_APPEND_TIME != 0;
     let mut errors = Vec::new();

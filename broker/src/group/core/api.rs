@@ -392,6 +392,19 @@ pub struct ExpiredOffsets {
     pub removed_groups: Vec<String>,
 }
 
+/// A committed offset of a group out of memory, kept for the group's lag
+/// until the retention sweep would remove it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnloadedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    /// When the sweep would remove it were the group loaded; never for a
+    /// topic the group subscribes to, or in a state whose offsets do not
+    /// expire.
+    pub expires_at_ms: Option<u64>,
+}
+
 impl ExpiredOffsets {
     /// What the shell deletes, when anything expired.
     pub fn into_effect(self) -> Option<Effect> {

@@ -263,22 +263,6 @@ impl GroupCoordinator {
         out
     }
 
-    /// The committed offsets of one resident group (durable state only):
-    /// topic, partition, offset.
-    pub fn committed_offsets_of(&self, group_id: &str) -> Vec<(String, i32, i64)> {
-        let Some(topics) = self.offsets.get(group_id) else {
-            return Vec::new();
-        };
-        topics
-            .iter()
-            .flat_map(|(topic, partitions)| {
-                partitions
-                    .iter()
-                    .map(move |(partition, c)| (topic.clone(), *partition, c.offset))
-            })
-            .collect()
-    }
-
     /// Committed offset of one partition (durable state only).
     pub fn committed_offset(
         &self,

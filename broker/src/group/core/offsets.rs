@@ -13,7 +13,7 @@ use super::{
     OffsetAndMetadata, OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitTopic, OffsetDeletePlan, OffsetDeleteRequest, OffsetDeleteResponse,
     OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic,
-    PartitionResult, RequestToken, Response, TopicResult,
+    PartitionResult, RequestToken, Response, TopicResult, UnloadedOffset,
 };
 
 #[derive(Debug)]
@@ -188,8 +188,9 @@ impl OffsetsGroup<'_> {
 }
 
 /// The committed offsets of a group out of memory, as its log holds them,
-/// less those the retention sweep would remove were it loaded now: what
-/// its coordinator exports as the group's lag (topic, partition, offset).
+/// less those the retention sweep would remove were it loaded now, each
+/// with when the sweep would: what its coordinator exports as the group's
+/// lag.
 pub fn offsets_in_force(
     group_id: &str,
     metadata: Option<&GroupMetadataRecord>,
@@ -197,7 +198,7 @@ pub fn offsets_in_force(
     offsets: &[(String, i32, OffsetAndMetadata)],
     retention_ms: u64,
     now_ms: u64,
-) -> Vec<(String, i32, i64)> {
+) -> Vec<UnloadedOffset> {
     let classic;
     let group = match consumer {
         Some(c) => OffsetsGroup::Consumer(c),
@@ -206,29 +207,55 @@ pub fn offsets_in_force(
             OffsetsGroup::Classic(&classic)
         }
     };
+    let offsets = offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o));
+    in_force(group, offsets, retention_ms, now_ms)
+}
+
+/// [`offsets_in_force`] of the offsets `group` holds.
+fn in_force<'a>(
+    group: OffsetsGroup<'_>,
+    offsets: impl Iterator<Item = (&'a str, i32, &'a OffsetAndMetadata)>,
+    retention_ms: u64,
+    now_ms: u64,
+) -> Vec<UnloadedOffset> {
     let condition = group.expiration_condition();
     offsets
-        .iter()
-        .filter(|(topic, _, o)| match condition {
-            None => true,
-            Some(cond) => {
-                group.is_subscribed_to_topic(topic) || !is_expired(o, cond, now_ms, retention_ms)
+        .filter_map(|(topic, partition, o)| {
+            let expires_at_ms = match condition {
+                Some(cond) if !group.is_subscribed_to_topic(topic) => {
+                    Some(expiry(o, cond, retention_ms))
+                }
+                _ => None,
+            };
+            if expires_at_ms.is_some_and(|at| now_ms >= at) {
+                return None;
             }
+            Some(UnloadedOffset {
+                topic: topic.to_string(),
+                partition,
+                offset: o.offset,
+                expires_at_ms,
+            })
         })
-        .map(|(topic, partition, o)| (topic.clone(), *partition, o.offset))
         .collect()
 }
 
-/// Apache `OffsetExpirationConditionImpl.isOffsetExpired`.
-fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u64) -> bool {
-    if let Some(exp) = o.expire_timestamp_ms {
-        return now_ms >= exp;
+/// When `o` expires under `cond`: its explicit expiry (v2-v4 commits), else
+/// retention after the condition's base.
+fn expiry(o: &OffsetAndMetadata, cond: Expiry, retention_ms: u64) -> u64 {
+    if let Some(at) = o.expire_timestamp_ms {
+        return at;
     }
     let base = match cond {
         Expiry::StateTimestampOrCommit(ts) => ts.unwrap_or(o.commit_timestamp_ms),
         Expiry::Commit => o.commit_timestamp_ms,
     };
-    now_ms >= base && now_ms - base >= retention_ms
+    base.saturating_add(retention_ms)
+}
+
+/// Apache `OffsetExpirationConditionImpl.isOffsetExpired`.
+fn is_expired(o: &OffsetAndMetadata, cond: Expiry, now_ms: u64, retention_ms: u64) -> bool {
+    now_ms >= expiry(o, cond, retention_ms)
 }
 
 impl GroupCoordinator {
@@ -726,6 +753,20 @@ impl GroupCoordinator {
             self.expire_group_offsets(&gid, now_ms, &mut out);
         }
         out
+    }
+
+    /// [`offsets_in_force`] of a resident group, as it leaves memory.
+    pub fn offsets_in_force_of(&self, group_id: &str, now_ms: u64) -> Vec<UnloadedOffset> {
+        let (Some(group), Some(table)) = (self.offsets_group(group_id), self.offsets.get(group_id))
+        else {
+            return Vec::new();
+        };
+        let offsets = table.iter().flat_map(|(topic, partitions)| {
+            partitions
+                .iter()
+                .map(move |(partition, o)| (topic.as_str(), *partition, o))
+        });
+        in_force(group, offsets, self.config.offsets_retention_ms, now_ms)
     }
 
     /// The retention sweep for one group just loaded from its log: offsets

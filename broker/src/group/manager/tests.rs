@@ -181,6 +181,10 @@ async fn the_offsets_of_groups_unloaded_for_idleness_stay_known_for_lag() {
     routing.send_replace(Some(Arc::new(two.clone())));
     m.sweep(&two);
     assert_eq!(known(), vec![row(&running, 8)]);
+
+    // Past its retention, as Apache's sweep would have removed it.
+    clock.advance(m.config.core.offsets_retention_ms);
+    assert_eq!(known(), vec![]);
 }
 
 /// After a restart (or a move here) nothing is in memory: the groups this
@@ -217,7 +221,13 @@ async fn a_restarted_coordinator_learns_the_offsets_of_groups_it_has_not_loaded(
     // retention (7 days) has passed for `expired`'s commit, not the others.
     clock.advance(120_000);
     let (tx, rx) = watch::channel(Some(Arc::new(two)));
-    let after = GroupManager::new(0, GroupManagerConfig::default(), store.clone(), clock, rx);
+    let after = GroupManager::new(
+        0,
+        GroupManagerConfig::default(),
+        store.clone(),
+        clock.clone(),
+        rx,
+    );
     assert!(after.committed_offsets().is_empty());
     after.clone().learn_offsets_on_disk().await;
     assert_eq!(
@@ -229,6 +239,10 @@ async fn a_restarted_coordinator_learns_the_offsets_of_groups_it_has_not_loaded(
         "read, not loaded: the log is not taken"
     );
     assert_eq!(store.stored(&expired).map(|g| g.offsets.len()), Some(1));
+    // Its retention passes too: no longer exported, as Apache's sweep
+    // would have removed it.
+    clock.advance(7 * DAY);
+    assert!(after.committed_offsets().is_empty());
     drop(tx);
 }
 

@@ -569,6 +569,9 @@ fn offsets_in_force_leave_out_what_the_sweep_would_expire() {
     ];
     let kept = |record: Option<&GroupMetadataRecord>, now: u64| -> Vec<(String, i32, i64)> {
         offsets_in_force("g", record, None, &offsets, RETENTION, now)
+            .into_iter()
+            .map(|o| (o.topic, o.partition, o.offset))
+            .collect()
     };
 
     // An Empty consumer-protocol group: retention counts from when it
@@ -592,6 +595,14 @@ fn offsets_in_force_leave_out_what_the_sweep_would_expire() {
         vec![("a".into(), 0, 10)]
     );
     assert!(kept(Some(&empty), t0 + RETENTION).is_empty());
+
+    // Each with when it goes, for a coordinator that keeps them.
+    let deadlines: Vec<Option<u64>> =
+        offsets_in_force("g", Some(&empty), None, &offsets, RETENTION, t0)
+            .iter()
+            .map(|o| o.expires_at_ms)
+            .collect();
+    assert_eq!(deadlines, vec![Some(t0 + RETENTION), Some(t0 + 1_000)]);
 
     // A simple group (no metadata): each offset from its commit.
     assert_eq!(kept(None, t0 + 999), vec![("b".into(), 0, 20)]);
