@@ -109,19 +109,24 @@ def timestamp_bounds(admin):
     check(err is None, f"any past time is taken under Apache's default: {err}")
 
 
+def round_trip(topic, count, producer_codec):
+    """`count` records produced with `producer_codec` read back as sent."""
+    reports = produce(topic, [(str(i), None) for i in range(count)], one_by_one=False,
+                      **{"compression.type": producer_codec, "batch.num.messages": 50})
+    check(all(err is None for err, _ in reports), f"{count} {producer_codec} records to {topic}")
+    got = consume_all(topic, count)
+    check([m.key().decode() for m in got] == [str(i) for i in range(count)]
+          and all(m.value() == VALUE for m in got),
+          f"every record of {topic} reads back as sent")
+
+
 def compression(admin):
     count = 200
     sizes = {}
     for codec in ["producer", "uncompressed", "gzip", "zstd"]:
         topic = f"rc-{codec}"
         create(admin, topic, {"compression.type": codec})
-        reports = produce(topic, [(str(i), None) for i in range(count)], one_by_one=False,
-                          **{"compression.type": "lz4", "batch.num.messages": 50})
-        check(all(err is None for err, _ in reports), f"{count} lz4 records to {topic}")
-        got = consume_all(topic, count)
-        check([m.key().decode() for m in got] == [str(i) for i in range(count)]
-              and all(m.value() == VALUE for m in got),
-              f"every record of {topic} reads back as sent")
+        round_trip(topic, count, "lz4")
     kp = KafkaAdminClient(bootstrap_servers=BOOT)
     for b in kp.describe_log_dirs():
         for d in b["log_dirs"]:
@@ -139,13 +144,7 @@ def compression(admin):
     for codec in ["gzip", "snappy", "zstd"]:
         topic = f"rc-from-{codec}"
         create(admin, topic, {})
-        reports = produce(topic, [(str(i), None) for i in range(count)], one_by_one=False,
-                          **{"compression.type": codec, "batch.num.messages": 50})
-        check(all(err is None for err, _ in reports), f"{count} {codec} records to {topic}")
-        got = consume_all(topic, count)
-        check([m.key().decode() for m in got] == [str(i) for i in range(count)]
-              and all(m.value() == VALUE for m in got),
-              f"every {codec} record of {topic} reads back as sent")
+        round_trip(topic, count, codec)
 
 
 def main():
