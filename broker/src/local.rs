@@ -54,6 +54,7 @@ pub fn spawn_serving(
     shutdown: CancellationToken,
 ) {
     tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
+    tasks.spawn(broker.groups.clone().run_disk_expiry(shutdown.clone()));
     tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
     tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
     tasks.spawn(broker.clone().run_log_retention(shutdown.clone()));

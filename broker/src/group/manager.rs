@@ -430,38 +430,12 @@ impl GroupManager {
             *learned_for = Some(version);
             return;
         }
-        let store = self.store.clone();
-        let retention_ms = self.config.core.offsets_retention_ms;
-        let now = self.now_ms();
-        let read = tokio::task::spawn_blocking(move || {
-            let mut learned = Vec::new();
-            for group_id in unknown {
-                match store.peek(&group_id) {
-                    Ok(Some(stored)) => {
-                        let offsets = offsets_in_force(
-                            &group_id,
-                            stored.metadata.as_ref(),
-                            stored.consumer.as_ref(),
-                            &stored.offsets,
-                            retention_ms,
-                            now,
-                        );
-                        if !offsets.is_empty() {
-                            learned.push((group_id, offsets));
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        warn!(group = %group_id, error = %e, "cannot read the group's log for its lag")
-                    }
-                }
-            }
-            learned
-        })
-        .await;
-        let Ok(learned) = read else {
-            return;
-        };
+        let learned: Vec<(String, Vec<UnloadedOffset>)> = self
+            .read_offsets_in_force(unknown)
+            .await
+            .into_iter()
+            .filter(|(_, offsets)| !offsets.is_empty())
+            .collect();
         let mut st = self.lock();
         let count = learned.len();
         for (group_id, offsets) in learned {
@@ -481,6 +455,74 @@ impl GroupManager {
             groups = count,
             "read the committed offsets of groups not in memory"
         );
+    }
+
+    /// The offsets in force ([`offsets_in_force`]) of each of `groups` that
+    /// has a log, read without taking it, off the runtime's threads.
+    async fn read_offsets_in_force(
+        &self,
+        groups: Vec<String>,
+    ) -> Vec<(String, Vec<UnloadedOffset>)> {
+        let store = self.store.clone();
+        let retention_ms = self.config.core.offsets_retention_ms;
+        let now = self.now_ms();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut read = Vec::new();
+            for group_id in groups {
+                match store.peek(&group_id) {
+                    Ok(Some(stored)) => {
+                        let offsets = offsets_in_force(
+                            &group_id,
+                            stored.metadata.as_ref(),
+                            stored.consumer.as_ref(),
+                            &stored.offsets,
+                            retention_ms,
+                            now,
+                        );
+                        read.push((group_id, offsets));
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        warn!(group = %group_id, error = %e, "cannot read the group's log")
+                    }
+                }
+            }
+            read
+        });
+        read.await.unwrap_or_default()
+    }
+
+    /// The retention sweep for the groups this broker coordinates that are
+    /// out of memory (Apache's sweep sees every group; kaas unloads idle
+    /// ones): each whose log holds no offset in force is loaded, which
+    /// expires what is due and removes the group when it is empty and
+    /// left without offsets, as the sweep would. Others stay on disk.
+    pub async fn expire_groups_on_disk(self: &Arc<Self>) {
+        let candidates: Vec<String> = self
+            .read_offsets_in_force(self.owned_groups_on_disk().await)
+            .await
+            .into_iter()
+            .filter(|(_, offsets)| offsets.is_empty())
+            .map(|(group_id, _)| group_id)
+            .collect();
+        for group_id in candidates {
+            if let Err(NotServed(code)) = self.prepare(&group_id).await {
+                info!(group = %group_id, code, "not sweeping a group out of memory now");
+            }
+        }
+    }
+
+    /// [`Self::expire_groups_on_disk`] every `offsets.retention.check.interval.ms`,
+    /// until shutdown.
+    pub async fn run_disk_expiry(self: Arc<Self>, shutdown: CancellationToken) {
+        let every = Duration::from_millis(self.config.core.offsets_retention_check_interval_ms);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(every) => {}
+            }
+            self.expire_groups_on_disk().await;
+        }
     }
 
     /// [`Self::prepare`] for an answer read from memory (OffsetFetch): a

@@ -819,7 +819,11 @@ impl GroupCoordinator {
                     .map(|(t, p)| (gid.to_string(), t, p)),
             );
         }
-        let busy = self.inflight.contains_key(gid) || self.consumer_group_writing(gid);
+        // Apache keeps a group with an open transaction, whose offsets may
+        // yet become the group's.
+        let busy = self.inflight.contains_key(gid)
+            || self.consumer_group_writing(gid)
+            || !self.pending_txn_producers(gid).is_empty();
         if all_expired && group_empty && !busy {
             tracing::info!(group = %gid, "group has no offsets left and is empty; removing it");
             if consumer {

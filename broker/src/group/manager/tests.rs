@@ -277,3 +277,31 @@ async fn offsets_that_expired_while_their_group_was_unloaded_are_removed_at_its_
         Some(3)
     );
 }
+
+/// Apache's retention sweep sees every group; kaas unloads idle ones, so a
+/// periodic pass sweeps those on disk: a group whose offsets all expired
+/// is removed with its log (as `kafka-consumer-groups --list` then shows
+/// on Apache), one with an offset in force stays on disk, not loaded.
+#[tokio::test]
+async fn the_retention_sweep_reaches_groups_out_of_memory() {
+    const DAY: u64 = 24 * 60 * 60 * 1000;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let (m, _routing) = manager(store.clone(), clock.clone());
+    commit(&m, "stale", 1).await;
+    clock.advance(DAY);
+    commit(&m, "fresh", 2).await;
+    clock.advance(61_000);
+    m.unload_idle_groups();
+    clock.advance(6 * DAY);
+    assert_eq!(m.owned_groups_on_disk().await, vec!["fresh", "stale"]);
+    m.expire_groups_on_disk().await;
+    assert!(store.stored("stale").is_none(), "removed with its offsets");
+    assert_eq!(m.owned_groups_on_disk().await, vec!["fresh"]);
+    assert!(!m.read(|c| c.is_resident("fresh")), "read, not loaded");
+    assert_eq!(
+        store.stored("fresh").map(|g| g.offsets.len()),
+        Some(1),
+        "in force: kept"
+    );
+}

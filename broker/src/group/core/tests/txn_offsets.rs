@@ -136,3 +136,40 @@ fn loaded_pending_offsets_stay_pending_until_their_marker() {
     assert_eq!(s.marker("foo", true), code::NONE);
     assert_eq!(s.fetched("foo", false).0, 7);
 }
+
+/// Apache `testCleanupExpiredOffsetsWithPendingTransactionalOffsets`: an
+/// offset with a transactional one pending for its partition does not
+/// expire; and (`cleanupExpiredOffsets`' last line) an empty group with an
+/// open transaction is not removed though every offset it has expired.
+/// Once the transaction ends, the sweep takes the group.
+#[test]
+fn test_cleanup_expired_offsets_with_pending_transactional_offsets() {
+    let mut s = Shell::with_config(GroupCoordinatorConfig {
+        offsets_retention_ms: 60_000,
+        ..test_config()
+    });
+    assert_eq!(s.txn_commit(txn_req("foo", "", -1, 100)), code::NONE);
+    assert_eq!(s.marker("foo", true), code::NONE);
+    assert!(s.c.is_resident("foo"));
+    assert_eq!(s.txn_commit(txn_req("foo", "", -1, 101)), code::NONE);
+    s.sleep(60_000);
+    let (expired, _) = s.c.expire_offsets(s.now);
+    assert!(expired.offsets.is_empty(), "pending for in-0: {expired:?}");
+    assert_eq!(s.fetched("foo", false), (100, code::NONE));
+
+    // Committed: a new in-0, then an open transaction on another topic.
+    assert_eq!(s.marker("foo", true), code::NONE);
+    let mut other = txn_req("foo", "", -1, 5);
+    other.topics[0].name = "other".into();
+    assert_eq!(s.txn_commit(other), code::NONE);
+    s.sleep(60_000);
+    let (expired, _) = s.c.expire_offsets(s.now);
+    assert_eq!(expired.offsets, vec![("foo".into(), "in".into(), 0)]);
+    assert!(expired.removed_groups.is_empty(), "an open transaction");
+    assert!(s.c.is_resident("foo"));
+
+    // Aborted: nothing left, the group goes.
+    assert_eq!(s.marker("foo", false), code::NONE);
+    let (expired, _) = s.c.expire_offsets(s.now);
+    assert_eq!(expired.removed_groups, vec!["foo".to_string()]);
+}
