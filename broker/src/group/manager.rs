@@ -496,10 +496,28 @@ impl GroupManager {
     /// out of memory (Apache's sweep sees every group; kaas unloads idle
     /// ones): each whose log holds no offset in force is loaded, which
     /// expires what is due and removes the group when it is empty and
-    /// left without offsets, as the sweep would. Others stay on disk.
+    /// left without offsets, as the sweep would. Others stay on disk, and
+    /// their logs are read only when what is known of them has expired.
     pub async fn expire_groups_on_disk(self: &Arc<Self>) {
+        let owned = self.owned_groups_on_disk().await;
+        // A group whose offsets in force are known (unloaded for idleness,
+        // or read for its lag) is not read again while one is in force.
+        let unknown: Vec<String> = {
+            let now = self.now_ms();
+            let st = self.lock();
+            owned
+                .into_iter()
+                .filter(|g| {
+                    st.idle_offsets.get(g).is_none_or(|offsets| {
+                        offsets
+                            .iter()
+                            .all(|o| o.expires_at_ms.is_some_and(|at| now >= at))
+                    })
+                })
+                .collect()
+        };
         let candidates: Vec<String> = self
-            .read_offsets_in_force(self.owned_groups_on_disk().await)
+            .read_offsets_in_force(unknown)
             .await
             .into_iter()
             .filter(|(_, offsets)| offsets.is_empty())

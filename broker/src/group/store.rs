@@ -87,6 +87,8 @@ pub struct MemoryStore {
     groups: Mutex<HashMap<String, StoredGroup>>,
     /// Groups whose next writes wait until the test opens the gate.
     parked: Mutex<HashMap<String, Gate>>,
+    /// Logs read by [`GroupStore::peek`] so far.
+    peeks: std::sync::atomic::AtomicUsize,
 }
 
 /// Held writes of one group: each waits for the gate to open.
@@ -117,6 +119,11 @@ impl MemoryStore {
         gate
     }
 
+    /// How many logs [`GroupStore::peek`] has read.
+    pub fn peeks(&self) -> usize {
+        self.peeks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The group as it is stored now.
     pub fn stored(&self, group_id: &str) -> Option<StoredGroup> {
         self.groups.lock().get(group_id).cloned()
@@ -144,6 +151,8 @@ impl GroupStore for MemoryStore {
     }
 
     fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        self.peeks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(self.stored(group_id))
     }
 

@@ -296,6 +296,11 @@ async fn the_retention_sweep_reaches_groups_out_of_memory() {
     clock.advance(6 * DAY);
     assert_eq!(m.owned_groups_on_disk().await, vec!["fresh", "stale"]);
     m.expire_groups_on_disk().await;
+    assert_eq!(
+        store.peeks(),
+        1,
+        "only the group known to be past its retention is read"
+    );
     assert!(store.stored("stale").is_none(), "removed with its offsets");
     assert_eq!(m.owned_groups_on_disk().await, vec!["fresh"]);
     assert!(!m.read(|c| c.is_resident("fresh")), "read, not loaded");
