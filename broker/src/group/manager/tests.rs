@@ -32,6 +32,26 @@ async fn commit(m: &Arc<GroupManager>, group: &str, offset: i64) {
     assert!(matches!(r, Some(Response::OffsetCommit(_))));
 }
 
+/// Brokers 0 and 1, both alive.
+fn two_brokers() -> Routing {
+    Routing::new(Assignment::of_brokers(
+        2,
+        [
+            BrokerInfo::alive(0, "127.0.0.1", 9092),
+            BrokerInfo::alive(1, "127.0.0.1", 9093),
+        ],
+    ))
+}
+
+/// The `nth` group id `g0`, `g1`, … that `routing` gives to `owner`.
+fn owned_by(routing: &Routing, owner: i32, nth: usize) -> String {
+    (0..)
+        .map(|i| format!("g{i}"))
+        .filter(|g| routing.owner_of_group(g) == Some(owner))
+        .nth(nth)
+        .unwrap()
+}
+
 fn commit_request(group: &str, offset: i64) -> OffsetCommitRequest {
     OffsetCommitRequest::simple(group, "t", 0, offset)
 }
@@ -137,20 +157,8 @@ async fn the_offsets_of_groups_unloaded_for_idleness_stay_known_for_lag() {
     let clock = Arc::new(ManualClock::new(1_000_000));
     let (m, routing) = manager(store.clone(), clock.clone());
     // Under a second broker, `stopped` moves to it and `running` stays.
-    let two = Routing::new(Assignment::of_brokers(
-        2,
-        [
-            BrokerInfo::alive(0, "127.0.0.1", 9092),
-            BrokerInfo::alive(1, "127.0.0.1", 9093),
-        ],
-    ));
-    let named = |owner: i32| {
-        (0..)
-            .map(|i| format!("g{i}"))
-            .find(|g| two.owner_of_group(g) == Some(owner))
-            .unwrap()
-    };
-    let (stopped, running) = (named(1), named(0));
+    let two = two_brokers();
+    let (stopped, running) = (owned_by(&two, 1, 0), owned_by(&two, 0, 0));
     commit(&m, &stopped, 42).await;
     commit(&m, &running, 7).await;
     clock.advance(61_000);
@@ -195,21 +203,12 @@ async fn a_restarted_coordinator_learns_the_offsets_of_groups_it_has_not_loaded(
     const DAY: u64 = 24 * 60 * 60 * 1000;
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(ManualClock::new(1_000_000));
-    let two = Routing::new(Assignment::of_brokers(
-        2,
-        [
-            BrokerInfo::alive(0, "127.0.0.1", 9092),
-            BrokerInfo::alive(1, "127.0.0.1", 9093),
-        ],
-    ));
-    let named = |owner: i32, skip: usize| {
-        (0..)
-            .map(|i| format!("g{i}"))
-            .filter(|g| two.owner_of_group(g) == Some(owner))
-            .nth(skip)
-            .unwrap()
-    };
-    let (stopped, expired, elsewhere) = (named(0, 0), named(0, 1), named(1, 0));
+    let two = two_brokers();
+    let (stopped, expired, elsewhere) = (
+        owned_by(&two, 0, 0),
+        owned_by(&two, 0, 1),
+        owned_by(&two, 1, 0),
+    );
     {
         let (before, _routing) = manager(store.clone(), clock.clone());
         commit(&before, &expired, 5).await;
