@@ -13,6 +13,7 @@ use crate::auth::standard::AuthorizerSettings;
 use crate::auth::{AllowAll, Authorizer};
 use crate::cluster::ClusterView;
 use crate::followed::Followed;
+use crate::group::configs::GroupConfigs;
 use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
 use crate::metrics::Metrics;
 use crate::net::listener::{Listener, ListenerConfig};
@@ -142,6 +143,9 @@ pub struct Broker {
     pub scram_users: Arc<Followed<ScramUsers>>,
     /// The settings changed at run time (`__cluster/broker_configs`).
     pub dynamic_configs: Arc<Followed<DynamicConfigs>>,
+    /// The groups' own configs (`__cluster/group_configs`), installed in
+    /// the group coordinator as they change.
+    pub group_configs: Arc<Followed<GroupConfigs>>,
     /// Why the stored dynamic cleaner settings were last ignored: said
     /// once per reason, not at every cleaning.
     cleaner_settings_ignored: parking_lot::Mutex<Option<String>>,
@@ -236,6 +240,14 @@ impl Broker {
                 }
             },
         )?);
+        let group_configs = Arc::new(Followed::open(
+            &storage.cluster_dir(),
+            crate::group::configs::DOCUMENT,
+            {
+                let groups = groups.clone();
+                move |c: &GroupConfigs| groups.set_group_configs(Arc::new(c.clone()))
+            },
+        )?);
         let authorizer: Arc<dyn Authorizer> = match &acls {
             Some(acls) => acls.authorizer.clone(),
             None => config.authorizer.clone(),
@@ -245,6 +257,7 @@ impl Broker {
             acls,
             scram_users,
             dynamic_configs,
+            group_configs,
             cleaner_settings_ignored: parking_lot::Mutex::new(None),
             listeners,
             connection_quotas: ConnectionQuotas::new(

@@ -27,6 +27,7 @@ fn quick_groups(b: &mut BrokerConfig) {
     b.groups.core.initial_rebalance_delay_ms = 200;
     // KIP-848 members heartbeat every second (5 s by default).
     b.groups.core.consumer.heartbeat_interval_ms = 1_000;
+    b.groups.core.consumer.min_heartbeat_interval_ms = 1_000;
 }
 
 /// `run` on a cluster started as `local --sasl --admin-password PASSWORD`
@@ -192,6 +193,15 @@ async fn python_admin_clients_manage_topics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_topic_configs() {
     run_script("python3", "python/topic_configs.py").await;
+}
+
+/// Group configs (KIP-848): a group's session timeout and heartbeat
+/// interval set, described with their sources, refused out of the
+/// broker's bounds, deleted, with confluent-kafka and kafka-python, while
+/// a consumer-protocol consumer of the group reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_admin_clients_manage_group_configs() {
+    run_script("python3", "python/group_configs.py").await;
 }
 
 /// A topic's record configs: LogAppendTime seen by the producer and the

@@ -7,7 +7,8 @@
 //! on the topic; a valid name; the operations (APPEND and SUBTRACT on LIST
 //! configs only); the result through `LogConfig.validate`; then the topic's
 //! existence. A BROKER resource's change is a dynamic broker config
-//! ([`crate::settings::dynamic`]), checked as Apache's broker checks it.
+//! ([`crate::settings::dynamic`]), checked as Apache's broker checks it;
+//! a GROUP resource's, a group config ([`crate::group::configs`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,6 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::resource_type_name;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
+use crate::group::configs as group_configs;
 use crate::settings::dynamic::{self, DynamicConfigs, Refusal, Scope};
 use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
 use crate::storage::topics::{validate_topic_name, TopicError};
@@ -42,6 +44,9 @@ struct Change {
 }
 
 type Outcome = Result<(), (i16, Option<String>)>;
+
+/// A config's name, operation and value.
+type Op = (String, AlterOp, Option<String>);
 
 fn invalid_request(message: impl Into<String>) -> (i16, Option<String>) {
     (Err::InvalidRequest.code(), Some(message.into()))
@@ -159,11 +164,74 @@ async fn alter_one(ctx: &RequestContext, change: &Change, validate_only: bool) -
     match change.resource_type {
         TOPIC => alter_topic(ctx, change, validate_only).await,
         BROKER => alter_broker(ctx, change, validate_only).await,
-        BROKER_LOGGER | CLIENT_METRICS | GROUP => Err(invalid_request(format!(
+        GROUP => alter_group(ctx, change, validate_only).await,
+        BROKER_LOGGER | CLIENT_METRICS => Err(invalid_request(format!(
             "kaas keeps no configs of resource type {}",
             resource_type_name(change.resource_type)
         ))),
         other => Err(invalid_request(format!("Unknown resource type {other}"))),
+    }
+}
+
+/// The operations of `change`, or INVALID_REQUEST for an unknown one.
+fn operations(change: &Change) -> Result<Vec<Op>, (i16, Option<String>)> {
+    change
+        .ops
+        .iter()
+        .map(|(config, code, value)| {
+            let op = AlterOp::from_code(*code)
+                .ok_or_else(|| invalid_request(format!("Unknown operations type {code}")))?;
+            Ok((config.clone(), op, value.clone()))
+        })
+        .collect()
+}
+
+/// Apache's GROUP branch: ALTER_CONFIGS on the group (its broker, before
+/// forwarding), then its controller: the operations, a name that is not
+/// empty, `GroupConfigManager.validate` of the result against this
+/// broker's bounds; then, unless `validate_only`, written to the shared
+/// volume under its lock, where every broker follows it. The group need
+/// not exist (Apache keeps group configs apart from groups).
+async fn alter_group(ctx: &RequestContext, change: &Change, validate_only: bool) -> Outcome {
+    let name = change.name.to_string();
+    if !ctx.authorized(Operation::AlterConfigs, ResourceType::Group, &name) {
+        let e = Err::GroupAuthorizationFailed;
+        return Err((e.code(), Some(e.to_string())));
+    }
+    let ops = operations(change)?;
+    let replace = change.replace;
+    let broker_settings = ctx.broker.config.groups.core.consumer.clone();
+    let altered = move |current: &BTreeMap<String, String>| {
+        let base = if replace {
+            BTreeMap::new()
+        } else {
+            current.clone()
+        };
+        group_configs::apply_ops(&base, &ops, &broker_settings)
+    };
+    let invalid = |e: InvalidConfig| (Err::InvalidConfig.code(), Some(e.0));
+    if name.is_empty() {
+        // Apache applies the operations before it looks at the name.
+        altered(&BTreeMap::new()).map_err(invalid)?;
+        return Err(invalid_request("Default group resources are not allowed."));
+    }
+    let followed = ctx.broker.group_configs.clone();
+    if validate_only {
+        return altered(&followed.current().of(&name))
+            .map(|_| ())
+            .map_err(invalid);
+    }
+    let written = crate::storage::blocking(move || {
+        followed.update(|configs| {
+            let new = altered(&configs.of(&name))?;
+            configs.set(&name, new);
+            Ok(())
+        })
+    })
+    .await;
+    match written {
+        Ok(outcome) => outcome.map_err(invalid),
+        Err(e) => Err((Err::KafkaStorageError.code(), Some(e.to_string()))),
     }
 }
 
@@ -188,12 +256,7 @@ async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool
         }
         Scope::Broker(id)
     };
-    let mut ops = Vec::with_capacity(change.ops.len());
-    for (config, code, value) in &change.ops {
-        let op = AlterOp::from_code(*code)
-            .ok_or_else(|| invalid_request(format!("Unknown operations type {code}")))?;
-        ops.push((config.clone(), op, value.clone()));
-    }
+    let ops = operations(change)?;
     let refused = |r: Refusal| match r {
         Refusal::InvalidConfig(m) => (Err::InvalidConfig.code(), Some(m)),
         Refusal::InvalidRequest(m) => invalid_request(m),
@@ -230,7 +293,7 @@ async fn alter_broker(ctx: &RequestContext, change: &Change, validate_only: bool
 fn altered(
     broker: &crate::broker::Broker,
     scope: Scope,
-    ops: &[(String, AlterOp, Option<String>)],
+    ops: &[Op],
     replace: bool,
     d: &DynamicConfigs,
 ) -> Result<DynamicConfigs, Refusal> {
@@ -257,12 +320,7 @@ async fn alter_topic(ctx: &RequestContext, change: &Change, validate_only: bool)
     if let Err(e) = validate_topic_name(&name) {
         return Err((Err::InvalidTopicException.code(), Some(e.to_string())));
     }
-    let mut ops = Vec::with_capacity(change.ops.len());
-    for (config, code, value) in &change.ops {
-        let op = AlterOp::from_code(*code)
-            .ok_or_else(|| invalid_request(format!("Unknown operations type {code}")))?;
-        ops.push((config.clone(), op, value.clone()));
-    }
+    let ops = operations(change)?;
     let replace = change.replace;
     let new_configs = move |current: &BTreeMap<String, String>| {
         if replace {

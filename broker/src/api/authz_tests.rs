@@ -80,6 +80,8 @@ enum Api {
     IncrementalAlterTopicConfigs,
     AlterTopicConfigs,
     IncrementalAlterBrokerConfigs,
+    DescribeGroupConfigs,
+    IncrementalAlterGroupConfigs,
     DeleteRecords,
     CreatePartitions,
     DescribeLogDirs,
@@ -147,6 +149,10 @@ impl Api {
             IncrementalAlterBrokerConfigs => {
                 (vec![(AlterConfigs, Cluster)], E::ClusterAuthorizationFailed)
             }
+            DescribeGroupConfigs => (vec![(DescribeConfigs, Group)], E::GroupAuthorizationFailed),
+            IncrementalAlterGroupConfigs => {
+                (vec![(AlterConfigs, Group)], E::GroupAuthorizationFailed)
+            }
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
             CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
             DescribeLogDirs => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
@@ -155,7 +161,7 @@ impl Api {
     }
 }
 
-const APIS: [Api; 31] = [
+const APIS: [Api; 33] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -180,6 +186,8 @@ const APIS: [Api; 31] = [
     Api::IncrementalAlterTopicConfigs,
     Api::AlterTopicConfigs,
     Api::IncrementalAlterBrokerConfigs,
+    Api::DescribeGroupConfigs,
+    Api::IncrementalAlterGroupConfigs,
     Api::DeleteRecords,
     Api::CreatePartitions,
     Api::DescribeLogDirs,
@@ -570,9 +578,10 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
             };
             r.error_code
         }
-        Api::DescribeTopicConfigs | Api::DescribeBrokerConfigs => {
+        Api::DescribeTopicConfigs | Api::DescribeBrokerConfigs | Api::DescribeGroupConfigs => {
             let (resource_type, name) = match api {
                 Api::DescribeTopicConfigs => (2, n.topic.clone()),
+                Api::DescribeGroupConfigs => (32, n.group.clone()),
                 _ => (4, "0".to_string()),
             };
             let req = DescribeConfigsRequest::default().with_resources(vec![
@@ -587,7 +596,9 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
             };
             r.results[0].error_code
         }
-        Api::IncrementalAlterTopicConfigs | Api::IncrementalAlterBrokerConfigs => {
+        Api::IncrementalAlterTopicConfigs
+        | Api::IncrementalAlterBrokerConfigs
+        | Api::IncrementalAlterGroupConfigs => {
             use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             let resource = match api {
                 Api::IncrementalAlterTopicConfigs => AlterConfigsResource::default()
@@ -597,6 +608,13 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                         .with_name(s("retention.ms"))
                         .with_config_operation(0)
                         .with_value(Some(s("3600000")))]),
+                Api::IncrementalAlterGroupConfigs => AlterConfigsResource::default()
+                    .with_resource_type(32)
+                    .with_resource_name(s(&n.group))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(s("consumer.session.timeout.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(s("50000")))]),
                 // An empty change: only the authorization is asked.
                 _ => AlterConfigsResource::default()
                     .with_resource_type(4)

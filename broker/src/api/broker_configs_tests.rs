@@ -30,17 +30,18 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-type Answer = (i16, Option<String>);
+pub(super) type Answer = (i16, Option<String>);
 
-async fn alter(
+pub(super) async fn alter(
     broker: &Arc<Broker>,
+    kind: i8,
     name: &str,
     ops: &[(&str, i8, Option<&str>)],
     validate_only: bool,
 ) -> Answer {
     use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
     let resource = AlterConfigsResource::default()
-        .with_resource_type(BROKER)
+        .with_resource_type(kind)
         .with_resource_name(s(name))
         .with_configs(
             ops.iter()
@@ -67,7 +68,7 @@ async fn alter(
     }
 }
 
-async fn describe(broker: &Arc<Broker>, kind: i8, name: &str) -> DescribeConfigsResult {
+pub(super) async fn describe(broker: &Arc<Broker>, kind: i8, name: &str) -> DescribeConfigsResult {
     use describe_configs_request::DescribeConfigsResource;
     let req = DescribeConfigsRequest::default()
         .with_include_synonyms(true)
@@ -82,7 +83,7 @@ async fn describe(broker: &Arc<Broker>, kind: i8, name: &str) -> DescribeConfigs
 
 /// A config's value and source as `result` describes it, with its
 /// synonyms' sources.
-fn config(result: &DescribeConfigsResult, name: &str) -> (Option<String>, i8, Vec<i8>) {
+pub(super) fn config(result: &DescribeConfigsResult, name: &str) -> (Option<String>, i8, Vec<i8>) {
     let c = result
         .configs
         .iter()
@@ -107,7 +108,7 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
         ("log.segment.bytes", SET, Some("1048576")),
         ("log.cleaner.backoff.ms", SET, Some("5")),
     ];
-    assert_eq!(alter(&broker, "", &every, false).await, ok);
+    assert_eq!(alter(&broker, BROKER, "", &every, false).await, ok);
     let t = describe(&broker, TOPIC, "t").await;
     assert_eq!(
         config(&t, "segment.bytes"),
@@ -143,6 +144,7 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
     assert_eq!(
         alter(
             &broker,
+            BROKER,
             "0",
             &[("log.segment.bytes", SET, Some("2097152"))],
             false
@@ -172,7 +174,14 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
     assert_eq!(other.cleaner_config().backoff_ms, 5);
     // A change made through broker 0 reaches it at its next look.
     assert_eq!(
-        alter(&broker, "", &[("log.segment.bytes", DELETE, None)], false).await,
+        alter(
+            &broker,
+            BROKER,
+            "",
+            &[("log.segment.bytes", DELETE, None)],
+            false
+        )
+        .await,
         ok
     );
     other.dynamic_configs.refresh().unwrap();
@@ -184,9 +193,9 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
 
     // log.cleaner.threads within Apache's bounds: at most double.
     let threads = |n: &'static str| [("log.cleaner.threads", SET, Some(n))];
-    assert_eq!(alter(&broker, "0", &threads("2"), false).await, ok);
+    assert_eq!(alter(&broker, BROKER, "0", &threads("2"), false).await, ok);
     assert_eq!(broker.cleaner_config().threads, 2);
-    let (code, message) = alter(&broker, "0", &threads("5"), false).await;
+    let (code, message) = alter(&broker, BROKER, "0", &threads("5"), false).await;
     assert_eq!(code, Err::InvalidRequest.code());
     assert_eq!(
         message.as_deref(),
@@ -221,13 +230,14 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
             "Unexpected broker id, expected 0, but received 7",
         ),
     ] {
-        let (got, message) = alter(&broker, name, &ops, false).await;
+        let (got, message) = alter(&broker, BROKER, name, &ops, false).await;
         assert_eq!(got, code.code(), "{ops:?}");
         assert!(message.as_deref().unwrap().contains(says), "{message:?}");
     }
     assert_eq!(
         alter(
             &broker,
+            BROKER,
             "",
             &[("log.retention.ms", SET, Some("1000"))],
             true

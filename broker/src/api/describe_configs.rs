@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32): a topic's configs as Apache's
 //! `ConfigHelper` describes them (`storage::topic_config`), and this broker's
-//! settings. Every broker answers for every topic: the configs live with
-//! the topic on the shared volume.
+//! settings, and a group's configs. Every broker answers for every topic
+//! and group: their configs live on the shared volume.
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
@@ -11,6 +11,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::broker::BrokerConfig;
+use crate::group::configs as group_configs;
 use crate::settings::{self, dynamic, dynamic::Scope};
 use crate::storage::topic_config;
 use crate::storage::topics::validate_topic_name;
@@ -18,6 +19,7 @@ use crate::storage::topics::validate_topic_name;
 /// `ConfigResource.Type` on the wire.
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const GROUP: i8 = 32;
 
 pub async fn handle(ctx: &RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let results = req
@@ -33,6 +35,7 @@ pub async fn handle(ctx: &RequestContext, req: DescribeConfigsRequest) -> Descri
             let outcome = match r.resource_type {
                 TOPIC => describe_topic(ctx, &name),
                 BROKER => describe_broker(ctx, &name),
+                GROUP => describe_group(ctx, &name),
                 other => Err((
                     Err::InvalidRequest.code(),
                     Some(format!(
@@ -140,7 +143,13 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
         return Err((Err::UnknownTopicOrPartition.code(), None));
     };
     let described = topic_config::describe(&topic.configs, &ctx.broker.storage.topic_defaults());
-    Ok(described
+    Ok(from_definitions(described))
+}
+
+/// Described topic or group configs, all of which are read-write, none
+/// sensitive, and each documented.
+fn from_definitions(described: Vec<topic_config::DescribedConfig>) -> Vec<Described> {
+    described
         .into_iter()
         .map(|c| Described {
             name: c.name.to_string(),
@@ -156,7 +165,26 @@ fn describe_topic(ctx: &RequestContext, name: &str) -> Outcome {
             kind: c.kind.code(),
             doc: Some(c.doc),
         })
-        .collect())
+        .collect()
+}
+
+/// Apache's GROUP branch: DESCRIBE_CONFIGS on the group, a name that is
+/// not empty, then every group config (the group need not exist).
+fn describe_group(ctx: &RequestContext, name: &str) -> Outcome {
+    if !ctx.authorized(Operation::DescribeConfigs, ResourceType::Group, name) {
+        return Err(denied(Err::GroupAuthorizationFailed));
+    }
+    if name.is_empty() {
+        return Err((
+            Err::InvalidRequest.code(),
+            Some("Group name must not be empty".into()),
+        ));
+    }
+    let overrides = ctx.broker.group_configs.current().of(name);
+    Ok(from_definitions(group_configs::describe(
+        &overrides,
+        &ctx.broker.config.groups.core.consumer,
+    )))
 }
 
 /// Apache's BROKER branch: Cluster DESCRIBE_CONFIGS; an empty name (the

@@ -494,6 +494,8 @@ mod authz_tests;
 #[cfg(test)]
 mod broker_configs_tests;
 #[cfg(test)]
+mod group_configs_tests;
+#[cfg(test)]
 mod produce_tests;
 #[cfg(test)]
 mod tests;

@@ -302,6 +302,11 @@ impl GroupManager {
         manager
     }
 
+    /// Installs the groups' own configs (`__cluster/group_configs`).
+    pub fn set_group_configs(&self, configs: Arc<crate::group::configs::GroupConfigs>) {
+        self.lock().core.set_group_configs(configs);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }

@@ -4,6 +4,7 @@
 //! server-side assignors and member reconciliation.
 
 pub mod assignor;
+pub mod configs;
 pub mod consumer;
 pub mod core;
 pub mod manager;

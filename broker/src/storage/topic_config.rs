@@ -67,6 +67,8 @@ pub enum ConfigSource {
     /// Set in the broker's settings (server.properties or a flag).
     StaticBrokerConfig,
     DefaultConfig,
+    /// A group's own override (`GROUP_CONFIG`).
+    GroupConfig,
 }
 
 impl ConfigSource {
@@ -77,6 +79,7 @@ impl ConfigSource {
             ConfigSource::DynamicDefaultBrokerConfig => 3,
             ConfigSource::StaticBrokerConfig => 4,
             ConfigSource::DefaultConfig => 5,
+            ConfigSource::GroupConfig => 8,
         }
     }
 }
@@ -410,6 +413,32 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
     },
 ];
 
+/// An INT config of at least `min` with no broker setting behind it:
+/// what a group config is ([`crate::group::configs`]).
+pub(crate) const fn int_at_least(
+    name: &'static str,
+    default: &'static str,
+    min: i64,
+    doc: &'static str,
+) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        kind: ConfigType::Int,
+        default,
+        check: Check::AtLeast(min),
+        synonyms: &[],
+        doc,
+    }
+}
+
+/// `raw` parsed and checked as `def` says (Apache's `ConfigDef.parseValue`),
+/// written as Apache writes it back.
+pub(crate) fn parse_value(def: &TopicConfigDef, raw: &str) -> Result<String, InvalidConfig> {
+    let value = parse(def, raw)?;
+    check(def, &value)?;
+    Ok(value.to_config_string())
+}
+
 /// The definition of topic config `name`.
 pub fn definition(name: &str) -> Option<&'static TopicConfigDef> {
     TOPIC_CONFIGS.iter().find(|d| d.name == name)
@@ -730,6 +759,24 @@ pub fn apply_ops(
     current: &BTreeMap<String, String>,
     ops: &[(String, AlterOp, Option<String>)],
 ) -> Result<BTreeMap<String, String>, InvalidConfig> {
+    let configs = apply_alter_ops(current, ops, |name| {
+        definition(name)
+            .filter(|d| d.kind == ConfigType::List)
+            .map(|d| d.default)
+    })?;
+    validate(&configs)?;
+    Ok(normalized(&configs))
+}
+
+/// `ops` applied to `current` in order, unchecked: SET and DELETE on any
+/// name, APPEND and SUBTRACT on the elements of a LIST config, which
+/// `list_default` names with its default (`None`: not a LIST, refused as
+/// Apache refuses it).
+pub(crate) fn apply_alter_ops(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, AlterOp, Option<String>)],
+    list_default: impl Fn(&str) -> Option<&'static str>,
+) -> Result<BTreeMap<String, String>, InvalidConfig> {
     let mut configs = current.clone();
     for (name, op, value) in ops {
         match op {
@@ -740,13 +787,13 @@ pub fn apply_ops(
                 configs.remove(name);
             }
             AlterOp::Append | AlterOp::Subtract => {
-                let Some(def) = definition(name).filter(|d| d.kind == ConfigType::List) else {
+                let Some(default) = list_default(name) else {
                     return Err(InvalidConfig(format!(
                         "Can't {} to key {name} because its type is not LIST.",
                         op.name()
                     )));
                 };
-                let old = configs.get(name).map_or(def.default, String::as_str);
+                let old = configs.get(name).map_or(default, String::as_str);
                 let mut parts: Vec<String> = old
                     .split(',')
                     .filter(|p| !p.is_empty())
@@ -763,8 +810,7 @@ pub fn apply_ops(
             }
         }
     }
-    validate(&configs)?;
-    Ok(normalized(&configs))
+    Ok(configs)
 }
 
 /// What a partition log follows of its topic's configs in force.

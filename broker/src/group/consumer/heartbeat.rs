@@ -19,6 +19,7 @@ use super::records::{ConsumerGroupRecord, ResolvedRegex, TopicMetadata};
 use super::regex_subscription;
 use super::target::TargetAssignmentBuilder;
 use crate::group::assignor::{MemberAssignment, PartitionAssignor};
+use crate::group::configs::ConsumerTiming;
 use crate::group::core::code;
 
 /// The epoch a static member leaves with, keeping its place for a
@@ -178,6 +179,9 @@ pub struct HeartbeatResult {
 /// What the heartbeat needs besides the group.
 pub struct Context<'a> {
     pub config: &'a ConsumerGroupConfig,
+    /// The group's session timeout and heartbeat interval (its own
+    /// configs, else `config`'s).
+    pub timing: ConsumerTiming,
     /// `group.consumer.assignors`, the default first.
     pub assignors: &'a [Box<dyn PartitionAssignor>],
     pub topics: &'a dyn TopicsView,
@@ -353,7 +357,7 @@ fn join_or_heartbeat(
     )?;
     timers.push(TimerOp::ScheduleSession {
         member_id: member_id.clone(),
-        deadline_ms: cx.now_ms + cx.config.session_timeout_ms.max(0) as u64,
+        deadline_ms: cx.now_ms + cx.timing.session_timeout_ms.max(0) as u64,
     });
 
     // The assignment goes out on a full request (a join, or a member that
@@ -369,7 +373,7 @@ fn join_or_heartbeat(
         response: HeartbeatResponse {
             member_id,
             member_epoch: updated.member_epoch(),
-            heartbeat_interval_ms: cx.config.heartbeat_interval_ms,
+            heartbeat_interval_ms: cx.timing.heartbeat_interval_ms,
             assignment: (full_request || changed).then(|| updated.assignment.assigned.clone()),
         },
         timers,

@@ -89,11 +89,12 @@ impl GroupCoordinator {
         let group_id = group.group_id().to_string();
         tracing::info!(group = %group_id, members = group.members().len(), epoch = group.group_epoch(),
                        "loaded consumer group");
+        let timing = self.consumer_timing(&group_id);
         let mut ops = Vec::new();
         for member in group.members().values() {
             let session_timeout_ms = member
                 .classic_session_timeout_ms()
-                .unwrap_or(self.config.consumer.session_timeout_ms);
+                .unwrap_or(timing.session_timeout_ms);
             ops.push(TimerOp::ScheduleSession {
                 member_id: member.member_id.clone(),
                 deadline_ms: now_ms + session_timeout_ms.max(0) as u64,
@@ -108,6 +109,22 @@ impl GroupCoordinator {
         }
         self.consumer.groups.insert(group_id.clone(), group);
         self.apply_timer_ops(&group_id, ops);
+    }
+
+    /// What a heartbeat of `group_id`'s members is computed with.
+    pub(super) fn heartbeat_context<'a>(
+        &'a self,
+        group_id: &str,
+        topics: &'a dyn TopicsView,
+        now_ms: u64,
+    ) -> heartbeat::Context<'a> {
+        heartbeat::Context {
+            config: &self.config.consumer,
+            timing: self.consumer_timing(group_id),
+            assignors: &self.consumer.assignors.0,
+            topics,
+            now_ms,
+        }
     }
 
     /// ConsumerGroupHeartbeat. `topics`: the topics that exist now.
@@ -175,12 +192,7 @@ impl GroupCoordinator {
             replay_change(&mut group, &group_id, records);
             group.unwrap_or_else(|| ConsumerGroup::new(group_id.clone()))
         });
-        let cx = heartbeat::Context {
-            config: &self.config.consumer,
-            assignors: &self.consumer.assignors.0,
-            topics,
-            now_ms,
-        };
+        let cx = self.heartbeat_context(&group_id, topics, now_ms);
         let group = converted
             .as_ref()
             .or_else(|| self.consumer.groups.get(&group_id));

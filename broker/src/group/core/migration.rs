@@ -15,7 +15,7 @@ use super::{
 };
 use crate::group::consumer::classic;
 use crate::group::consumer::group::{replay_change, ConsumerGroup};
-use crate::group::consumer::heartbeat::{self, TimerOp, TopicsView};
+use crate::group::consumer::heartbeat::{TimerOp, TopicsView};
 use crate::group::consumer::records::ConsumerGroupRecord;
 
 impl GroupCoordinator {
@@ -59,6 +59,7 @@ impl GroupCoordinator {
             }
         }
         self.timers.cancel_group(group_id);
+        let timing = self.consumer_timing(group_id);
         let sessions = converted
             .members()
             .values()
@@ -66,7 +67,7 @@ impl GroupCoordinator {
                 member_id: m.member_id.clone(),
                 deadline_ms: now_ms
                     + m.classic_session_timeout_ms()
-                        .unwrap_or(self.config.consumer.session_timeout_ms)
+                        .unwrap_or(timing.session_timeout_ms)
                         .max(0) as u64,
             })
             .collect();
@@ -86,12 +87,7 @@ impl GroupCoordinator {
         let Some(group) = self.consumer.groups.get(&req.group_id) else {
             return Vec::new();
         };
-        let cx = heartbeat::Context {
-            config: &self.config.consumer,
-            assignors: &self.consumer.assignors.0,
-            topics,
-            now_ms,
-        };
+        let cx = self.heartbeat_context(&req.group_id, topics, now_ms);
         let result = classic::join(group, req, &cx, || uuid::Uuid::new_v4().to_string());
         // A static member with no id replaces the instance's member.
         let replaced = req

@@ -173,6 +173,8 @@ pub struct GroupCoordinator {
     /// KIP-848 consumer groups (a group id is classic or consumer, never
     /// both); their offsets are in `offsets` with the classic groups'.
     pub(crate) consumer: consumer::ConsumerGroups,
+    /// The groups' own configs in force (`__cluster/group_configs`).
+    pub(crate) group_configs: std::sync::Arc<crate::group::configs::GroupConfigs>,
 }
 
 impl GroupCoordinator {
@@ -193,11 +195,28 @@ impl GroupCoordinator {
             pending_txn_commits: HashMap::new(),
             pending_txn_ends: HashMap::new(),
             consumer,
+            group_configs: Default::default(),
         }
     }
 
     pub fn config(&self) -> &GroupCoordinatorConfig {
         &self.config
+    }
+
+    /// Installs the groups' own configs; a consumer group's member follows
+    /// its group's at its next heartbeat (as Apache's members do).
+    pub fn set_group_configs(
+        &mut self,
+        configs: std::sync::Arc<crate::group::configs::GroupConfigs>,
+    ) {
+        self.group_configs = configs;
+    }
+
+    /// The consumer protocol's session timeout and heartbeat interval for
+    /// `group_id`: its own configs, else the broker's.
+    pub(crate) fn consumer_timing(&self, group_id: &str) -> crate::group::configs::ConsumerTiming {
+        self.group_configs
+            .consumer_timing(group_id, &self.config.consumer)
     }
 
     /// Arms the periodic offsets retention sweep.

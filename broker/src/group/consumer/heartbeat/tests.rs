@@ -79,6 +79,10 @@ impl Context {
         };
         let cx = super::Context {
             config: &self.config,
+            timing: crate::group::configs::ConsumerTiming {
+                session_timeout_ms: self.config.session_timeout_ms,
+                heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            },
             assignors: &self.assignors,
             topics: &topics,
             now_ms: self.now_ms,

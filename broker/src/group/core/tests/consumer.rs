@@ -183,6 +183,79 @@ fn a_loaded_group_arms_its_members_sessions() {
 }
 
 #[test]
+fn test_consumer_group_dynamic_configs() {
+    use crate::group::configs::{
+        GroupConfigs, CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS,
+    };
+    let mut s = Shell::new();
+    let session = TimerKey::ConsumerSession("g".into(), "m1".into());
+    // The session timer is armed at the first heartbeat, with the broker's
+    // settings.
+    let t = s.consumer_heartbeat(join("m1"));
+    s.finish_consumer_write(Ok(()));
+    let first = s.consumer_answer(t).unwrap().unwrap();
+    assert_eq!(first.member_epoch, 1);
+    assert_eq!(first.heartbeat_interval_ms, 5_000);
+    assert_eq!(s.c.timer_deadline(&session), Some(s.now + 45_000));
+    s.sleep(first.heartbeat_interval_ms as u64);
+
+    // The group's configs change.
+    let mut configs = GroupConfigs::default();
+    configs.set(
+        "g",
+        [
+            (CONSUMER_SESSION_TIMEOUT_MS.to_string(), "50000".to_string()),
+            (
+                CONSUMER_HEARTBEAT_INTERVAL_MS.to_string(),
+                "10000".to_string(),
+            ),
+        ]
+        .into(),
+    );
+    s.c.set_group_configs(std::sync::Arc::new(configs));
+
+    // The next heartbeat re-arms the session timer with the new timeout
+    // and hands out the new interval.
+    let t = s.consumer_heartbeat(beat("m1", 1));
+    let second = s.consumer_answer(t).unwrap().unwrap();
+    assert_eq!(second.member_epoch, 1);
+    assert_eq!(second.heartbeat_interval_ms, 10_000);
+    assert_eq!(s.c.timer_deadline(&session), Some(s.now + 50_000));
+    s.sleep(second.heartbeat_interval_ms as u64);
+    assert!(s.consumer_writes.is_empty(), "nobody was fenced");
+
+    // Leaving cancels the member's timers.
+    let mut leave = beat("m1", -1);
+    leave.member_epoch = -1;
+    let t = s.consumer_heartbeat(leave);
+    s.finish_consumer_write(Ok(()));
+    assert_eq!(s.consumer_answer(t).unwrap().unwrap().member_epoch, -1);
+    assert_eq!(s.c.timer_deadline(&session), None);
+    let rebalance = TimerKey::ConsumerRebalance("g".into(), "m1".into());
+    assert_eq!(s.c.timer_deadline(&rebalance), None);
+}
+
+#[test]
+fn a_loaded_group_arms_its_sessions_with_its_own_timeout() {
+    use crate::group::configs::{GroupConfigs, CONSUMER_SESSION_TIMEOUT_MS};
+    let mut s = Shell::new();
+    s.consumer_heartbeat(join("m1"));
+    s.finish_consumer_write(Ok(()));
+    let group = s.c.consumer_group("g").unwrap().clone();
+    let fx = s.c.unload_group("g", s.now);
+    s.apply(fx);
+    let mut configs = GroupConfigs::default();
+    configs.set(
+        "g",
+        [(CONSUMER_SESSION_TIMEOUT_MS.to_string(), "55000".to_string())].into(),
+    );
+    s.c.set_group_configs(std::sync::Arc::new(configs));
+    s.c.load_consumer_group(group, s.now);
+    let key = TimerKey::ConsumerSession("g".into(), "m1".into());
+    assert_eq!(s.c.timer_deadline(&key), Some(s.now + 55_000));
+}
+
+#[test]
 fn a_classic_group_with_members_is_not_a_consumer_group_without_the_upgrade() {
     let mut cfg = test_config();
     cfg.consumer.migration_policy = MigrationPolicy::Downgrade;
