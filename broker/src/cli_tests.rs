@@ -913,6 +913,38 @@ fn several_listeners_each_with_its_protocol_and_own_settings() {
         .any(|w| w.starts_with("ssl.certificate.location.unused")));
 }
 
+/// A kubernetes.io/tls Secret holds the key and the chain in two files:
+/// `kaas.ssl.key.location` names the key's, for one listener or all.
+#[test]
+fn a_listener_key_apart_from_its_certificate_chain() {
+    let pki = kaas_testkit::pki::TestPki::new("127.0.0.1").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let file = config_file(&format!(
+        "node.id=1\nlog.dirs={}\n\
+         listeners=INTERNAL://127.0.0.1:9093,MTLS://0.0.0.0:19094\n\
+         listener.security.protocol.map=INTERNAL:PLAINTEXT,MTLS:SSL\n\
+         inter.broker.listener.name=INTERNAL\n\
+         listener.name.mtls.ssl.keystore.location={}\n\
+         listener.name.mtls.kaas.ssl.key.location={}\n\
+         listener.name.mtls.ssl.truststore.location={}\n\
+         listener.name.mtls.ssl.client.auth=required\n",
+        data.path().display(),
+        pki.server_cert.display(),
+        pki.server_key.display(),
+        pki.ca_cert.display(),
+    ));
+    let s = serve(&["serve", "--config", file.path().to_str().unwrap()]);
+    let [internal, mtls] = &s.config.listeners[..] else {
+        panic!("two listeners: {:?}", s.config.listeners);
+    };
+    assert!(internal.tls.is_none());
+    let tls = mtls.tls.as_ref().unwrap();
+    assert_eq!(
+        (&tls.cert, &tls.key, tls.client_auth),
+        (&pki.server_cert, &pki.server_key, ClientAuth::Required)
+    );
+}
+
 #[test]
 fn override_lines_go_over_the_file_as_apaches_override() {
     let file = config_file("node.id=1\nlog.dirs=/d\nnum.partitions=3\ngroup.max.size=7\n");

@@ -300,7 +300,8 @@ pub(crate) async fn broker_security(
     let names = Names::of(kc);
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &names.namespace);
     let sasl = match kc.spec.listener.authentication {
-        Authentication::None => None,
+        // `tls` is refused on `listener` (`KaasClusterSpec::validate`).
+        Authentication::None | Authentication::Tls => None,
         Authentication::Scram => Some(kaas_client::SaslCredentials {
             mechanism: "SCRAM-SHA-512".into(),
             user: "admin".into(),

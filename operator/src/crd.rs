@@ -5,9 +5,10 @@
 //! enforces, so a bad spec is refused at `kubectl apply` with the field's
 //! name in the message. CEL rules (`x-kubernetes-validations`) are left out
 //! on purpose: servers before 1.25 do not know the field, and kubectl's
-//! client-side validation there rejects the whole CRD because of it. The one
-//! cross-field rule the schema cannot express (session timeout min <= max)
-//! is checked by [`KaasClusterSpec::validate`] and reported in status.
+//! client-side validation there rejects the whole CRD because of it. The
+//! cross-field rules the schema cannot express (session timeout min <= max,
+//! one storage choice, distinct listeners) are checked by
+//! [`KaasClusterSpec::validate`] and reported in status.
 
 use std::collections::BTreeMap;
 
@@ -53,9 +54,23 @@ pub struct KaasClusterSpec {
     #[serde(default)]
     pub image_pull_policy: PullPolicy,
 
-    /// How clients reach the brokers.
+    /// How clients reach the brokers. The brokers call each other, and the
+    /// operator reaches them, on this listener.
     #[serde(default)]
     pub listener: ListenerSpec,
+
+    /// More listeners, each on its own port of every broker at the same
+    /// advertised host (Apache's named listeners): for example SSL with
+    /// client certificates beside a SASL_SSL `listener`. Metadata answers a
+    /// client with the addresses of the listener it came in on. One that
+    /// authenticates needs `listener.authentication: scram` (the ACL
+    /// authorizer and its admin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_listeners: Vec<AdditionalListener>,
+
+    /// The ACL authorizer, on with `listener.authentication: scram`.
+    #[serde(default)]
+    pub authorization: AuthorizationSpec,
 
     /// The shared volume, mounted by every broker at /data.
     pub storage: StorageSpec,
@@ -156,7 +171,8 @@ pub struct ListenerTls {
     pub secret_name: String,
 }
 
-/// See [`ListenerSpec::authentication`].
+/// See [`ListenerSpec::authentication`] and
+/// [`AdditionalListener::authentication`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Authentication {
     #[default]
@@ -164,7 +180,71 @@ pub enum Authentication {
     None,
     #[serde(rename = "scram")]
     Scram,
+    /// Client certificates (additional listeners only): required, chained
+    /// to the listener Secret's `ca.crt`; the user is the certificate's
+    /// common name (`User:<CN>`), as a KaasUser with `authentication: tls`
+    /// names it.
+    #[serde(rename = "tls")]
+    Tls,
 }
+
+/// One more listener of every broker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdditionalListener {
+    /// The listener's name (Apache's: `MTLS` of `MTLS://host:9094`),
+    /// upper case; not `INTERNAL`, the name `listener` takes beside it.
+    #[schemars(regex(pattern = r"^[A-Z][A-Z0-9_]{0,30}$"))]
+    pub name: String,
+
+    /// Port brokers listen on and advertise for it.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+
+    /// `none`, `scram` (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) or `tls`
+    /// (client certificates; needs `tls`).
+    #[serde(default)]
+    pub authentication: Authentication,
+
+    /// TLS on the listener from its own Secret (`tls.crt`, `tls.key`,
+    /// `ca.crt`; the CA client certificates must chain to with
+    /// `authentication: tls`). Unset: no TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
+}
+
+/// See [`KaasClusterSpec::authorization`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorizationSpec {
+    /// `simple`: Apache's StandardAuthorizer, ACLs through the Kafka API
+    /// and `KaasUser`s (Strimzi's name for it).
+    #[serde(default, rename = "type")]
+    pub kind: AuthorizationType,
+
+    /// Principals allowed everything beside `User:admin` (`super.users`):
+    /// `User:ops`, or a client certificate's user on a listener with
+    /// `authentication: tls` (its common name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub super_users: Vec<SuperUser>,
+}
+
+/// One principal, `Type:name`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct SuperUser(#[schemars(regex(pattern = r"^[A-Za-z]+:[^;]+$"))] pub String);
+
+/// See [`AuthorizationSpec::kind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum AuthorizationType {
+    #[default]
+    #[serde(rename = "simple")]
+    Simple,
+}
+
+/// The name [`KaasClusterSpec::listener`] takes when there are additional
+/// listeners.
+pub const INTERNAL_LISTENER: &str = "INTERNAL";
 
 fn default_port() -> i32 {
     9092
@@ -363,6 +443,7 @@ impl KaasClusterSpec {
                 b.group_min_session_timeout_ms, b.group_max_session_timeout_ms
             ));
         }
+        self.validate_listeners()?;
         match (&self.storage.size, &self.storage.existing_claim) {
             (Some(_), Some(_)) | (None, None) => {
                 return Err("spec.storage needs exactly one of size and existingClaim".into())
@@ -376,12 +457,115 @@ impl KaasClusterSpec {
         }
         Ok(())
     }
+
+    /// The listeners' names and ports distinct, `tls` only on an additional
+    /// listener with TLS, authentication beside a SCRAM `listener` only.
+    fn validate_listeners(&self) -> Result<(), String> {
+        let l = &self.listener;
+        if l.authentication == Authentication::Tls {
+            return Err("spec.listener.authentication: tls is for additionalListeners (the operator and the brokers log in on spec.listener: none or scram)".into());
+        }
+        let mut names = vec![INTERNAL_LISTENER];
+        let mut ports = vec![l.port, l.http_port];
+        for (i, a) in self.additional_listeners.iter().enumerate() {
+            let at = format!("spec.additionalListeners[{i}] ({})", a.name);
+            if names.contains(&a.name.as_str()) {
+                return Err(format!("{at}: the name is taken"));
+            }
+            if ports.contains(&a.port) {
+                return Err(format!("{at}: port {} is taken", a.port));
+            }
+            if a.authentication == Authentication::Tls && a.tls.is_none() {
+                return Err(format!("{at}: authentication tls needs tls.secretName"));
+            }
+            if a.authentication != Authentication::None && l.authentication != Authentication::Scram
+            {
+                return Err(format!(
+                    "{at}: a listener that authenticates needs spec.listener.authentication: scram (the ACL authorizer and its admin)"
+                ));
+            }
+            names.push(&a.name);
+            ports.push(a.port);
+        }
+        if !self.authorization.super_users.is_empty() && l.authentication != Authentication::Scram {
+            return Err("spec.authorization.superUsers needs spec.listener.authentication: scram (the authorizer is off without it)".into());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kube::CustomResourceExt;
+
+    #[test]
+    fn additional_listeners_are_checked_together() {
+        let listener = |name: &str, port: i32, auth: &str, tls: bool| {
+            let mut l = serde_json::json!({"name": name, "port": port, "authentication": auth});
+            if tls {
+                l["tls"] = serde_json::json!({"secretName": "mtls"});
+            }
+            l
+        };
+        let with = |primary: &str, more: Vec<serde_json::Value>| -> KaasClusterSpec {
+            serde_json::from_value(serde_json::json!({
+                "image": "kaas:dev",
+                "storage": {"size": "10Gi"},
+                "listener": {"authentication": primary},
+                "additionalListeners": more,
+            }))
+            .unwrap()
+        };
+        assert_eq!(
+            with("scram", vec![listener("MTLS", 9094, "tls", true)]).validate(),
+            Ok(())
+        );
+        assert_eq!(
+            with("none", vec![listener("PLAIN", 9094, "none", false)]).validate(),
+            Ok(())
+        );
+        for (spec, says) in [
+            (with("tls", vec![]), "spec.listener.authentication: tls"),
+            (
+                with("scram", vec![listener("INTERNAL", 9094, "none", false)]),
+                "the name is taken",
+            ),
+            (
+                with(
+                    "scram",
+                    vec![
+                        listener("A", 9094, "none", false),
+                        listener("A", 9095, "none", false),
+                    ],
+                ),
+                "the name is taken",
+            ),
+            (
+                with("scram", vec![listener("A", 8080, "none", false)]),
+                "port 8080 is taken",
+            ),
+            (
+                with("scram", vec![listener("MTLS", 9094, "tls", false)]),
+                "needs tls.secretName",
+            ),
+            (
+                with("none", vec![listener("S", 9094, "scram", false)]),
+                "needs spec.listener.authentication: scram",
+            ),
+            (
+                {
+                    let mut s = with("none", vec![]);
+                    s.authorization.super_users = vec![SuperUser("User:ops".into())];
+                    s
+                },
+                "superUsers needs spec.listener.authentication: scram",
+            ),
+        ] {
+            let e = spec.validate().unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
 
     pub(crate) fn spec() -> KaasClusterSpec {
         serde_json::from_value(serde_json::json!({

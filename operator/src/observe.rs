@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use kaas_shared::{BrokerInfo, BrokerState};
+use kaas_shared::{BrokerInfo, BrokerState, Endpoint};
 use kube::ResourceExt;
 use serde::Deserialize;
 
-use crate::crd::{AdvertiseMode, KaasCluster};
+use crate::crd::{AdvertiseMode, KaasCluster, INTERNAL_LISTENER};
 use crate::resources::Names;
 
 /// The parts of an EndpointSlice the controller reads. The same in
@@ -148,12 +148,31 @@ pub fn brokers(kc: &KaasCluster, replicas: i32, pods: &[Pod], slices: &[Slice]) 
                     .or_else(|| endpoint.flatten().and_then(|(_, a)| a.clone()))
                     .unwrap_or_else(|| names.broker_host(id)),
             };
+            // With several listeners, each at the same host: Metadata on
+            // one answers with its addresses (`listener` first, the one
+            // brokers call each other on).
+            let more = &kc.spec.additional_listeners;
+            let listeners = if more.is_empty() {
+                Vec::new()
+            } else {
+                std::iter::once((INTERNAL_LISTENER, port))
+                    .chain(
+                        more.iter()
+                            .map(|l| (l.name.as_str(), u16::try_from(l.port).unwrap_or(port))),
+                    )
+                    .map(|(name, port)| Endpoint {
+                        name: name.to_string(),
+                        host: host.clone(),
+                        port,
+                    })
+                    .collect()
+            };
             BrokerInfo {
                 id,
                 host,
                 port,
                 state,
-                listeners: Vec::new(),
+                listeners,
             }
         })
         .collect()
@@ -312,5 +331,31 @@ mod tests {
     fn pod_ip_mode_falls_back_to_dns_until_an_ip_exists() {
         let b = brokers(&kc("podIP"), 1, &[pod("demo-0", false, None)], &[]);
         assert_eq!(b[0].host, "demo-0.demo-brokers.ns.svc");
+    }
+
+    #[test]
+    fn additional_listeners_are_advertised_at_each_brokers_host() {
+        let mut k = kc("podIP");
+        assert!(
+            brokers(&k, 1, &[pod("demo-0", true, Some("10.0.0.5"))], &[])[0]
+                .listeners
+                .is_empty()
+        );
+        k.spec.additional_listeners = serde_json::from_value(serde_json::json!([
+            {"name": "MTLS", "port": 19094, "authentication": "tls",
+             "tls": {"secretName": "mtls"}},
+        ]))
+        .unwrap();
+        let b = brokers(&k, 1, &[pod("demo-0", true, Some("10.0.0.5"))], &[]);
+        let listeners: Vec<(&str, &str, u16)> = b[0]
+            .listeners
+            .iter()
+            .map(|l| (l.name.as_str(), l.host.as_str(), l.port))
+            .collect();
+        assert_eq!(
+            listeners,
+            [("INTERNAL", "10.0.0.5", 19092), ("MTLS", "10.0.0.5", 19094)]
+        );
+        assert_eq!((b[0].host.as_str(), b[0].port), ("10.0.0.5", 19092));
     }
 }

@@ -23,7 +23,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 use sha2::Digest;
 
-use crate::crd::{AdvertiseMode, Authentication, KaasCluster, LogFormat};
+use crate::crd::{
+    AdditionalListener, AdvertiseMode, Authentication, KaasCluster, LogFormat, INTERNAL_LISTENER,
+};
 
 /// The operator's field manager for server-side apply.
 pub const MANAGER: &str = "kaas-operator";
@@ -33,6 +35,13 @@ pub const DATA_PATH: &str = "/data";
 pub const CONFIG_PATH: &str = "/etc/kaas";
 /// Where a TLS listener's Secret is mounted (`tls.crt`, `tls.key`, `ca.crt`).
 pub const TLS_PATH: &str = "/etc/kaas-tls";
+/// Where an additional listener's TLS Secret is mounted, in a folder named
+/// after the listener.
+pub const LISTENER_TLS_PATH: &str = "/etc/kaas-listeners";
+/// A client certificate's subject to its common name: the user of a
+/// listener with `authentication: tls` (the rest of the subject may follow
+/// the CN; a subject without one keeps Apache's default principal).
+pub const CN_PRINCIPAL_RULES: &str = "RULE:^CN=([^,]*)(,.*)?$/$1/,DEFAULT";
 pub const CONFIG_FILE: &str = "server.properties";
 /// Pod-template annotation: the digest of the broker config, so that a
 /// change rolls the brokers (they read the file at start).
@@ -204,14 +213,100 @@ pub fn broker_role_binding(kc: &KaasCluster) -> RoleBinding {
     }
 }
 
-fn kafka_service_port(kc: &KaasCluster) -> ServicePort {
-    ServicePort {
-        name: Some(KAFKA_PORT_NAME.into()),
-        port: kc.spec.listener.port,
-        target_port: Some(IntOrString::String(KAFKA_PORT_NAME.into())),
+/// The Services' ports: `listener`'s, then each additional listener's.
+fn kafka_service_ports(kc: &KaasCluster) -> Vec<ServicePort> {
+    let port = |name: String, port: i32| ServicePort {
+        name: Some(name.clone()),
+        port,
+        target_port: Some(IntOrString::String(name)),
         protocol: Some("TCP".into()),
         ..ServicePort::default()
+    };
+    std::iter::once(port(KAFKA_PORT_NAME.into(), kc.spec.listener.port))
+        .chain(
+            kc.spec
+                .additional_listeners
+                .iter()
+                .enumerate()
+                .map(|(i, l)| port(listener_port_name(i), l.port)),
+        )
+        .collect()
+}
+
+/// The port name of additional listener `i` (a port name is at most 15
+/// characters, so not the listener's own name).
+pub fn listener_port_name(i: usize) -> String {
+    format!("listener-{}", i + 1)
+}
+
+/// Apache's security protocol of a listener.
+fn protocol(authentication: Authentication, tls: bool) -> &'static str {
+    match (authentication, tls) {
+        (Authentication::None, false) => "PLAINTEXT",
+        (Authentication::Scram, false) => "SASL_PLAINTEXT",
+        (Authentication::Scram, true) => "SASL_SSL",
+        // `tls` without TLS is refused by `KaasClusterSpec::validate`.
+        (Authentication::None | Authentication::Tls, _) => "SSL",
     }
+}
+
+/// Where additional listener `l`'s TLS Secret is mounted.
+fn listener_tls_dir(l: &AdditionalListener) -> String {
+    format!("{LISTENER_TLS_PATH}/{}", l.name.to_lowercase())
+}
+
+/// The volume of additional listener `l`'s TLS Secret.
+fn listener_tls_volume(l: &AdditionalListener) -> String {
+    format!("listener-{}", l.name.to_lowercase().replace('_', "-"))
+}
+
+/// The `server.properties` lines of the listeners: one, named after its
+/// protocol as Apache names a lone listener; or `listener` as
+/// [`INTERNAL_LISTENER`], the one brokers call each other on, and each
+/// additional listener with its own TLS files and, with `authentication:
+/// tls`, required client certificates whose CN is the user.
+fn listener_properties(kc: &KaasCluster) -> Vec<String> {
+    let l = &kc.spec.listener;
+    let primary = protocol(l.authentication, l.tls.is_some());
+    let more = &kc.spec.additional_listeners;
+    if more.is_empty() {
+        return vec![format!("listeners={primary}://0.0.0.0:{}", l.port)];
+    }
+    let named = std::iter::once((INTERNAL_LISTENER, l.port, primary)).chain(more.iter().map(|a| {
+        (
+            a.name.as_str(),
+            a.port,
+            protocol(a.authentication, a.tls.is_some()),
+        )
+    }));
+    let (mut listeners, mut map) = (Vec::new(), Vec::new());
+    for (name, port, protocol) in named {
+        listeners.push(format!("{name}://0.0.0.0:{port}"));
+        map.push(format!("{name}:{protocol}"));
+    }
+    let mut lines = vec![
+        format!("listeners={}", listeners.join(",")),
+        format!("listener.security.protocol.map={}", map.join(",")),
+        format!("inter.broker.listener.name={INTERNAL_LISTENER}"),
+    ];
+    for a in more.iter().filter(|a| a.tls.is_some()) {
+        let (prefix, dir) = (
+            format!("listener.name.{}", a.name.to_lowercase()),
+            listener_tls_dir(a),
+        );
+        lines.extend([
+            format!("{prefix}.ssl.keystore.location={dir}/tls.crt"),
+            format!("{prefix}.kaas.ssl.key.location={dir}/tls.key"),
+            format!("{prefix}.ssl.truststore.location={dir}/ca.crt"),
+        ]);
+        if a.authentication == Authentication::Tls {
+            lines.extend([
+                format!("{prefix}.ssl.client.auth=required"),
+                format!("{prefix}.ssl.principal.mapping.rules={CN_PRINCIPAL_RULES}"),
+            ]);
+        }
+    }
+    lines
 }
 
 /// The headless Service: per-pod DNS names, and the EndpointSlices the
@@ -228,7 +323,7 @@ pub fn headless_service(kc: &KaasCluster) -> Service {
             // which would wake the controller forever.
             cluster_ips: Some(vec!["None".into()]),
             selector: Some(selector_labels(&n)),
-            ports: Some(vec![kafka_service_port(kc)]),
+            ports: Some(kafka_service_ports(kc)),
             publish_not_ready_addresses: Some(false),
             ..ServiceSpec::default()
         }),
@@ -245,7 +340,7 @@ pub fn client_service(kc: &KaasCluster) -> Service {
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".into()),
             selector: Some(selector_labels(&n)),
-            ports: Some(vec![kafka_service_port(kc)]),
+            ports: Some(kafka_service_ports(kc)),
             ..ServiceSpec::default()
         }),
         ..Service::default()
@@ -326,38 +421,41 @@ fn env_field(name: &str, path: &str) -> EnvVar {
 pub fn broker_properties(kc: &KaasCluster) -> String {
     let b = &kc.spec.broker;
     let l = &kc.spec.listener;
-    [
+    let header = [
         "# Rendered by kaas-operator from the KaasCluster; edits are overwritten.".to_string(),
         format!("log.dirs={DATA_PATH}"),
-        format!(
-            "listeners={}://0.0.0.0:{}",
-            match (l.authentication, l.tls.is_some()) {
-                (Authentication::None, false) => "PLAINTEXT",
-                (Authentication::None, true) => "SSL",
-                (Authentication::Scram, false) => "SASL_PLAINTEXT",
-                (Authentication::Scram, true) => "SASL_SSL",
-            },
-            l.port
-        ),
-        format!("kaas.http.listen=0.0.0.0:{}", l.http_port),
-        format!("num.partitions={}", b.default_partitions),
-        format!("auto.create.topics.enable={}", b.auto_create_topics),
-        format!(
-            "group.initial.rebalance.delay.ms={}",
-            b.group_initial_rebalance_delay_ms
-        ),
-        format!(
-            "group.min.session.timeout.ms={}",
-            b.group_min_session_timeout_ms
-        ),
-        format!(
-            "group.max.session.timeout.ms={}",
-            b.group_max_session_timeout_ms
-        ),
-        format!("offsets.retention.minutes={}", b.offsets_retention_minutes),
-        format!("kaas.shutdown.drain.ms={SHUTDOWN_DRAIN_MS}"),
-    ]
-    .join("\n")
+    ];
+    // `User:admin` is a super user whenever the authorizer is on.
+    let super_users = &kc.spec.authorization.super_users;
+    let authorization = (!super_users.is_empty()).then(|| {
+        let names: Vec<&str> = super_users.iter().map(|u| u.0.as_str()).collect();
+        format!("super.users={}", names.join(";"))
+    });
+    header
+        .into_iter()
+        .chain(listener_properties(kc))
+        .chain(authorization)
+        .chain([
+            format!("kaas.http.listen=0.0.0.0:{}", l.http_port),
+            format!("num.partitions={}", b.default_partitions),
+            format!("auto.create.topics.enable={}", b.auto_create_topics),
+            format!(
+                "group.initial.rebalance.delay.ms={}",
+                b.group_initial_rebalance_delay_ms
+            ),
+            format!(
+                "group.min.session.timeout.ms={}",
+                b.group_min_session_timeout_ms
+            ),
+            format!(
+                "group.max.session.timeout.ms={}",
+                b.group_max_session_timeout_ms
+            ),
+            format!("offsets.retention.minutes={}", b.offsets_retention_minutes),
+            format!("kaas.shutdown.drain.ms={SHUTDOWN_DRAIN_MS}"),
+        ])
+        .collect::<Vec<_>>()
+        .join("\n")
         + "\n"
 }
 
@@ -390,6 +488,19 @@ pub fn broker_args(kc: &KaasCluster) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
+    // Every listener at the pod's host (`$(VAR)` expanded by the kubelet).
+    let more = &kc.spec.additional_listeners;
+    if !more.is_empty() {
+        let advertised = std::iter::once((INTERNAL_LISTENER, port))
+            .chain(more.iter().map(|a| (a.name.as_str(), a.port)))
+            .map(|(name, port)| format!("{name}://$(KAAS_ADVERTISE_HOST):{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        args.extend([
+            "--override".to_string(),
+            format!("advertised.listeners={advertised}"),
+        ]);
+    }
     // The mounted Secret's files: a key store file of Apache's would hold
     // key and chain together, which a kubernetes.io/tls Secret does not.
     if kc.spec.listener.tls.is_some() {
@@ -513,20 +624,35 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         command: Some(vec!["kaas-broker".into()]),
         args: Some(broker_args(kc)),
         env: Some(container_env),
-        ports: Some(vec![
-            ContainerPort {
-                name: Some(KAFKA_PORT_NAME.into()),
-                container_port: port,
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            },
-            ContainerPort {
-                name: Some(HTTP_PORT_NAME.into()),
-                container_port: spec.listener.http_port,
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            },
-        ]),
+        ports: Some(
+            vec![
+                ContainerPort {
+                    name: Some(KAFKA_PORT_NAME.into()),
+                    container_port: port,
+                    protocol: Some("TCP".into()),
+                    ..ContainerPort::default()
+                },
+                ContainerPort {
+                    name: Some(HTTP_PORT_NAME.into()),
+                    container_port: spec.listener.http_port,
+                    protocol: Some("TCP".into()),
+                    ..ContainerPort::default()
+                },
+            ]
+            .into_iter()
+            .chain(
+                spec.additional_listeners
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| ContainerPort {
+                        name: Some(listener_port_name(i)),
+                        container_port: l.port,
+                        protocol: Some("TCP".into()),
+                        ..ContainerPort::default()
+                    }),
+            )
+            .collect(),
+        ),
         // Pod readiness is what makes a broker alive in the assignment.
         readiness_probe: Some(readiness),
         liveness_probe: Some(liveness),
@@ -564,9 +690,19 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
             ..Volume::default()
         },
     ];
-    if let Some(tls) = &spec.listener.tls {
+    // The TLS Secrets: `listener`'s, then each additional listener's.
+    let secrets = spec
+        .listener
+        .tls
+        .iter()
+        .map(|tls| ("tls".to_string(), tls, TLS_PATH.to_string()))
+        .chain(spec.additional_listeners.iter().filter_map(|l| {
+            let tls = l.tls.as_ref()?;
+            Some((listener_tls_volume(l), tls, listener_tls_dir(l)))
+        }));
+    for (name, tls, path) in secrets {
         volumes.push(Volume {
-            name: "tls".into(),
+            name: name.clone(),
             secret: Some(SecretVolumeSource {
                 secret_name: Some(tls.secret_name.clone()),
                 ..SecretVolumeSource::default()
@@ -575,8 +711,8 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         });
         if let Some(mounts) = container.volume_mounts.as_mut() {
             mounts.push(VolumeMount {
-                name: "tls".into(),
-                mount_path: TLS_PATH.into(),
+                name,
+                mount_path: path,
                 read_only: Some(true),
                 ..VolumeMount::default()
             });
@@ -826,6 +962,93 @@ mod tests {
             (mounts[1].name.as_str(), mounts[1].mount_path.as_str()),
             ("config", "/etc/kaas")
         );
+    }
+
+    #[test]
+    fn additional_listeners_get_their_ports_protocols_and_tls_files() {
+        let kc = cluster(serde_json::json!({
+            "image": "kaas:1",
+            "listener": {"port": 19092, "authentication": "scram",
+                         "tls": {"secretName": "demo-tls"}},
+            "additionalListeners": [
+                {"name": "MTLS", "port": 19094, "authentication": "tls",
+                 "tls": {"secretName": "demo-mtls"}},
+                {"name": "INSIDE_ONLY", "port": 19095},
+            ],
+            "storage": {"size": "1Gi"},
+        }));
+        let properties = broker_properties(&kc);
+        for line in [
+            "listeners=INTERNAL://0.0.0.0:19092,MTLS://0.0.0.0:19094,INSIDE_ONLY://0.0.0.0:19095",
+            "listener.security.protocol.map=INTERNAL:SASL_SSL,MTLS:SSL,INSIDE_ONLY:PLAINTEXT",
+            "inter.broker.listener.name=INTERNAL",
+            "listener.name.mtls.ssl.keystore.location=/etc/kaas-listeners/mtls/tls.crt",
+            "listener.name.mtls.kaas.ssl.key.location=/etc/kaas-listeners/mtls/tls.key",
+            "listener.name.mtls.ssl.truststore.location=/etc/kaas-listeners/mtls/ca.crt",
+            "listener.name.mtls.ssl.client.auth=required",
+            "listener.name.mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*)(,.*)?$/$1/,DEFAULT",
+        ] {
+            assert!(
+                properties.contains(&format!("\n{line}\n")),
+                "{line}:\n{properties}"
+            );
+        }
+        assert!(!properties.contains("listener.name.inside_only."));
+        assert!(!properties.contains("super.users"), "none beside the admin");
+        let args = broker_args(&kc).join(" ");
+        assert!(
+            args.contains("--override advertised.listeners=INTERNAL://$(KAAS_ADVERTISE_HOST):19092,MTLS://$(KAAS_ADVERTISE_HOST):19094,INSIDE_ONLY://$(KAAS_ADVERTISE_HOST):19095"),
+            "{args}"
+        );
+        let pod = statefulset(&kc).spec.unwrap().template.spec.unwrap();
+        let ports: Vec<(String, i32)> = pod.containers[0]
+            .ports
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.name.unwrap(), p.container_port))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                ("kafka".to_string(), 19092),
+                ("http".to_string(), 8080),
+                ("listener-1".to_string(), 19094),
+                ("listener-2".to_string(), 19095)
+            ]
+        );
+        let mounts = pod.containers[0].volume_mounts.clone().unwrap();
+        assert!(mounts
+            .iter()
+            .any(|m| m.name == "listener-mtls" && m.mount_path == "/etc/kaas-listeners/mtls"));
+        assert!(pod
+            .volumes
+            .unwrap()
+            .iter()
+            .any(|v| v.name == "listener-mtls"
+                && v.secret.as_ref().and_then(|s| s.secret_name.as_deref()) == Some("demo-mtls")));
+        for service in [headless_service(&kc), client_service(&kc)] {
+            let ports: Vec<i32> = service
+                .spec
+                .unwrap()
+                .ports
+                .unwrap()
+                .iter()
+                .map(|p| p.port)
+                .collect();
+            assert_eq!(ports, [19092, 19094, 19095]);
+        }
+        let with_super_users = cluster(serde_json::json!({
+            "image": "kaas:1",
+            "listener": {"authentication": "scram"},
+            "authorization": {"type": "simple", "superUsers": ["User:ops", "User:app"]},
+            "storage": {"size": "1Gi"},
+        }));
+        assert!(broker_properties(&with_super_users).contains("\nsuper.users=User:ops;User:app\n"));
+        // One listener: named after its protocol, no map, no override.
+        let one = cluster(serde_json::json!({"image": "kaas:1", "storage": {"size": "1Gi"}}));
+        assert!(!broker_properties(&one).contains("listener.security.protocol.map"));
+        assert!(!broker_args(&one).join(" ").contains("--override"));
     }
 
     #[test]

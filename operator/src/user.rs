@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 /// Secret `<name>` (keys `username`, `password`, `sasl.jaas.config`) with a
 /// random password, gives the user SCRAM-SHA-512 and SCRAM-SHA-256
 /// credentials, and keeps exactly these ACLs for `User:<name>`; deleting
-/// the KaasUser removes its credentials and ACLs.
+/// the KaasUser removes its credentials and ACLs. A user with
+/// `authentication: tls` logs in with a client certificate whose common
+/// name is `<name>` instead: no Secret, no credentials, only its ACLs.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "kaas.dev",
@@ -36,10 +38,26 @@ pub struct KaasUserSpec {
     #[schemars(length(min = 1))]
     pub cluster: String,
 
+    /// `scram` (a password in the Secret `<name>`) or `tls` (a client
+    /// certificate with CN `<name>`, on a listener of the cluster with
+    /// `authentication: tls`; the certificate is the user's to get, from
+    /// the CA that listener's Secret names).
+    #[serde(default)]
+    pub authentication: UserAuthentication,
+
     /// The ACLs of `User:<metadata.name>`: exactly these, the operator
     /// removes any other.
     #[serde(default)]
     pub acls: Vec<AclRule>,
+}
+
+/// See [`KaasUserSpec::authentication`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum UserAuthentication {
+    #[default]
+    Scram,
+    Tls,
 }
 
 /// One rule: these operations on these resources, from this host.
@@ -175,7 +193,8 @@ pub struct KaasUserStatus {
     /// The principal's name (`User:<username>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
-    /// The Secret with the password and a `sasl.jaas.config` line.
+    /// The Secret with the password and a `sasl.jaas.config` line (SCRAM
+    /// users).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -31,7 +31,7 @@ use tracing::info;
 use crate::controller::{broker_security, Context};
 use crate::crd::{Authentication, KaasCluster};
 use crate::resources::{Names, MANAGER};
-use crate::user::{self, Binding, KaasUser, KaasUserStatus};
+use crate::user::{self, Binding, KaasUser, KaasUserStatus, UserAuthentication};
 
 /// Removes the user's credentials and ACLs before the KaasUser goes.
 pub const FINALIZER: &str = "kaas.dev/user-cleanup";
@@ -131,10 +131,36 @@ async fn put_on_the_cluster(u: &KaasUser, ctx: &Context) -> Result<(), Error> {
             u.spec.cluster
         )));
     }
-    let password = user_secret(u, ctx).await?;
     let mut admin = admin_client(&kc, ctx).await?;
+    match u.spec.authentication {
+        UserAuthentication::Scram => {
+            let password = user_secret(u, ctx).await?;
+            put_scram_credentials(&mut admin, &name, &password).await?;
+        }
+        UserAuthentication::Tls => {
+            let tls_listener = kc
+                .spec
+                .additional_listeners
+                .iter()
+                .any(|l| l.authentication == Authentication::Tls);
+            if !tls_listener {
+                return Err(Error::NotReady(format!(
+                    "KaasCluster {} has no listener with authentication: tls",
+                    u.spec.cluster
+                )));
+            }
+        }
+    }
+    put_acls(&mut admin, u).await
+}
 
-    // SCRAM credentials, when a mechanism is missing.
+/// The user's SCRAM credentials, each mechanism written when it is missing.
+async fn put_scram_credentials(
+    admin: &mut KafkaClient,
+    name: &str,
+    password: &str,
+) -> Result<(), Error> {
+    let name = name.to_string();
     let described = admin
         .send(
             &DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
@@ -178,9 +204,13 @@ async fn put_on_the_cluster(u: &KaasUser, ctx: &Context) -> Result<(), Error> {
         }
         info!(user = %name, mechanism = m.name(), "SCRAM credential written");
     }
+    Ok(())
+}
 
-    // Exactly the ACLs the spec asks.
-    let current = acls_of(&mut admin, &name).await?;
+/// Exactly the ACLs the spec asks, for `User:<name>`.
+async fn put_acls(admin: &mut KafkaClient, u: &KaasUser) -> Result<(), Error> {
+    let name = u.name_any();
+    let current = acls_of(admin, &name).await?;
     let (create, delete) = user::changes(&current, &user::desired(&name, &u.spec));
     if !create.is_empty() {
         let creations = create
@@ -209,11 +239,7 @@ async fn put_on_the_cluster(u: &KaasUser, ctx: &Context) -> Result<(), Error> {
         }
     }
     if !delete.is_empty() {
-        let filters = delete.iter().map(exact_filter).collect();
-        admin
-            .send(&DeleteAclsRequest::default().with_filters(filters), 3)
-            .await
-            .map_err(kafka("DeleteAcls"))?;
+        delete_acls(admin, delete.iter().map(exact_filter).collect()).await?;
     }
     if !create.is_empty() || !delete.is_empty() {
         info!(user = %name, created = create.len(), deleted = delete.len(), "ACLs updated");
@@ -225,10 +251,14 @@ async fn put_on_the_cluster(u: &KaasUser, ctx: &Context) -> Result<(), Error> {
 async fn acls_of(admin: &mut KafkaClient, user: &str) -> Result<BTreeSet<Binding>, Error> {
     let r = admin
         .send(
+            // Every filter field set: kafka-protocol's defaults are the
+            // empty string, which matches no name and no host, not null.
             &DescribeAclsRequest::default()
                 .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
                 .with_pattern_type_filter(1)
                 .with_principal_filter(Some(StrBytes::from_string(format!("User:{user}"))))
+                .with_host_filter(None)
                 .with_operation(1)
                 .with_permission_type(1),
             3,
@@ -256,6 +286,22 @@ async fn acls_of(admin: &mut KafkaClient, user: &str) -> Result<BTreeSet<Binding
             })
         })
         .collect())
+}
+
+/// DeleteAcls with `filters`; a filter the brokers refuse is an error.
+async fn delete_acls(admin: &mut KafkaClient, filters: Vec<DeleteAclsFilter>) -> Result<(), Error> {
+    let r = admin
+        .send(&DeleteAclsRequest::default().with_filters(filters), 3)
+        .await
+        .map_err(kafka("DeleteAcls"))?;
+    match r.filter_results.iter().find(|f| f.error_code != 0) {
+        Some(bad) => Err(Error::Kafka(format!(
+            "DeleteAcls: error {} {}",
+            bad.error_code,
+            bad.error_message.as_deref().unwrap_or("")
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn exact_filter(b: &Binding) -> DeleteAclsFilter {
@@ -356,17 +402,13 @@ async fn cleanup(u: &KaasUser, ctx: &Context) -> Result<Action, Error> {
     let mut admin = admin_client(&kc, ctx).await?;
     let all_of_user = DeleteAclsFilter::default()
         .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
         .with_pattern_type_filter(1)
+        .with_host_filter(None)
         .with_principal_filter(Some(StrBytes::from_string(format!("User:{name}"))))
         .with_operation(1)
         .with_permission_type(1);
-    admin
-        .send(
-            &DeleteAclsRequest::default().with_filters(vec![all_of_user]),
-            3,
-        )
-        .await
-        .map_err(kafka("DeleteAcls"))?;
+    delete_acls(&mut admin, vec![all_of_user]).await?;
     for m in [Mechanism::ScramSha512, Mechanism::ScramSha256] {
         let deletion = ScramCredentialDeletion::default()
             .with_name(StrBytes::from_string(name.clone()))
@@ -422,7 +464,7 @@ async fn patch_status(
     let next = KaasUserStatus {
         conditions: vec![condition],
         username: Some(name.clone()),
-        secret: Some(name.clone()),
+        secret: (u.spec.authentication == UserAuthentication::Scram).then(|| name.clone()),
         observed_generation: u.metadata.generation,
     };
     if unchanged

@@ -33,6 +33,10 @@ pub struct SecuritySettings {
     /// file holding both).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `kaas.ssl.key.location`: the key's own PEM file, when it is apart
+    /// from the certificate chain (as a kubernetes.io/tls Secret holds
+    /// them); over the key in `ssl.keystore.location`.
+    pub key_location: Option<PathBuf>,
     /// `ssl.truststore.location` (PEM).
     pub truststore: Option<PathBuf>,
     pub client_auth: Option<ClientAuth>,
@@ -65,6 +69,7 @@ impl std::fmt::Debug for SecuritySettings {
             .field("ssl", &self.ssl)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
+            .field("key_location", &self.key_location)
             .field("truststore", &self.truststore)
             .field("client_auth", &self.client_auth)
             .field("sasl_mechanisms", &self.sasl_mechanisms)
@@ -128,6 +133,7 @@ impl SecuritySettings {
                 self.tls_cert = Some(PathBuf::from(v));
                 self.tls_key = Some(PathBuf::from(v));
             }
+            "kaas.ssl.key.location" => self.key_location = Some(PathBuf::from(v)),
             "ssl.keystore.type" | "ssl.truststore.type" => pem_only(key, v)?,
             "ssl.truststore.location" => self.truststore = Some(PathBuf::from(v)),
             "ssl.client.auth" => {
@@ -227,6 +233,7 @@ impl SecuritySettings {
             ssl: self.ssl.or(lower.ssl),
             tls_cert: self.tls_cert.or(lower.tls_cert),
             tls_key: self.tls_key.or(lower.tls_key),
+            key_location: self.key_location.or(lower.key_location),
             truststore: self.truststore.or(lower.truststore),
             client_auth: self.client_auth.or(lower.client_auth),
             principal_mapping_rules: self
@@ -289,7 +296,8 @@ impl SecuritySettings {
     }
 
     fn tls_settings(&self) -> anyhow::Result<TlsSettings> {
-        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+        let key = self.key_location.as_ref().or(self.tls_key.as_ref());
+        let (Some(cert), Some(key)) = (&self.tls_cert, key) else {
             anyhow::bail!(
                 "the listener speaks TLS: give ssl.keystore.location (a PEM file with the key and \
                  the certificate chain) or --tls-cert and --tls-key"

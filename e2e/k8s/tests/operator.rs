@@ -696,6 +696,43 @@ fn sasl_client(bootstrap: &str, user: &str, password: &str) -> rdkafka::ClientCo
     c
 }
 
+/// librdkafka with `config`: ten records produced to `topic`, consumed
+/// from the start in `group` and committed. Blocking.
+fn produce_consume_and_commit(config: &rdkafka::ClientConfig, topic: &str, group: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<DefaultProducerContext> = config
+        .clone()
+        .set("message.timeout.ms", "20000")
+        .create()
+        .unwrap();
+    for i in 0..10 {
+        let v = format!("v{i}");
+        producer
+            .send(BaseRecord::<(), _>::to(topic).payload(&v))
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let (mut got, deadline) = (0, std::time::Instant::now() + WAIT);
+    while got < 10 {
+        assert!(std::time::Instant::now() < deadline, "consumed {got} of 10");
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            m.expect("no consumer error");
+            got += 1;
+        }
+    }
+    consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+}
+
 /// A KaasUser on a SCRAM cluster: the operator makes its Secret, its
 /// credentials and exactly its ACLs (Ready); with the Secret's password the
 /// user produces, consumes in a group and commits where its ACLs allow and
@@ -705,8 +742,6 @@ fn sasl_client(bootstrap: &str, user: &str, password: &str) -> rdkafka::ClientCo
 #[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
 async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
     use kaas_operator::user::KaasUser;
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
     kaas_e2e_k8s::init_tracing();
     let env = TestEnv::get().await;
@@ -830,36 +865,7 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
     // secrets is refused.
     let config = sasl_client(&bootstrap, "alice", &password);
     tokio::task::spawn_blocking(move || {
-        let producer: ThreadedProducer<DefaultProducerContext> = config
-            .clone()
-            .set("message.timeout.ms", "20000")
-            .create()
-            .unwrap();
-        for i in 0..10 {
-            let v = format!("o{i}");
-            producer
-                .send(BaseRecord::<(), _>::to("orders").payload(&v))
-                .map_err(|(e, _)| e)
-                .unwrap();
-        }
-        producer.flush(Duration::from_secs(30)).unwrap();
-        let consumer: BaseConsumer = config
-            .clone()
-            .set("group.id", "orders-app")
-            .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", "false")
-            .create()
-            .unwrap();
-        consumer.subscribe(&["orders"]).unwrap();
-        let (mut got, deadline) = (0, std::time::Instant::now() + WAIT);
-        while got < 10 {
-            assert!(std::time::Instant::now() < deadline, "consumed {got} of 10");
-            if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-                m.expect("no consumer error");
-                got += 1;
-            }
-        }
-        consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+        produce_consume_and_commit(&config, "orders", "orders-app");
         let denied: rdkafka::producer::FutureProducer = config
             .clone()
             .set("message.timeout.ms", "10000")
@@ -910,15 +916,382 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
     .await;
     let acls = a
         .send(
+            // Null name and host filters (kafka-protocol's defaults are
+            // empty strings, which match nothing).
             &kafka_protocol::messages::DescribeAclsRequest::default()
                 .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
                 .with_pattern_type_filter(1)
                 .with_principal_filter(Some("User:alice".to_string().into()))
+                .with_host_filter(None)
                 .with_operation(1)
                 .with_permission_type(1),
             3,
         )
         .await
         .unwrap();
+    assert_eq!(acls.error_code, 0, "{:?}", acls.error_message);
     assert!(acls.resources.is_empty(), "{:?}", acls.resources);
+}
+
+/// Two listeners on every broker: SASL_SSL (`listener`) and SSL with
+/// client certificates (`additionalListeners`, `authentication: tls`). The
+/// brokers run from the operator's own rendered `server.properties` and
+/// arguments, the pod's paths and address filled in as the kubelet would.
+/// A KaasUser with `authentication: tls` gets exactly its ACLs: librdkafka
+/// presenting a certificate with its CN produces, consumes in a group and
+/// commits on the MTLS listener, whose Metadata names MTLS addresses; no
+/// certificate is refused; a super user by `authorization.superUsers`
+/// needs no ACL; deleting the KaasUser revokes its access.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
+async fn a_client_certificate_listener_beside_scram_holds_tls_users_to_their_acls() {
+    use kaas_operator::user::KaasUser;
+
+    kaas_e2e_k8s::init_tracing();
+    let env = TestEnv::get().await;
+    env.install_crd().await;
+    let ns = env.namespace("mtls").await;
+    let _operator = Operator::start(&env.client, &ns).await;
+    let api: Api<KaasCluster> = Api::namespaced(env.client.clone(), &ns);
+    let (port, mtls_port) = (free_port(), free_port());
+    let mut kc = cluster("mtls", 2, port);
+    kc.spec.listener.authentication = kaas_operator::crd::Authentication::Scram;
+    kc.spec.listener.tls = Some(kaas_operator::crd::ListenerTls {
+        secret_name: "mtls-tls".into(),
+    });
+    kc.spec.additional_listeners = serde_json::from_value(serde_json::json!([
+        {"name": "MTLS", "port": mtls_port, "authentication": "tls",
+         "tls": {"secretName": "mtls-tls"}},
+    ]))
+    .unwrap();
+    kc.spec.authorization =
+        serde_json::from_value(serde_json::json!({"superUsers": ["User:ops"]})).unwrap();
+    api.create(&PostParams::default(), &kc).await.unwrap();
+
+    // What the pods would get: the config, the arguments, the admin's
+    // password; the TLS Secret for the pods' addresses.
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
+    let statefulsets = Api::<StatefulSet>::namespaced(env.client.clone(), &ns);
+    eventually(WAIT, "the admin Secret and the StatefulSet", || {
+        let (secrets, statefulsets) = (secrets.clone(), statefulsets.clone());
+        async move {
+            secrets.get_opt("mtls-admin").await.ok().flatten().is_some()
+                && statefulsets.get_opt("mtls").await.ok().flatten().is_some()
+        }
+    })
+    .await;
+    let admin_password = String::from_utf8(
+        secrets.get("mtls-admin").await.unwrap().data.unwrap()["password"]
+            .0
+            .clone(),
+    )
+    .unwrap();
+    let properties = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get("mtls-broker-config")
+        .await
+        .unwrap()
+        .data
+        .unwrap()["server.properties"]
+        .clone();
+    let args = statefulsets
+        .get("mtls")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    let pods = env.mark_pods_ready(&ns, SELECTOR, 2).await;
+    let ips: Vec<&str> = pods.iter().map(|(_, ip)| ip.as_str()).collect();
+    let pki = kaas_testkit::pki::TestPki::for_hosts(&ips).unwrap();
+    let file = |p: &Path| k8s_openapi::ByteString(std::fs::read(p).unwrap());
+    secrets
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("mtls-tls".into()),
+                    ..Default::default()
+                },
+                type_: Some("kubernetes.io/tls".into()),
+                data: Some(BTreeMap::from([
+                    ("tls.crt".to_string(), file(&pki.server_cert)),
+                    ("tls.key".to_string(), file(&pki.server_key)),
+                    ("ca.crt".to_string(), file(&pki.ca_cert)),
+                ])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    // Each broker as its pod runs it: the mounted files at the test's
+    // paths, the pod's own address for 0.0.0.0 and $(KAAS_ADVERTISE_HOST).
+    let dir = tempfile::tempdir().unwrap();
+    let source = Source::ConfigMap {
+        namespace: ns.clone(),
+        name: "mtls-assignment".into(),
+    };
+    let mounted = |text: &str, ip: &str| {
+        let mut text = text
+            .replace("0.0.0.0:", &format!("{ip}:"))
+            .replace("$(KAAS_ADVERTISE_HOST)", ip);
+        for folder in ["/etc/kaas-tls", "/etc/kaas-listeners/mtls"] {
+            for (name, path) in [
+                ("tls.crt", &pki.server_cert),
+                ("tls.key", &pki.server_key),
+                ("ca.crt", &pki.ca_cert),
+            ] {
+                text = text.replace(&format!("{folder}/{name}"), path.to_str().unwrap());
+            }
+        }
+        text
+    };
+    let mut brokers = Vec::new();
+    for (pod, ip) in &pods {
+        let id: i32 = pod.rsplit('-').next().unwrap().parse().unwrap();
+        let config = dir.path().join(format!("server-{id}.properties"));
+        std::fs::write(&config, mounted(&properties, ip)).unwrap();
+        // The StatefulSet's arguments after `serve --config FILE
+        // --id-from-pod-name` (the process gets --id; --advertise and the
+        // listeners as the pod).
+        let mut pod_args: Vec<String> = vec!["--config".into(), config.display().to_string()];
+        pod_args.extend(args[4..].iter().map(|a| mounted(a, ip)));
+        pod_args.extend(["--admin-password".to_string(), admin_password.clone()]);
+        let pod_args: Vec<&str> = pod_args.iter().map(String::as_str).collect();
+        brokers.push(BrokerProc::spawn_with_args(
+            id,
+            ip,
+            port,
+            &dir.path().join("data"),
+            dir.path(),
+            &source,
+            None,
+            &pod_args,
+        ));
+    }
+    await_status(&api, "mtls", "Ready and probed", |s| {
+        is(s, READY, "True") && is(s, DEGRADED, "False") && s.ready_brokers == 2
+    })
+    .await;
+    let admin = kaas_client::Security {
+        tls: Some(kaas_client::ClientTls::new(&pki.ca_cert, None).unwrap()),
+        sasl: Some(kaas_client::SaslCredentials {
+            mechanism: "SCRAM-SHA-512".into(),
+            user: "admin".into(),
+            password: admin_password,
+        }),
+    };
+    let mut a = kaas_client::KafkaClient::connect_as(&brokers[0].addr, WAIT, &admin)
+        .await
+        .unwrap();
+    a.create_topic("events", 2).await.unwrap();
+
+    // app: a certificate user with its ACLs.
+    let users: Api<KaasUser> = Api::namespaced(env.client.clone(), &ns);
+    let app: KaasUser = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kaas.dev/v1alpha1", "kind": "KaasUser",
+        "metadata": {"name": "app"},
+        "spec": {"cluster": "mtls", "authentication": "tls", "acls": [
+            {"resource": {"type": "topic", "name": "events"},
+             "operations": ["Read", "Write", "Describe"]},
+            {"resource": {"type": "group", "name": "events-", "patternType": "prefix"},
+             "operations": ["Read"]},
+        ]},
+    }))
+    .unwrap();
+    users.create(&PostParams::default(), &app).await.unwrap();
+    let ready = tokio::time::timeout(
+        WAIT,
+        await_condition(users.clone(), "app", |u: Option<&KaasUser>| {
+            u.and_then(|u| u.status.as_ref())
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .is_some_and(|c| c.status == "True")
+        }),
+    )
+    .await
+    .expect("app Ready")
+    .unwrap()
+    .unwrap();
+    let status = ready.status.unwrap();
+    assert_eq!(
+        (status.username.as_deref(), status.secret),
+        (Some("app"), None),
+        "a certificate user has no Secret"
+    );
+    assert!(secrets.get_opt("app").await.unwrap().is_none());
+
+    // Metadata on the MTLS listener names its addresses; a client without
+    // a certificate is refused.
+    let (cert, key) = pki.client("app").unwrap();
+    let mtls_addr = format!("{}:{mtls_port}", ips[0]);
+    let with_cert = kaas_client::Security {
+        tls: Some(kaas_client::ClientTls::new(&pki.ca_cert, Some((&cert, &key))).unwrap()),
+        sasl: None,
+    };
+    let mut c = kaas_client::KafkaClient::connect_as(&mtls_addr, WAIT, &with_cert)
+        .await
+        .unwrap();
+    let md = c
+        .send(
+            &kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+            12,
+        )
+        .await
+        .unwrap();
+    let mut ports: Vec<i32> = md.brokers.iter().map(|b| b.port).collect();
+    ports.dedup();
+    assert_eq!(ports, [mtls_port as i32], "{:?}", md.brokers);
+    let no_cert = kaas_client::Security {
+        tls: Some(kaas_client::ClientTls::new(&pki.ca_cert, None).unwrap()),
+        sasl: None,
+    };
+    let refused = async {
+        let mut c = kaas_client::KafkaClient::connect_as(&mtls_addr, WAIT, &no_cert).await?;
+        c.send(
+            &kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+            12,
+        )
+        .await
+    };
+    assert!(refused.await.is_err(), "no certificate, no service");
+    // ops, a super user by `authorization.superUsers`, sees every topic
+    // with no ACL of its own.
+    let (ops_cert, ops_key) = pki.client("ops").unwrap();
+    let ops = kaas_client::Security {
+        tls: Some(kaas_client::ClientTls::new(&pki.ca_cert, Some((&ops_cert, &ops_key))).unwrap()),
+        sasl: None,
+    };
+    let md = kaas_client::KafkaClient::connect_as(&mtls_addr, WAIT, &ops)
+        .await
+        .unwrap()
+        .send(
+            &kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+            12,
+        )
+        .await
+        .unwrap();
+    assert!(
+        md.topics
+            .iter()
+            .any(|t| t.name.as_deref().map(|n| n.as_str()) == Some("events")),
+        "{:?}",
+        md.topics
+    );
+
+    // Every broker follows the ACLs within the refresh delay: wait until
+    // each one lets app see the topic.
+    for ip in &ips {
+        let addr = format!("{ip}:{mtls_port}");
+        eventually(WAIT, "app's ACLs on every broker", || {
+            let (addr, security) = (addr.clone(), with_cert.clone());
+            async move { topic_error(&addr, &security, "events").await == Some(0) }
+        })
+        .await;
+    }
+
+    // librdkafka with app's certificate: produce, consume in events-app,
+    // commit.
+    let bootstrap = ips
+        .iter()
+        .map(|ip| format!("{ip}:{mtls_port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut config = kaas_e2e_k8s::client_config(&bootstrap);
+    config
+        .set("security.protocol", "SSL")
+        .set("ssl.ca.location", pki.ca_cert.to_str().unwrap())
+        .set("ssl.certificate.location", cert.to_str().unwrap())
+        .set("ssl.key.location", key.to_str().unwrap());
+    tokio::task::spawn_blocking(move || {
+        produce_consume_and_commit(&config, "events", "events-app")
+    })
+    .await
+    .unwrap();
+
+    // The spec loses its group rule: the operator deletes that ACL (it
+    // keeps exactly the spec's).
+    users
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"acls": [
+                {"resource": {"type": "topic", "name": "events"},
+                 "operations": ["Read", "Write", "Describe"]},
+            ]}})),
+        )
+        .await
+        .unwrap();
+    eventually(WAIT, "app's group ACL removed", || {
+        let admin = admin.clone();
+        let addr = brokers[0].addr.clone();
+        async move {
+            let Ok(mut a) = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin).await else {
+                return false;
+            };
+            let r = a
+                .send(
+                    &kafka_protocol::messages::DescribeAclsRequest::default()
+                        .with_resource_type_filter(1)
+                        .with_resource_name_filter(None)
+                        .with_pattern_type_filter(1)
+                        .with_principal_filter(Some("User:app".to_string().into()))
+                        .with_host_filter(None)
+                        .with_operation(1)
+                        .with_permission_type(1),
+                    3,
+                )
+                .await;
+            r.is_ok_and(|r| {
+                r.error_code == 0
+                    && r.resources.len() == 1
+                    && r.resources[0].resource_name.as_str() == "events"
+                    && r.resources[0].acls.len() == 3
+            })
+        }
+    })
+    .await;
+
+    // Deleted: its ACLs go, so the topic is no longer its to see.
+    users.delete("app", &Default::default()).await.unwrap();
+    eventually(WAIT, "app gone", || {
+        let users = users.clone();
+        async move { users.get_opt("app").await.ok().flatten().is_none() }
+    })
+    .await;
+    let denied = kafka_protocol::ResponseError::TopicAuthorizationFailed.code();
+    for ip in &ips {
+        let addr = format!("{ip}:{mtls_port}");
+        eventually(Duration::from_secs(10), "app refused the topic", || {
+            let (addr, security) = (addr.clone(), with_cert.clone());
+            async move { topic_error(&addr, &security, "events").await == Some(denied) }
+        })
+        .await;
+    }
+}
+
+/// The error Metadata answers `security`'s client for `topic` on `addr`
+/// (`None`: no answer).
+async fn topic_error(addr: &str, security: &kaas_client::Security, topic: &str) -> Option<i16> {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    let mut c = kaas_client::KafkaClient::connect_as(addr, Duration::from_secs(2), security)
+        .await
+        .ok()?;
+    let name = kafka_protocol::protocol::StrBytes::from_string(topic.to_string());
+    let md = c
+        .send(
+            &kafka_protocol::messages::MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name.into())),
+            ])),
+            12,
+        )
+        .await
+        .ok()?;
+    md.topics.first().map(|t| t.error_code)
 }
