@@ -388,6 +388,10 @@ pub struct Tuning {
     /// offsets.retention.minutes [default: 10080]
     #[arg(long, env = "KAAS_OFFSETS_RETENTION_MINUTES")]
     pub offsets_retention_minutes: Option<u64>,
+    /// offsets.retention.check.interval.ms: how often expired offsets are
+    /// looked for [default: 600000]
+    #[arg(long, env = "KAAS_OFFSETS_RETENTION_CHECK_INTERVAL_MS")]
+    pub offsets_retention_check_interval_ms: Option<u64>,
     /// Empty groups idle this long are unloaded from memory (they reload
     /// from their log on the next request; kaas.group.idle.unload.ms)
     /// [default: 300000].
@@ -484,6 +488,7 @@ impl Tuning {
             group_consumer_regex_refresh_interval_ms: self.group_consumer_regex_refresh_interval_ms,
             group_consumer_migration_policy: self.group_consumer_migration_policy,
             offsets_retention_minutes: self.offsets_retention_minutes,
+            offsets_retention_check_interval_ms: self.offsets_retention_check_interval_ms,
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,
             shutdown_drain_ms: self.shutdown_drain_ms,

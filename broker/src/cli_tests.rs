@@ -75,6 +75,8 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "upgrade",
         "--offsets-retention-minutes",
         "60",
+        "--offsets-retention-check-interval-ms",
+        "30000",
         "--max-connections",
         "500",
         "--max-connections-per-ip",
@@ -157,6 +159,7 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
          group.consumer.regex.refresh.interval.ms=30000\n\
          group.consumer.migration.policy=UPGRADE\n\
          offsets.retention.minutes : 60\n\
+         offsets.retention.check.interval.ms=30000\n\
          max.connections=500\n\
          max.connections.per.ip=20\n\
          socket.request.max.bytes=2097152\n\
@@ -249,6 +252,10 @@ fn a_server_properties_file_gives_the_same_broker_as_the_same_flags() {
         "the log cleaner settings took"
     );
     assert_eq!(flags.config.lag_metrics_max_partitions, 500);
+    assert_eq!(
+        flags.config.groups.core.offsets_retention_check_interval_ms,
+        30_000
+    );
     assert_eq!(from_file.effective(), flags.effective());
     assert_eq!(
         format!("{:?}", from_file.config),

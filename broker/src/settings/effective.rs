@@ -105,6 +105,10 @@ pub fn effective(
             "offsets.retention.minutes",
             (g.core.offsets_retention_ms / 60_000).to_string(),
         ),
+        (
+            "offsets.retention.check.interval.ms",
+            g.core.offsets_retention_check_interval_ms.to_string(),
+        ),
         ("kaas.group.idle.unload.ms", g.idle_unload_ms.to_string()),
         ("kaas.max.loaded.groups", g.max_resident_groups.to_string()),
         (

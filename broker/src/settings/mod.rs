@@ -117,6 +117,7 @@ pub struct Settings {
     pub group_consumer_regex_refresh_interval_ms: Option<u64>,
     pub group_consumer_migration_policy: Option<MigrationPolicy>,
     pub offsets_retention_minutes: Option<u64>,
+    pub offsets_retention_check_interval_ms: Option<u64>,
     pub group_idle_unload_ms: Option<u64>,
     pub max_loaded_groups: Option<usize>,
     pub group_log_sync: Option<GroupLogSync>,
@@ -559,6 +560,9 @@ impl Settings {
                 "offsets.retention.minutes" => {
                     s.offsets_retention_minutes = Some(at_least(key, value, 1)?)
                 }
+                "offsets.retention.check.interval.ms" => {
+                    s.offsets_retention_check_interval_ms = Some(at_least(key, value, 1)?)
+                }
                 "kaas.http.listen" => {
                     s.http =
                         Some(value.trim().parse().map_err(|_| {
@@ -715,6 +719,9 @@ impl Settings {
             offsets_retention_minutes: self
                 .offsets_retention_minutes
                 .or(lower.offsets_retention_minutes),
+            offsets_retention_check_interval_ms: self
+                .offsets_retention_check_interval_ms
+                .or(lower.offsets_retention_check_interval_ms),
             group_idle_unload_ms: self.group_idle_unload_ms.or(lower.group_idle_unload_ms),
             max_loaded_groups: self.max_loaded_groups.or(lower.max_loaded_groups),
             group_log_sync: self.group_log_sync.or(lower.group_log_sync),
@@ -893,6 +900,9 @@ impl Settings {
         self.tune_consumer_groups(&mut g.core.consumer);
         if let Some(v) = self.offsets_retention_minutes {
             g.core.offsets_retention_ms = v * 60 * 1000;
+        }
+        if let Some(v) = self.offsets_retention_check_interval_ms {
+            g.core.offsets_retention_check_interval_ms = v;
         }
         if let Some(v) = self.group_idle_unload_ms {
             g.idle_unload_ms = v;
