@@ -199,6 +199,13 @@ async fn alter_group(ctx: &RequestContext, change: &Change, validate_only: bool)
         return Err((e.code(), Some(e.to_string())));
     }
     let ops = operations(change)?;
+    let invalid = |e: InvalidConfig| (Err::InvalidConfig.code(), Some(e.0));
+    if name.is_empty() {
+        // Apache applies the operations (APPEND and SUBTRACT refused)
+        // before it looks at the name, and the name before the values.
+        topic_config::apply_alter_ops(&BTreeMap::new(), &ops, |_| None).map_err(invalid)?;
+        return Err(invalid_request("Default group resources are not allowed."));
+    }
     let replace = change.replace;
     let broker_settings = ctx.broker.config.groups.core.consumer.clone();
     let altered = move |current: &BTreeMap<String, String>| {
@@ -209,12 +216,6 @@ async fn alter_group(ctx: &RequestContext, change: &Change, validate_only: bool)
         };
         group_configs::apply_ops(&base, &ops, &broker_settings)
     };
-    let invalid = |e: InvalidConfig| (Err::InvalidConfig.code(), Some(e.0));
-    if name.is_empty() {
-        // Apache applies the operations before it looks at the name.
-        altered(&BTreeMap::new()).map_err(invalid)?;
-        return Err(invalid_request("Default group resources are not allowed."));
-    }
     let followed = ctx.broker.group_configs.clone();
     if validate_only {
         return altered(&followed.current().of(&name))

@@ -151,6 +151,13 @@ async fn group_configs_are_described_altered_and_followed_by_every_broker() {
             Err::InvalidRequest,
             "Default group resources are not allowed.",
         ),
+        // The name before the values, as Apache's validator.
+        (
+            "",
+            vec![("consumer.session.timeout.ms", SET, Some("soon"))],
+            Err::InvalidRequest,
+            "Default group resources are not allowed.",
+        ),
         (
             "g",
             vec![("consumer.session.timeout.ms", SET, None)],
