@@ -245,7 +245,7 @@ impl Broker {
             crate::group::configs::DOCUMENT,
             {
                 let groups = groups.clone();
-                move |c: &GroupConfigs| groups.set_group_configs(Arc::new(c.clone()))
+                move |c: &GroupConfigs| groups.set_group_configs(c)
             },
         )?);
         let authorizer: Arc<dyn Authorizer> = match &acls {

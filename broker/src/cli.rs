@@ -803,5 +803,8 @@ fn resolve_local(
 }
 
 #[cfg(test)]
+#[path = "cli_security_tests.rs"]
+mod security_tests;
+#[cfg(test)]
 #[path = "cli_tests.rs"]
 mod tests;

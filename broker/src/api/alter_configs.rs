@@ -8,7 +8,7 @@
 //! configs only); the result through `LogConfig.validate`; then the topic's
 //! existence. A BROKER resource's change is a dynamic broker config
 //! ([`crate::settings::dynamic`]), checked as Apache's broker checks it;
-//! a GROUP resource's, a group config ([`crate::group::configs`]).
+//! a GROUP resource's, a group config ([`crate::settings::group_configs`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,8 +21,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::resource_type_name;
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
-use crate::group::configs as group_configs;
 use crate::settings::dynamic::{self, DynamicConfigs, Refusal, Scope};
+use crate::settings::group_configs;
 use crate::storage::topic_config::{self, AlterOp, InvalidConfig};
 use crate::storage::topics::{validate_topic_name, TopicError};
 

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::broker::BrokerConfig;
-use crate::group::configs as group_configs;
+use crate::settings::group_configs;
 use crate::settings::{self, dynamic, dynamic::Scope};
 use crate::storage::topic_config;
 use crate::storage::topics::validate_topic_name;

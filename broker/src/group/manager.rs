@@ -303,7 +303,7 @@ impl GroupManager {
     }
 
     /// Installs the groups' own configs (`__cluster/group_configs`).
-    pub fn set_group_configs(&self, configs: Arc<crate::group::configs::GroupConfigs>) {
+    pub fn set_group_configs(&self, configs: &crate::group::configs::GroupConfigs) {
         self.lock().core.set_group_configs(configs);
     }
 

@@ -15,6 +15,7 @@ use std::str::FromStr;
 
 pub mod dynamic;
 mod effective;
+pub mod group_configs;
 pub mod security;
 
 pub use effective::{effective, effective_line, masked};

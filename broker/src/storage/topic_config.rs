@@ -414,7 +414,7 @@ pub static TOPIC_CONFIGS: &[TopicConfigDef] = &[
 ];
 
 /// An INT config of at least `min` with no broker setting behind it:
-/// what a group config is ([`crate::group::configs`]).
+/// what a group config is ([`crate::settings::group_configs`]).
 pub(crate) const fn int_at_least(
     name: &'static str,
     default: &'static str,

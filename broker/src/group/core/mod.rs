@@ -173,8 +173,10 @@ pub struct GroupCoordinator {
     /// KIP-848 consumer groups (a group id is classic or consumer, never
     /// both); their offsets are in `offsets` with the classic groups'.
     pub(crate) consumer: consumer::ConsumerGroups,
-    /// The groups' own configs in force (`__cluster/group_configs`).
-    pub(crate) group_configs: std::sync::Arc<crate::group::configs::GroupConfigs>,
+    /// The consumer timing of each group with configs of its own
+    /// (`__cluster/group_configs`), worked out once per change rather than
+    /// at every heartbeat.
+    pub(crate) consumer_timings: HashMap<String, crate::group::configs::ConsumerTiming>,
 }
 
 impl GroupCoordinator {
@@ -195,7 +197,7 @@ impl GroupCoordinator {
             pending_txn_commits: HashMap::new(),
             pending_txn_ends: HashMap::new(),
             consumer,
-            group_configs: Default::default(),
+            consumer_timings: HashMap::new(),
         }
     }
 
@@ -205,18 +207,23 @@ impl GroupCoordinator {
 
     /// Installs the groups' own configs; a consumer group's member follows
     /// its group's at its next heartbeat (as Apache's members do).
-    pub fn set_group_configs(
-        &mut self,
-        configs: std::sync::Arc<crate::group::configs::GroupConfigs>,
-    ) {
-        self.group_configs = configs;
+    pub fn set_group_configs(&mut self, configs: &crate::group::configs::GroupConfigs) {
+        self.consumer_timings = configs
+            .groups
+            .keys()
+            .map(|g| (g.clone(), configs.consumer_timing(g, &self.config.consumer)))
+            .collect();
     }
 
     /// The consumer protocol's session timeout and heartbeat interval for
     /// `group_id`: its own configs, else the broker's.
     pub(crate) fn consumer_timing(&self, group_id: &str) -> crate::group::configs::ConsumerTiming {
-        self.group_configs
-            .consumer_timing(group_id, &self.config.consumer)
+        self.consumer_timings.get(group_id).copied().unwrap_or(
+            crate::group::configs::ConsumerTiming {
+                session_timeout_ms: self.config.consumer.session_timeout_ms,
+                heartbeat_interval_ms: self.config.consumer.heartbeat_interval_ms,
+            },
+        )
     }
 
     /// Arms the periodic offsets retention sweep.

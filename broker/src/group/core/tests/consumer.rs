@@ -212,7 +212,7 @@ fn test_consumer_group_dynamic_configs() {
         ]
         .into(),
     );
-    s.c.set_group_configs(std::sync::Arc::new(configs));
+    s.c.set_group_configs(&configs);
 
     // The next heartbeat re-arms the session timer with the new timeout
     // and hands out the new interval.
@@ -249,7 +249,7 @@ fn a_loaded_group_arms_its_sessions_with_its_own_timeout() {
         "g",
         [(CONSUMER_SESSION_TIMEOUT_MS.to_string(), "55000".to_string())].into(),
     );
-    s.c.set_group_configs(std::sync::Arc::new(configs));
+    s.c.set_group_configs(&configs);
     s.c.load_consumer_group(group, s.now);
     let key = TimerKey::ConsumerSession("g".into(), "m1".into());
     assert_eq!(s.c.timer_deadline(&key), Some(s.now + 55_000));

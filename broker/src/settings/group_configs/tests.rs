@@ -2,6 +2,7 @@
 //! the IncrementalAlterConfigs operations on a group.
 
 use super::*;
+use crate::group::configs::{ConsumerTiming, GroupConfigs};
 
 fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
