@@ -389,6 +389,11 @@ fn bad_values_are_refused_naming_the_key_and_the_reason() {
             "'GSSAPI' is not served by kaas",
         ),
         (
+            "sasl.enabled.mechanisms=OAUTHBEARER",
+            "sasl.enabled.mechanisms",
+            "'OAUTHBEARER' is not served by kaas",
+        ),
+        (
             "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
             "authorizer.class.name",
             "StandardAuthorizer",
