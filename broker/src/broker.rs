@@ -20,7 +20,9 @@ use crate::net::listener::{Listener, ListenerConfig};
 use crate::net::quotas::ConnectionQuotas;
 use crate::settings::dynamic::{self, DynamicConfigs, Scope};
 use crate::storage::cleaner::CleanerConfig;
+use crate::storage::generations::Tenure;
 use crate::storage::group_log::{GroupLogOptions, GroupLogStore, GroupLogSync, LogFolder, Owner};
+use crate::storage::incarnation::Incarnation;
 use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::retention::BrokerRetention;
 use crate::storage::topic_config::BrokerTopicDefaults;
@@ -28,6 +30,7 @@ use crate::storage::txn_log::TxnLogStore;
 use crate::storage::{LogConfig, Storage};
 use crate::txn::manager::{TxnManager, TxnManagerConfig};
 use crate::txn::markers::BrokerMarkers;
+use crate::volume::{Tenancy, VolumeCheckConfig};
 
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -82,6 +85,8 @@ pub struct BrokerConfig {
     /// How this broker connects to another (WriteTxnMarkers, transaction
     /// verification): TLS and SASL as the inter-broker listener needs.
     pub inter_broker: kaas_client::Security,
+    /// The check that the data volume answers ([`crate::volume`]).
+    pub volume_check: VolumeCheckConfig,
 }
 
 impl BrokerConfig {
@@ -116,6 +121,7 @@ impl BrokerConfig {
             authorizer: Arc::new(AllowAll),
             standard_authorizer: None,
             inter_broker: kaas_client::Security::default(),
+            volume_check: VolumeCheckConfig::default(),
         }
     }
 
@@ -155,6 +161,8 @@ pub struct Broker {
     pub connection_quotas: Arc<ConnectionQuotas>,
     /// Connections to the other brokers, for this broker's own requests.
     pub peers: crate::net::peers::Peers,
+    /// This process on the volume, and whether the volume answers.
+    pub tenancy: Arc<Tenancy>,
 }
 
 impl Broker {
@@ -178,6 +186,27 @@ impl Broker {
         let cluster_id = load_or_create_cluster_id(&storage.cluster_dir())?;
         let storage_cluster_dir = storage.cluster_dir();
         let cluster = ClusterView::default();
+        let tenancy = Arc::new(Tenancy::new(
+            Incarnation::register(&storage.cluster_dir(), config.id)?,
+            config.volume_check,
+        ));
+        storage.set_tenure({
+            let (tenancy, followed) = (tenancy.clone(), cluster.subscribe());
+            let (cluster_dir, broker) = (storage.cluster_dir(), config.id);
+            Arc::new(move || {
+                let routing = followed.borrow().clone();
+                Tenure {
+                    broker,
+                    incarnation: Some(tenancy.incarnation()),
+                    assignment_version: routing.as_ref().map_or(0, |r| r.version()),
+                    leader_epoch: routing.as_ref().map_or(0, |r| r.leader_epoch()),
+                    alive: routing
+                        .as_ref()
+                        .map_or_else(|| Arc::from([]), |r| Arc::from(r.table().alive_ids())),
+                    cluster_dir: cluster_dir.clone(),
+                }
+            })
+        });
         // Group and transaction logs are claimed under the assignment
         // version this broker follows, so a broker on an older one is fenced
         // (docs/design/fencing.md).
@@ -272,7 +301,8 @@ impl Broker {
             groups,
             txns,
             producer_ids,
-            metrics: Metrics::default(),
+            metrics: Metrics::with_volume(&tenancy),
+            tenancy,
         });
         broker.txns.set_marker_writer(Arc::new(BrokerMarkers {
             broker: Arc::downgrade(&broker),
@@ -455,12 +485,42 @@ impl Broker {
     pub fn refresh_gauges(&self) {
         let version = self.routing().map_or(0, |r| r.version() as i64);
         self.metrics.assignment_version.set(version);
+        self.metrics
+            .volume_healthy
+            .set(i64::from(self.tenancy.healthy()));
         let resident = self.groups.read(|core| core.num_resident_groups());
         self.metrics.groups_resident.set(resident as i64);
         let uncleanable = self.storage.uncleanable_partitions();
         self.metrics
             .cleaner_uncleanable_partitions
             .set(uncleanable as i64);
+    }
+
+    /// Checks the data volume until `shutdown`, and serves again under a new
+    /// incarnation after one was fenced ([`crate::volume`]).
+    pub async fn run_volume_check(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        let following = {
+            let broker = Arc::downgrade(&self);
+            move || {
+                broker
+                    .upgrade()
+                    .and_then(|b| b.routing())
+                    .map_or(0, |r| r.version())
+            }
+        };
+        let let_go = {
+            let broker = Arc::downgrade(&self);
+            move || {
+                if let Some(b) = broker.upgrade() {
+                    b.storage.retain_partitions(|_, _| false);
+                }
+            }
+        };
+        let (dir, id) = (self.storage.cluster_dir(), self.id());
+        self.tenancy
+            .clone()
+            .run(dir, id, following, let_go, shutdown)
+            .await
     }
 
     /// Applies a newer assignment: installs it and releases what this

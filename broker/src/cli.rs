@@ -413,6 +413,15 @@ pub struct Tuning {
     /// (kaas.shutdown.drain.ms; `serve` only) [default: 0].
     #[arg(long, env = "KAAS_SHUTDOWN_DRAIN_MS")]
     pub shutdown_drain_ms: Option<u64>,
+    /// How often the broker writes, syncs and reads back its file on the
+    /// data volume (kaas.volume.check.interval.ms) [default: 250].
+    #[arg(long, env = "KAAS_VOLUME_CHECK_INTERVAL_MS")]
+    pub volume_check_interval_ms: Option<u64>,
+    /// The volume counts as stalled once no check succeeded for this long:
+    /// the broker is not ready, refuses produce and fails the controller's
+    /// probe (kaas.volume.check.timeout.ms) [default: 1500].
+    #[arg(long, env = "KAAS_VOLUME_CHECK_TIMEOUT_MS")]
+    pub volume_check_timeout_ms: Option<u64>,
     /// transaction.max.timeout.ms [default: 900000]
     #[arg(long, env = "KAAS_TRANSACTION_MAX_TIMEOUT_MS")]
     pub transaction_max_timeout_ms: Option<i32>,
@@ -492,6 +501,8 @@ impl Tuning {
             group_idle_unload_ms: self.group_idle_unload_ms,
             max_loaded_groups: self.max_loaded_groups,
             shutdown_drain_ms: self.shutdown_drain_ms,
+            volume_check_interval_ms: self.volume_check_interval_ms,
+            volume_check_timeout_ms: self.volume_check_timeout_ms,
             transaction_max_timeout_ms: self.transaction_max_timeout_ms,
             transactional_id_expiration_ms: self.transactional_id_expiration_ms,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: self

@@ -1,5 +1,6 @@
 //! The broker's HTTP endpoints: `/healthz` (the process serves),
-//! `/readyz` (it follows an assignment that counts it alive) and `/metrics`
+//! `/readyz` (it follows an assignment that counts it alive, and its data
+//! volume answers) and `/metrics`
 //! (Prometheus text), and `/debug/groups` (the groups held in memory, for
 //! the soak's ownership check).
 
@@ -30,13 +31,18 @@ fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<
 fn route(broker: &Broker, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     match req.uri().path() {
         "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n".into()),
-        "/readyz" => match broker.routing() {
-            Some(r) if broker.is_alive_in(&r) => reply(
+        "/readyz" => match (broker.routing(), broker.tenancy.status()) {
+            (_, Err(why)) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("not ready: {why}\n"),
+            ),
+            (Some(r), Ok(())) if broker.is_alive_in(&r) => reply(
                 StatusCode::OK,
                 "text/plain",
                 format!("ready: assignment version {}\n", r.version()),
             ),
-            Some(r) => reply(
+            (Some(r), Ok(())) => reply(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain",
                 format!(
@@ -44,7 +50,7 @@ fn route(broker: &Broker, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                     r.version()
                 ),
             ),
-            None => reply(
+            (None, Ok(())) => reply(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain",
                 "not ready: no assignment yet\n".into(),

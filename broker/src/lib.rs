@@ -20,5 +20,6 @@ pub mod settings;
 pub mod storage;
 pub mod store;
 pub mod txn;
+pub mod volume;
 
 pub use broker::{Broker, BrokerConfig};

@@ -59,6 +59,7 @@ pub fn spawn_serving(
     tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
     tasks.spawn(broker.clone().run_log_retention(shutdown.clone()));
     tasks.spawn(broker.clone().run_log_cleaner(shutdown.clone()));
+    tasks.spawn(broker.clone().run_volume_check(shutdown.clone()));
     if let Some(acls) = &broker.acls {
         tasks.spawn(acls.doc.clone().follow(shutdown.clone()));
     }

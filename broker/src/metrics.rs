@@ -68,6 +68,8 @@ pub struct Metrics {
     pub partition_log_start_offset: Family<PartitionLabels, Gauge>,
     pub partition_log_end_offset: Family<PartitionLabels, Gauge>,
     pub partition_size_bytes: Family<PartitionLabels, Gauge>,
+    /// 1 while the data volume answers this broker's checks, else 0.
+    pub volume_healthy: Gauge,
 }
 
 /// API keys below this get a cached request counter.
@@ -254,11 +256,43 @@ impl Default for Metrics {
             partition_log_start_offset,
             partition_log_end_offset,
             partition_size_bytes,
+            volume_healthy: Gauge::default(),
         }
     }
 }
 
 impl Metrics {
+    /// The metrics, with those of the volume check ([`crate::volume`]).
+    pub fn with_volume(tenancy: &crate::volume::Tenancy) -> Metrics {
+        let mut m = Metrics::default();
+        m.registry.register(
+            "volume_healthy",
+            "1 while the data volume answers this broker's checks (write, fsync, fresh read) within the timeout, else 0",
+            m.volume_healthy.clone(),
+        );
+        m.registry.register(
+            "volume_stalls",
+            "Times the data volume stopped answering this broker's checks within the timeout, or the broker was fenced",
+            tenancy.stalls.clone(),
+        );
+        m.registry.register(
+            "volume_check_failures",
+            "Volume checks that failed with an error",
+            tenancy.check_failures.clone(),
+        );
+        m.registry.register(
+            "volume_fences",
+            "Times another broker fenced this broker process (it took over what this one held)",
+            tenancy.fences.clone(),
+        );
+        m.registry.register(
+            "volume_check_last_milliseconds",
+            "Duration of the last completed volume check",
+            tenancy.last_check_ms.clone(),
+        );
+        m
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();

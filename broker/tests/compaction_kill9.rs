@@ -92,7 +92,7 @@ fn read_all(bootstrap: &str) -> Vec<(i64, String, String)> {
 fn cleaned_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, |d| {
         d.flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".cleaned"))
+            .filter(|e| e.file_name().to_string_lossy().contains(".log.cleaned"))
             .count()
     })
 }

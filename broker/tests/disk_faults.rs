@@ -370,7 +370,7 @@ async fn read_only_volume_refuses_writes_and_serves_reads() {
     let assignment = std::fs::read(data.join("__cluster/assignment.json")).unwrap();
     // Torn tails too: a read-only volume cannot cut them, so reads must
     // stop before them.
-    let segment = data.join(format!("{TOPIC}/0/{:020}.log", 0));
+    let segment = data.join(format!("{TOPIC}/0/{:020}-1.log", 0));
     let group_logs: Vec<PathBuf> = std::fs::read_dir(&offsets_ro)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -10,6 +10,12 @@ use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 
 pub async fn handle(ctx: &RequestContext, req: ListGroupsRequest) -> ListGroupsResponse {
     let v = ctx.api_version;
+    if !ctx.broker.tenancy.healthy() {
+        // A broker whose volume does not answer coordinates nothing: this
+        // is also how the controller's probe learns it (crate::volume).
+        return ListGroupsResponse::default()
+            .with_error_code(super::Err::CoordinatorNotAvailable.code());
+    }
     let manager = &ctx.broker.groups;
     let states: Vec<String> = if v >= 4 {
         req.states_filter.iter().map(|s| s.to_string()).collect()

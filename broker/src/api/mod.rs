@@ -501,3 +501,5 @@ mod produce_tests;
 mod tests;
 #[cfg(test)]
 mod txn_v2_tests;
+#[cfg(test)]
+mod volume_tests;

@@ -12,7 +12,7 @@ use crate::api::tests::{call_at, name, one_broker};
 use crate::api::{Err, RequestKind, ResponseKind};
 use crate::broker::Broker;
 use crate::storage::batch::{self, tests::encode_batch};
-use crate::storage::leader_epochs::CHECKPOINT;
+use crate::storage::leader_epochs::checkpoint_path;
 
 /// (error, leader epoch, end offset) for `epoch` of `topic`/`partition`.
 async fn end_offset(
@@ -187,16 +187,13 @@ async fn leader_epochs_are_the_assignment_version_recorded_where_they_start() {
         (unknown_tp, -1, -1)
     );
 
-    // The epochs are on the volume in Apache's format and survive a reopen.
+    // The epochs are on the volume in Apache's format (in the checkpoint
+    // of the generation that led, the first) and survive a reopen.
     assert_eq!(
-        std::fs::read_to_string(
-            broker
-                .storage
-                .topics
-                .topic_dir("t")
-                .join("0")
-                .join(CHECKPOINT)
-        )
+        std::fs::read_to_string(checkpoint_path(
+            &broker.storage.topics.topic_dir("t").join("0"),
+            1
+        ))
         .unwrap(),
         "0\n2\n1 0\n4 3\n"
     );

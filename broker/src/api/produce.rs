@@ -165,6 +165,11 @@ async fn produce_partition(
             leader_hint: leader,
         };
     }
+    if let Err(why) = broker.tenancy.status() {
+        // The volume does not answer (or this process was fenced): nothing
+        // could be acknowledged; the client looks for the leader again.
+        return fail(response, Err::NotLeaderOrFollower.code(), why);
+    }
     let records = records.unwrap_or_default();
     // The producer of the request's transactional batches, if any.
     let transactional = match batch::split_batches(&records) {
@@ -283,11 +288,8 @@ async fn produce_partition(
         ),
         Err(AppendError::Io(e)) => {
             warn!(topic = %meta.name, partition = index, error = %e, "append failed");
-            fail(
-                response,
-                Err::KafkaStorageError.code(),
-                format!("write failed: {e}"),
-            )
+            // WouldBlock: another generation took the partition over.
+            fail(response, open_error_code(&e), format!("write failed: {e}"))
         }
     }
 }

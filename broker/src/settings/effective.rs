@@ -117,6 +117,14 @@ pub fn effective(
         ),
         ("kaas.shutdown.drain.ms", c.shutdown_drain_ms.to_string()),
         (
+            "kaas.volume.check.interval.ms",
+            c.volume_check.interval.as_millis().to_string(),
+        ),
+        (
+            "kaas.volume.check.timeout.ms",
+            c.volume_check.timeout.as_millis().to_string(),
+        ),
+        (
             "transaction.max.timeout.ms",
             c.transactions.core.max_timeout_ms.to_string(),
         ),

@@ -123,6 +123,8 @@ pub struct Settings {
     pub max_loaded_groups: Option<usize>,
     pub group_log_sync: Option<GroupLogSync>,
     pub shutdown_drain_ms: Option<u64>,
+    pub volume_check_interval_ms: Option<u64>,
+    pub volume_check_timeout_ms: Option<u64>,
     pub transaction_max_timeout_ms: Option<i32>,
     pub transactional_id_expiration_ms: Option<i64>,
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<u64>,
@@ -582,6 +584,12 @@ impl Settings {
                 "kaas.max.loaded.groups" => s.max_loaded_groups = Some(at_least(key, value, 1)?),
                 "kaas.group.log.sync" => s.group_log_sync = Some(sync_mode(key, value)?),
                 "kaas.shutdown.drain.ms" => s.shutdown_drain_ms = Some(at_least(key, value, 0)?),
+                "kaas.volume.check.interval.ms" => {
+                    s.volume_check_interval_ms = Some(at_least(key, value, 10)?)
+                }
+                "kaas.volume.check.timeout.ms" => {
+                    s.volume_check_timeout_ms = Some(at_least(key, value, 100)?)
+                }
                 "transaction.max.timeout.ms" => {
                     s.transaction_max_timeout_ms = Some(at_least(key, value, 1)?)
                 }
@@ -727,6 +735,12 @@ impl Settings {
             max_loaded_groups: self.max_loaded_groups.or(lower.max_loaded_groups),
             group_log_sync: self.group_log_sync.or(lower.group_log_sync),
             shutdown_drain_ms: self.shutdown_drain_ms.or(lower.shutdown_drain_ms),
+            volume_check_interval_ms: self
+                .volume_check_interval_ms
+                .or(lower.volume_check_interval_ms),
+            volume_check_timeout_ms: self
+                .volume_check_timeout_ms
+                .or(lower.volume_check_timeout_ms),
             transaction_max_timeout_ms: self
                 .transaction_max_timeout_ms
                 .or(lower.transaction_max_timeout_ms),
@@ -916,6 +930,12 @@ impl Settings {
         }
         if let Some(v) = self.shutdown_drain_ms {
             c.shutdown_drain_ms = v;
+        }
+        if let Some(v) = self.volume_check_interval_ms {
+            c.volume_check.interval = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.volume_check_timeout_ms {
+            c.volume_check.timeout = std::time::Duration::from_millis(v);
         }
         if let Some(v) = self.transaction_max_timeout_ms {
             c.transactions.core.max_timeout_ms = v;

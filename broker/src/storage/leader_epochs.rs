@@ -15,6 +15,16 @@ use std::path::Path;
 /// The checkpoint's name in the partition's folder, as Apache's.
 pub const CHECKPOINT: &str = "leader-epoch-checkpoint";
 
+/// Generation `gen`'s checkpoint ([`CHECKPOINT`] before generations): each
+/// generation writes its own, so an earlier holder's late write is never
+/// read ([`super::generations`]).
+pub fn checkpoint_path(dir: &Path, gen: u32) -> std::path::PathBuf {
+    match gen {
+        0 => dir.join(CHECKPOINT),
+        g => dir.join(format!("{CHECKPOINT}.{g}")),
+    }
+}
+
 /// No epoch (Apache's `UNDEFINED_EPOCH`).
 pub const UNDEFINED_EPOCH: i32 = -1;
 /// No offset (Apache's `UNDEFINED_EPOCH_OFFSET`).
@@ -181,17 +191,26 @@ impl LeaderEpochCache {
     }
 
     /// The checkpoint in `dir`: empty when there is none.
-    pub fn read(dir: &Path) -> io::Result<LeaderEpochCache> {
-        match std::fs::read_to_string(dir.join(CHECKPOINT)) {
-            Ok(text) => LeaderEpochCache::decode(&text),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(LeaderEpochCache::default()),
+    pub fn read(dir: &Path, gen: u32) -> io::Result<Option<LeaderEpochCache>> {
+        match std::fs::read_to_string(checkpoint_path(dir, gen)) {
+            Ok(text) => LeaderEpochCache::decode(&text).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Writes the checkpoint into `dir`, whole and fsynced.
-    pub fn write(&self, dir: &Path) -> io::Result<()> {
-        super::fs::write_atomic(&dir.join(CHECKPOINT), self.encode().as_bytes())
+    /// Writes generation `gen`'s checkpoint into `dir`, whole and fsynced.
+    pub fn write(&self, dir: &Path, gen: u32) -> io::Result<()> {
+        super::fs::write_atomic(&checkpoint_path(dir, gen), self.encode().as_bytes())
+    }
+
+    /// The cache of the entries given (ascending, as a cache holds them).
+    pub fn from_entries(entries: impl IntoIterator<Item = (i32, i64)>) -> LeaderEpochCache {
+        let mut cache = LeaderEpochCache::default();
+        for (epoch, start_offset) in entries {
+            cache.assign(epoch, start_offset);
+        }
+        cache
     }
 }
 

@@ -119,14 +119,19 @@ fn should_support_epochs_that_do_not_start_from_zero() {
 #[test]
 fn should_persist_epochs_between_instances() {
     let dir = tempfile::tempdir().unwrap();
-    cache(&[(2, 6)]).write(dir.path()).unwrap();
-    let read = LeaderEpochCache::read(dir.path()).unwrap();
+    cache(&[(2, 6)]).write(dir.path(), 0).unwrap();
+    let read = LeaderEpochCache::read(dir.path(), 0).unwrap().unwrap();
     assert_eq!(entries(&read), [(2, 6)]);
     // Apache's file format, so its tools read ours.
     assert_eq!(
         std::fs::read_to_string(dir.path().join(CHECKPOINT)).unwrap(),
         "0\n1\n2 6\n"
     );
+    // Each generation has its own; one never written reads as absent.
+    cache(&[(2, 6), (3, 9)]).write(dir.path(), 4).unwrap();
+    let fourth = LeaderEpochCache::read(dir.path(), 4).unwrap().unwrap();
+    assert_eq!(entries(&fourth), [(2, 6), (3, 9)]);
+    assert!(LeaderEpochCache::read(dir.path(), 5).unwrap().is_none());
 }
 
 #[test]

@@ -21,6 +21,7 @@ use tracing::warn;
 
 use super::batch::{self, BatchHeader};
 use super::fs::{read_at, sync_dir};
+use super::generations::{self, Generation};
 use super::producer_snapshot;
 use super::producer_state::{BatchIdentity, CompletedTxn, ProducerStates, Verdict};
 use super::retention::SegmentInfo;
@@ -40,6 +41,7 @@ pub const LOG_START_FILE: &str = "log-start-offset";
 mod cleaning;
 mod segment;
 pub use cleaning::{swap_in_cleaned, unlink_replaced};
+pub(crate) use segment::{parse_segment_name, segment_name};
 use segment::{read_header_at, segment_path};
 pub use segment::{Roll, Segment};
 
@@ -131,6 +133,50 @@ pub struct Log {
     /// Set by DeleteRecords ([`LOG_START_FILE`]); the start is the larger
     /// of this and the first segment's base.
     deleted_below: i64,
+    /// The generation this log writes as (new segments' names).
+    gen: u32,
+    /// Where the log starts while it has no segment (opened for a
+    /// takeover of a partition that has none).
+    empty_start: i64,
+}
+
+/// How [`Log::open_as`] opens a log.
+enum OpenAs<'g> {
+    /// Go on writing as the latest generation (or only read); with `gen`,
+    /// only if that is still the latest.
+    Continue { writable: bool, gen: Option<u32> },
+    /// Read everything as it is, to begin the generation after `gens`.
+    Takeover { gens: &'g [Generation] },
+}
+
+/// The file that holds the log start offset DeleteRecords moved to, for
+/// the generation `gen` ([`LOG_START_FILE`] before generations): each
+/// generation writes its own, so a late write of an earlier holder is
+/// never read.
+pub fn log_start_path(dir: &Path, gen: u32) -> PathBuf {
+    match gen {
+        0 => dir.join(LOG_START_FILE),
+        g => dir.join(format!("{LOG_START_FILE}.{g}")),
+    }
+}
+
+fn read_log_start(path: &Path) -> io::Result<Option<i64>> {
+    match fs::read_to_string(path) {
+        Ok(s) => Ok(s.trim().parse::<i64>().ok()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The log start offset as the latest generation knows it: the one it
+/// began with, moved on by its own DeleteRecords.
+fn log_start_of(dir: &Path, gens: &[Generation]) -> io::Result<i64> {
+    let (begun, gen) = gens
+        .last()
+        .map_or((0, 0), |g| (g.log_start_offset, g.generation));
+    Ok(read_log_start(&log_start_path(dir, gen))?
+        .unwrap_or(0)
+        .max(begun))
 }
 
 fn identity(h: &BatchHeader) -> BatchIdentity {
@@ -194,12 +240,12 @@ pub fn size_on_disk(dir: &Path) -> io::Result<u64> {
 /// deletion durable (the log start offset is the first remaining
 /// segment's base): one partition's folder fsynced, or a whole retention
 /// pass's deletions with one `syncfs`.
-pub fn delete_segment_files(dir: &Path, bases: &[i64]) -> io::Result<()> {
-    for &base in bases {
+pub fn delete_segment_files(dir: &Path, segments: &[(i64, u32)]) -> io::Result<()> {
+    for &(base, gen) in segments {
         for path in [
-            segment_path(dir, base, "index"),
-            producer_snapshot::path(dir, base),
-            segment_path(dir, base, "log"),
+            segment_path(dir, base, gen, "index"),
+            producer_snapshot::path(dir, base, gen),
+            segment_path(dir, base, gen, "log"),
         ] {
             match fs::remove_file(&path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -229,65 +275,148 @@ impl Log {
         config: LogConfig,
         writable: bool,
     ) -> io::Result<(Log, RecoveryReport)> {
-        if writable {
+        Log::open_as(
+            dir,
+            config,
+            OpenAs::Continue {
+                writable,
+                gen: None,
+            },
+        )
+    }
+
+    /// Opens the log in `dir` again as generation `gen` (after a failed
+    /// write: the page cache is not trusted), unless a later generation
+    /// began meanwhile: `WouldBlock` then, this process no longer leads it.
+    pub fn reopen(dir: &Path, config: LogConfig, gen: u32) -> io::Result<(Log, RecoveryReport)> {
+        Log::open_as(
+            dir,
+            config,
+            OpenAs::Continue {
+                writable: true,
+                gen: Some(gen),
+            },
+        )
+    }
+
+    /// Opens the log in `dir` to begin a new generation after the latest
+    /// recorded in `gens` ([`super::generations`]): every segment is read
+    /// as it is and none is changed (an earlier holder may still write to
+    /// its files); the latest generation's records end where its valid
+    /// ones end (checksums verified), which is the log's end. Appends fail
+    /// until [`Log::begin_generation`].
+    pub fn open_for_takeover(
+        dir: &Path,
+        config: LogConfig,
+        gens: &[Generation],
+    ) -> io::Result<(Log, RecoveryReport)> {
+        Log::open_as(dir, config, OpenAs::Takeover { gens })
+    }
+
+    fn open_as(
+        dir: &Path,
+        config: LogConfig,
+        how: OpenAs<'_>,
+    ) -> io::Result<(Log, RecoveryReport)> {
+        let (writable, read_gens);
+        let gens = match how {
+            OpenAs::Continue { writable: w, gen } => {
+                writable = w;
+                read_gens = generations::read(dir)?;
+                let latest = read_gens.last().map_or(0, |g| g.generation);
+                if gen.is_some_and(|gen| gen != latest) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!(
+                            "generation {latest} of the partition began after this broker's {}",
+                            gen.unwrap_or(0)
+                        ),
+                    ));
+                }
+                &read_gens[..]
+            }
+            OpenAs::Takeover { gens } => {
+                writable = false;
+                gens
+            }
+        };
+        let takeover = matches!(how, OpenAs::Takeover { .. });
+        // A swap an earlier holder committed is finished, and its
+        // unfinished cleanings dropped, by whoever writes the log next.
+        if writable || takeover {
             fs::create_dir_all(dir)?;
             let swaps = cleaning::recover(dir)?;
             if swaps > 0 {
                 warn!(dir = %dir.display(), swaps, "finished cleaned-segment swaps a crash interrupted");
             }
         }
-        let mut bases: Vec<i64> = fs::read_dir(dir)?
+        let tail_gen = gens.last().map_or(0, |g| g.generation);
+        let mut files: Vec<(i64, u32)> = fs::read_dir(dir)?
             .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                name.strip_suffix(".log")?.parse::<i64>().ok()
+            .filter_map(|e| segment::parse_segment_name(e.file_name().to_str()?, "log"))
+            // A file of a generation with no record, or wholly past its
+            // generation's end, is what a process wrote that never led
+            // or no longer did: not part of the log.
+            .filter(|&(base, gen)| {
+                gen <= tail_gen && generations::limit_of(gens, gen).is_none_or(|end| base < end)
             })
             .collect();
-        bases.sort_unstable();
-        let mut segments = Vec::with_capacity(bases.len().max(1));
+        files.sort_unstable();
+        let mut segments: Vec<Segment> = Vec::with_capacity(files.len() + 1);
         let mut report = RecoveryReport::default();
-        if bases.is_empty() && !writable {
+        // The latest generation's last file is the one that may have a torn
+        // or damaged tail (the others were sealed by their own roll, or end
+        // at a later generation's start).
+        let last_of_tail = files.iter().rposition(|&(_, gen)| gen == tail_gen);
+        for (i, &(base, gen)) in files.iter().enumerate() {
+            let limit = generations::limit_of(gens, gen).unwrap_or(i64::MAX);
+            // Only this generation's own files are written; an earlier
+            // generation's may still be written by its holder.
+            let own = writable && gen == tail_gen;
+            let mut seg = Segment::open_sealed(dir, base, gen, &config, own, limit)?;
+            if Some(i) == last_of_tail {
+                // open_sealed may have rebuilt without cutting (missing or
+                // inconsistent index) and shrunk `size` to the valid end:
+                // verify against the whole file, so a damaged tail is cut
+                // (own files) and reported.
+                seg.size = seg.file.metadata()?.len();
+                report = seg.rebuild(&config, true)?;
+                if report.truncated_bytes > 0 && !own {
+                    warn!(
+                        dir = %dir.display(),
+                        damaged_bytes = report.truncated_bytes,
+                        reason = report.reason.as_deref().unwrap_or(""),
+                        "partition log has a damaged tail; it is left in place (the volume is \
+                         read-only, or another generation wrote it) and only the batches \
+                         before it are served"
+                    );
+                } else if report.truncated_bytes > 0 {
+                    warn!(
+                        dir = %dir.display(),
+                        truncated_bytes = report.truncated_bytes,
+                        reason = report.reason.as_deref().unwrap_or(""),
+                        "recovered partition log: cut a damaged tail"
+                    );
+                }
+            }
+            segments.push(seg);
+        }
+        if segments.is_empty() && !writable && !takeover {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
-        if bases.is_empty() {
-            segments.push(Segment::create(dir, 0)?);
+        // The latest generation has no file yet (its holder stopped before
+        // its first segment): it starts one where the log ends.
+        let needs_own = writable && segments.last().is_none_or(|s| s.gen != tail_gen);
+        if needs_own {
+            let start = segments.last().map_or_else(
+                || gens.last().map_or(0, |g| g.start_offset),
+                |s| s.next_offset,
+            );
+            segments.push(Segment::create(dir, start, tail_gen)?);
             sync_dir(dir)?;
-        } else {
-            let last = bases.len() - 1;
-            for (i, base) in bases.iter().enumerate() {
-                let mut seg = Segment::open_sealed(dir, *base, &config, writable)?;
-                if i == last {
-                    // open_sealed may have rebuilt without cutting (missing
-                    // or inconsistent index) and shrunk `size` to the valid
-                    // end: verify against the whole file, so a damaged tail
-                    // is cut and reported.
-                    seg.size = seg.file.metadata()?.len();
-                    report = seg.rebuild(&config, true)?;
-                    if report.truncated_bytes > 0 && !writable {
-                        warn!(
-                            dir = %dir.display(),
-                            damaged_bytes = report.truncated_bytes,
-                            reason = report.reason.as_deref().unwrap_or(""),
-                            "partition log has a damaged tail; the volume is read-only, so \
-                             it is left in place and only the batches before it are served"
-                        );
-                    } else if report.truncated_bytes > 0 {
-                        warn!(
-                            dir = %dir.display(),
-                            truncated_bytes = report.truncated_bytes,
-                            reason = report.reason.as_deref().unwrap_or(""),
-                            "recovered partition log: cut a damaged tail"
-                        );
-                    }
-                }
-                segments.push(seg);
-            }
         }
         let transactional = dir.join(TRANSACTIONS_FLAG).exists();
-        let deleted_below = fs::read_to_string(dir.join(LOG_START_FILE))
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-            .unwrap_or(0);
+        let deleted_below = log_start_of(dir, gens)?;
         let mut log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -297,6 +426,8 @@ impl Log {
             transactional,
             writable,
             deleted_below,
+            gen: tail_gen,
+            empty_start: gens.last().map_or(0, |g| g.start_offset),
         };
         log.rebuild_producers(&mut report)?;
         Ok((log, report))
@@ -307,9 +438,17 @@ impl Log {
     /// and aborted transactions from every segment (a transaction may span
     /// them); otherwise idempotent producers from the active segment.
     fn rebuild_producers(&mut self, report: &mut RecoveryReport) -> io::Result<()> {
+        if self.segments.is_empty() {
+            return Ok(());
+        }
         let bases: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();
+        let ids: Vec<(i64, u32)> = self
+            .segments
+            .iter()
+            .map(|s| (s.base_offset, s.gen))
+            .collect();
         let snapshot =
-            producer_snapshot::load_newest(&self.dir, |o| bases.binary_search(&o).is_ok());
+            producer_snapshot::load_newest(&self.dir, |o, g| ids.binary_search(&(o, g)).is_ok());
         let from = match snapshot {
             Some(s) => {
                 self.producers = s.producers;
@@ -453,8 +592,9 @@ impl Log {
     /// The first offset a reader may ask for: the first segment's base, or
     /// later where DeleteRecords moved it (never past the log's end).
     pub fn log_start_offset(&self) -> i64 {
-        self.segments[0]
-            .base_offset
+        self.segments
+            .first()
+            .map_or(self.empty_start, |s| s.base_offset)
             .max(self.deleted_below.min(self.next_offset()))
     }
 
@@ -487,16 +627,40 @@ impl Log {
 
     /// Forgets the `n` oldest segments (never the last); readers holding
     /// one keep reading it. Their files go with [`delete_segment_files`].
-    pub fn remove_oldest(&mut self, n: usize) -> Vec<i64> {
+    pub fn remove_oldest(&mut self, n: usize) -> Vec<(i64, u32)> {
         let n = n.min(self.segments.len() - 1);
-        self.segments.drain(..n).map(|s| s.base_offset).collect()
+        self.segments
+            .drain(..n)
+            .map(|s| (s.base_offset, s.gen))
+            .collect()
     }
 
     pub fn next_offset(&self) -> i64 {
         self.segments
             .last()
-            .expect("a log has a segment")
-            .next_offset
+            .map_or(self.empty_start, |s| s.next_offset)
+    }
+
+    /// The generation this log writes as.
+    pub fn generation(&self) -> u32 {
+        self.gen
+    }
+
+    /// Where DeleteRecords records this generation's log start offset.
+    pub fn log_start_path(&self) -> PathBuf {
+        log_start_path(&self.dir, self.gen)
+    }
+
+    /// Begins generation `gen` (its record already created): its first
+    /// segment, durably named, where the log ends; appends go there from
+    /// now on.
+    pub fn begin_generation(&mut self, gen: u32) -> io::Result<()> {
+        let segment = Segment::create(&self.dir, self.next_offset(), gen)?;
+        sync_dir(&self.dir)?;
+        self.segments.push(segment);
+        self.gen = gen;
+        self.writable = true;
+        Ok(())
     }
 
     /// The file an fsync must reach to make everything appended durable.
@@ -646,6 +810,7 @@ impl Log {
                 .map(File::try_clone)
                 .transpose()?,
             base_offset: active.next_offset,
+            gen: self.gen,
             snapshot: producer_snapshot::encode(active.next_offset, &self.producers, &self.aborted),
         }))
     }

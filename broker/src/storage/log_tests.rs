@@ -67,7 +67,7 @@ fn torn_tail_is_cut_and_never_served() {
         for _ in 0..5 {
             log.append(&mut encode_batch(2, 0), 0).unwrap();
         }
-        path = segment_path(dir.path(), 0, "log");
+        path = segment_path(dir.path(), 0, 0, "log");
     }
     let len = fs::metadata(&path).unwrap().len();
     let f = OpenOptions::new().write(true).open(&path).unwrap();
@@ -80,7 +80,7 @@ fn torn_tail_is_cut_and_never_served() {
 #[test]
 fn bit_flip_in_the_tail_is_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let path = segment_path(dir.path(), 0, "log");
+    let path = segment_path(dir.path(), 0, 0, "log");
     {
         let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
         for _ in 0..5 {
@@ -102,14 +102,14 @@ fn bit_flip_in_the_tail_is_cut() {
 #[test]
 fn damage_is_cut_and_reported_when_the_index_is_missing() {
     let dir = tempfile::tempdir().unwrap();
-    let path = segment_path(dir.path(), 0, "log");
+    let path = segment_path(dir.path(), 0, 0, "log");
     {
         let (mut log, _) = Log::open(dir.path(), LogConfig::default()).unwrap();
         for _ in 0..5 {
             log.append(&mut encode_batch(2, 0), 0).unwrap();
         }
     }
-    fs::remove_file(segment_path(dir.path(), 0, "index")).unwrap();
+    fs::remove_file(segment_path(dir.path(), 0, 0, "index")).unwrap();
     let mut raw = fs::read(&path).unwrap();
     let one = raw.len() / 5;
     raw[one * 3 + 40] ^= 0x55;

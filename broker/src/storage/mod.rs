@@ -4,8 +4,10 @@ pub mod batch;
 pub mod cleaner;
 pub mod decompress;
 pub mod fs;
+pub mod generations;
 pub mod group_commit;
 pub mod group_log;
+pub mod incarnation;
 pub mod journal;
 pub mod leader_epochs;
 pub mod log;
@@ -34,6 +36,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::OnceCell;
 use tracing::{info, warn};
 
+use generations::Tenure;
 pub use log::LogConfig;
 pub use partition::{Partition, PartitionRef};
 use retention::RetentionPolicy;
@@ -49,6 +52,7 @@ pub trait PartitionOpener: Send + Sync + 'static {
         index: i32,
         dir: PathBuf,
         config: LogConfig,
+        tenure: &Tenure,
     ) -> io::Result<Partition>;
 }
 
@@ -61,10 +65,15 @@ impl PartitionOpener for OpenFromDisk {
         index: i32,
         dir: PathBuf,
         config: LogConfig,
+        tenure: &Tenure,
     ) -> io::Result<Partition> {
-        Partition::open(topic, index, dir, config)
+        Partition::open_as(topic, index, dir, config, tenure)
     }
 }
+
+/// What this broker is and follows, as a partition opened now begins its
+/// generation under ([`generations::Tenure`]).
+pub type TenureSource = Arc<dyn Fn() -> Tenure + Send + Sync>;
 
 /// A partition this broker has open, or is opening.
 struct OpenSlot {
@@ -83,6 +92,9 @@ pub struct Storage {
     /// Partitions this broker has open (or is opening) because it leads them.
     open: Mutex<HashMap<(uuid::Uuid, i32), OpenSlot>>,
     opener: Arc<dyn PartitionOpener>,
+    /// Who opens partitions ([`Storage::set_tenure`]); a process without
+    /// an incarnation until told.
+    tenure: RwLock<TenureSource>,
 }
 
 impl Storage {
@@ -107,11 +119,21 @@ impl Storage {
             topics: Arc::new(TopicRegistry::new(data_dir.to_path_buf())),
             open: Mutex::new(HashMap::new()),
             opener,
+            tenure: RwLock::new({
+                let cluster_dir = data_dir.join("__cluster");
+                Arc::new(move || Tenure::standalone(cluster_dir.clone()))
+            }),
         })
     }
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// Partitions opened from now on begin their generation as `source`
+    /// says (this broker's incarnation and the assignment it follows).
+    pub fn set_tenure(&self, source: TenureSource) {
+        *self.tenure.write() = source;
     }
 
     pub fn cluster_dir(&self) -> PathBuf {
@@ -128,6 +150,11 @@ impl Storage {
                 topic: topic.name.clone(),
                 partition: Arc::default(),
             });
+            if slot.partition.get().is_some_and(|p| p.is_deposed()) {
+                // Another generation took it over: opened anew (which
+                // answers whether this broker may lead it again).
+                slot.partition = Arc::default();
+            }
             slot.partition.clone()
         };
         if let Some(p) = cell.get() {
@@ -139,8 +166,13 @@ impl Storage {
             topic.name.clone(),
             self.topics.topic_dir(&topic.name).join(index.to_string()),
         );
+        let tenure = (self.tenure.read())();
         cell.get_or_try_init(|| {
-            blocking(move || opener.open(&name, index, dir, config).map(Arc::new))
+            blocking(move || {
+                opener
+                    .open(&name, index, dir, config, &tenure)
+                    .map(Arc::new)
+            })
         })
         .await
         .cloned()
@@ -280,6 +312,7 @@ impl Storage {
             .lock()
             .values()
             .filter_map(|slot| slot.partition.get().cloned())
+            .filter(|p| !p.is_deposed())
             .collect();
         open.sort_by(|a, b| (&a.topic, a.index).cmp(&(&b.topic, b.index)));
         open
@@ -435,6 +468,7 @@ mod tests {
             index: i32,
             dir: PathBuf,
             config: LogConfig,
+            tenure: &Tenure,
         ) -> io::Result<Partition> {
             if index == self.held {
                 self.release
@@ -444,7 +478,7 @@ mod tests {
                     .map_err(io::Error::other)?;
                 self.opened_held.store(true, Ordering::SeqCst);
             }
-            Partition::open(topic, index, dir, config)
+            Partition::open_as(topic, index, dir, config, tenure)
         }
     }
 
@@ -501,7 +535,7 @@ mod tests {
                 .topics
                 .topic_dir(topic)
                 .join("0")
-                .join(format!("{:020}.index", 0));
+                .join(format!("{:020}-1.index", 0));
             entries.push(std::fs::metadata(index).unwrap().len() / 20);
         }
         assert_eq!(entries, [4, 1], "an entry per batch; one per 4096 bytes");
@@ -558,7 +592,7 @@ mod tests {
             .topics
             .topic_dir("c")
             .join("0")
-            .join(format!("{:020}.log", 0));
+            .join(format!("{:020}-1.log", 0));
         // The first batch's magic byte: no v2 batch any more.
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -583,7 +617,8 @@ mod tests {
         drop(partition);
         storage.partition(&meta, 0).await.unwrap();
         assert_eq!(storage.uncleanable_partitions(), 0, "reopened: tried again");
-        assert!(storage.clean_filthiest(config, 10_000).await.is_err());
+        let again = storage.clean_filthiest(config, 10_000).await;
+        assert!(again.is_err(), "{:?}", again.map(|r| r.map(|(_, s)| s)));
     }
 
     #[tokio::test]

@@ -15,10 +15,10 @@ use super::batch::{self, ControlMarker};
 use super::blocking;
 use super::fs::sync_dir;
 use super::fs::write_atomic;
+use super::generations::{self, Generation, Takeover, Tenure};
+use super::incarnation::{self, Fence, Incarnation};
 use super::leader_epochs::LeaderEpochCache;
-use super::log::{
-    delete_segment_files, wall_clock_ms, AppendError, Appended, Log, LogConfig, LOG_START_FILE,
-};
+use super::log::{delete_segment_files, wall_clock_ms, AppendError, Appended, Log, LogConfig};
 use super::retention::{self, RetentionPolicy};
 use super::txn_index::AbortedTxn;
 use super::validator::RecordPolicy;
@@ -32,7 +32,8 @@ pub struct Expired {
     topic: String,
     partition: i32,
     dir: PathBuf,
-    pub bases: Vec<i64>,
+    /// The segments' base offsets and generations.
+    pub bases: Vec<(i64, u32)>,
     pub bytes: u64,
     log_start_offset: i64,
     /// Held until the files are deleted: no cleaning swaps segments in
@@ -101,12 +102,40 @@ pub struct Partition {
     /// Which epoch wrote from which offset, as on the volume; changed
     /// under the append lock.
     leader_epochs: Mutex<LeaderEpochCache>,
+    /// This process on the volume: every acknowledgement waits for its
+    /// fence check ([`Incarnation::check_fence`]). `None`: never fenced.
+    incarnation: Option<Arc<Incarnation>>,
+    /// Set once this process learned it no longer leads the partition
+    /// (it was fenced): nothing more is appended or acknowledged.
+    deposed: AtomicBool,
+    /// The generation this process began; `None` when it began none (a
+    /// read-only volume): then it only reads, and an append makes the next
+    /// request open the partition anew.
+    generation: Option<u32>,
 }
 
 impl Partition {
-    /// Opens the log for this broker. Fails with `WouldBlock` while another
-    /// broker (or an earlier handle) still has it open.
+    /// Opens the log as a process with no incarnation (tools, tests):
+    /// [`Partition::open_as`] with [`Tenure::standalone`].
     pub fn open(topic: &str, index: i32, dir: PathBuf, config: LogConfig) -> io::Result<Partition> {
+        let tenure = Tenure::standalone(dir.clone());
+        Partition::open_as(topic, index, dir, config, &tenure)
+    }
+
+    /// Begins leading the partition as `tenure` says: a new generation
+    /// ([`super::generations`]) starting where the durable records of the
+    /// latest one end. Fails with `WouldBlock` (NOT_LEADER_OR_FOLLOWER)
+    /// while the previous leader still has it open and may yet let go, or
+    /// when a broker on a newer assignment leads it; a previous leader that
+    /// cannot be waited for (dead in the assignment, or an earlier process
+    /// of this broker) is fenced first (docs/design/volume.md).
+    pub fn open_as(
+        topic: &str,
+        index: i32,
+        dir: PathBuf,
+        config: LogConfig,
+        tenure: &Tenure,
+    ) -> io::Result<Partition> {
         let lock_path = dir.join("leader.lock");
         let lock = std::fs::create_dir_all(&dir).and_then(|()| {
             std::fs::OpenOptions::new()
@@ -121,44 +150,100 @@ impl Partition {
             Err(e) if super::is_read_only(&e) => std::fs::File::open(&lock_path).map_err(|_| e)?,
             lock => lock?,
         };
-        lock.try_lock().map_err(|e| match e {
-            std::fs::TryLockError::WouldBlock => io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "the previous leader still has the partition open",
-            ),
-            std::fs::TryLockError::Error(e) => e,
-        })?;
-        let (log, report, read_only) = match Log::open(&dir, config) {
-            Err(e) if super::is_read_only(&e) => {
-                let (log, report) = Log::open_read_only(&dir, config)?;
-                warn!(
-                    topic,
-                    partition = index,
-                    "the data volume is read-only: serving the \
-                      partition for reads; produce fails until it is writable"
-                );
-                (log, report, true)
+        let locked = match lock.try_lock() {
+            Ok(()) => true,
+            Err(std::fs::TryLockError::WouldBlock) => false,
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        };
+        // A read-only volume: the log is served for reads as its latest
+        // generation left it; produce fails until the volume is writable.
+        let read_only = |mut epochs: LeaderEpochCache| {
+            let (log, report) = Log::open_read_only(&dir, config)?;
+            epochs.truncate_from_end(log.next_offset());
+            warn!(
+                topic,
+                partition = index,
+                "the data volume is read-only: serving the partition for reads; \
+                 produce fails until it is writable"
+            );
+            io::Result::Ok((log, report, None, epochs))
+        };
+        let (log, report, generation, epochs) = loop {
+            let gens = generations::read(&dir)?;
+            let latest = gens.last();
+            let released = latest.is_some_and(|g| generations::is_released(&dir, g.generation));
+            match generations::decide(latest, locked, released, tenure) {
+                Takeover::Proceed => {}
+                Takeover::Fence {
+                    broker,
+                    incarnation: id,
+                } => {
+                    let fence = Fence {
+                        by_broker: tenure.broker,
+                        at_version: tenure.assignment_version,
+                    };
+                    incarnation::fence(&tenure.cluster_dir, broker, &id, fence)?;
+                    warn!(
+                        topic,
+                        partition = index,
+                        from_broker = broker,
+                        "taking the partition over without its previous leader's lock \
+                           (that process is fenced)"
+                    );
+                }
+                Takeover::Wait(why) => return Err(io::Error::new(io::ErrorKind::WouldBlock, why)),
+                Takeover::Stale {
+                    broker,
+                    assignment_version,
+                } => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!(
+                            "broker {broker} leads the partition under assignment version \
+                             {assignment_version}, newer than this broker's {}",
+                            tenure.assignment_version
+                        ),
+                    ))
+                }
             }
-            opened => {
-                let (log, report) = opened?;
-                (log, report, false)
+            let mut epochs = generations::epochs_of(&dir, latest)?;
+            let (mut log, report) = match Log::open_for_takeover(&dir, config, &gens) {
+                Err(e) if super::is_read_only(&e) => break read_only(epochs)?,
+                opened => opened?,
+            };
+            let end = log.next_offset();
+            // Epochs recorded before a crash lost their records start past the end.
+            epochs.truncate_from_end(end);
+            let next = Generation {
+                generation: latest.map_or(1, |g| g.generation + 1),
+                broker: tenure.broker,
+                incarnation: tenure.incarnation_id().to_string(),
+                assignment_version: tenure.assignment_version,
+                leader_epoch: tenure.leader_epoch,
+                start_offset: end,
+                log_start_offset: log.log_start_offset(),
+                holds_lock: locked,
+                epochs: epochs
+                    .entries()
+                    .iter()
+                    .map(|e| (e.epoch, e.start_offset))
+                    .collect(),
+            };
+            match generations::create(&dir, &next) {
+                Ok(true) => {}
+                // Another broker opened that generation first: look again.
+                Ok(false) => continue,
+                Err(e) if super::is_read_only(&e) => break read_only(epochs)?,
+                Err(e) => return Err(e),
             }
+            log.begin_generation(next.generation)?;
+            break (log, report, Some(next.generation), epochs);
         };
         let end = log.next_offset();
         if report.truncated_bytes > 0 {
             info!(topic, partition = index, end, "partition log recovered");
         }
         let checkpoint = cleaning::read_checkpoint(&dir).unwrap_or(-1);
-        let mut leader_epochs = LeaderEpochCache::read(&dir).unwrap_or_else(|e| {
-            // Without its epochs a partition still serves; OffsetForLeaderEpoch
-            // answers an unknown end for the epochs before this leader's, and
-            // clients then trust their positions.
-            warn!(topic, partition = index, error = %e,
-                  "cannot read the leader epoch checkpoint; starting without past epochs");
-            LeaderEpochCache::default()
-        });
-        // Epochs recorded before a crash lost their records start past the end.
-        leader_epochs.truncate_from_end(end);
         Ok(Partition {
             topic: topic.to_string(),
             index,
@@ -168,14 +253,16 @@ impl Partition {
             _leader_lock: lock,
             sync_lock: tokio::sync::Mutex::new(()),
             append_lock: tokio::sync::Mutex::new(()),
-            // A read-only log is reopened (read-write) before any append.
-            failed: AtomicBool::new(read_only),
+            failed: AtomicBool::new(false),
             cleaner_checkpoint: AtomicI64::new(checkpoint),
             closing: AtomicBool::new(false),
             uncleanable: AtomicBool::new(false),
             being_cleaned: AtomicBool::new(false),
             segments_lock: Arc::default(),
-            leader_epochs: Mutex::new(leader_epochs),
+            leader_epochs: Mutex::new(epochs),
+            incarnation: tenure.incarnation.clone(),
+            deposed: AtomicBool::new(false),
+            generation,
         })
     }
 
@@ -285,7 +372,7 @@ impl Partition {
             });
         }
         if offset > self.log_start_offset() {
-            let path = self.dir.join(LOG_START_FILE);
+            let path = self.log().log_start_path();
             blocking(move || write_atomic(&path, offset.to_string().as_bytes())).await?;
             self.log().delete_below(offset);
         }
@@ -379,9 +466,31 @@ impl Partition {
     /// segment roll, the log's transactions flag, a new leader epoch. The
     /// caller holds the append lock. The epoch the append is stamped with.
     async fn prepare_append(&self, data: &[u8], leader_epoch: i32) -> Result<i32, AppendError> {
+        if self.deposed.load(Ordering::Acquire) {
+            return Err(deposed().into());
+        }
+        if self.generation.is_none() {
+            // Opened on a read-only volume: opened anew (beginning a
+            // generation) by the next request, if the volume is writable.
+            self.deposed.store(true, Ordering::Release);
+            return Err(io::Error::from_raw_os_error(libc::EROFS).into());
+        }
         if self.failed.load(Ordering::Acquire) {
             let (dir, config) = (self.dir.clone(), self.log().config());
-            let (reopened, _) = blocking(move || Log::open(&dir, config)).await?;
+            let gen = self.log().generation();
+            let reopened = blocking(move || Log::reopen(&dir, config, gen)).await;
+            let reopened = match reopened {
+                Ok((log, _)) => log,
+                Err(e) => {
+                    if e.kind() == io::ErrorKind::WouldBlock {
+                        // Another generation began meanwhile, or this one
+                        // never did (a read-only volume): the partition is
+                        // opened anew by the next request.
+                        self.deposed.store(true, Ordering::Release);
+                    }
+                    return Err(e.into());
+                }
+            };
             let mut log = self.log();
             *log = reopened;
             self.failed.store(false, Ordering::Release);
@@ -432,8 +541,8 @@ impl Partition {
             next.assign(epoch, end);
             next
         };
-        let (dir, written) = (self.dir.clone(), next.clone());
-        blocking(move || written.write(&dir)).await?;
+        let (dir, written, gen) = (self.dir.clone(), next.clone(), self.log().generation());
+        blocking(move || written.write(&dir, gen)).await?;
         let epoch = next.latest_epoch().unwrap_or(0);
         *self.leader_epochs.lock() = next;
         Ok(epoch)
@@ -479,9 +588,17 @@ impl Partition {
             let log = self.log();
             (log.next_offset(), log.active_file())
         };
-        let result = blocking(move || file.sync_data()).await;
+        let incarnation = self.incarnation.clone();
+        // The fence is read after the write is durable, on the same thread
+        // ([`Incarnation::check_fence`]).
+        let result = blocking(move || {
+            file.sync_data()?;
+            Ok(incarnation.as_ref().map(|i| i.check_fence()))
+        })
+        .await;
         match result {
-            Ok(()) => {
+            Ok(checked) => {
+                self.confirm_tenure(checked)?;
                 self.high_watermark.send_if_modified(|hw| {
                     let changed = *hw < target;
                     *hw = (*hw).max(target);
@@ -496,6 +613,32 @@ impl Partition {
                 Err(e)
             }
         }
+    }
+
+    /// What this process's fence read after a durable write
+    /// ([`Incarnation::check_fence`]) says of acknowledging it: fenced, the
+    /// partition is deposed and the write never acknowledged.
+    fn confirm_tenure(&self, checked: Option<io::Result<()>>) -> io::Result<()> {
+        let (Some(incarnation), Some(checked)) = (&self.incarnation, checked) else {
+            return Ok(());
+        };
+        match checked {
+            Ok(()) => Ok(()),
+            Err(_) if incarnation.fenced().is_some() => {
+                self.deposed.store(true, Ordering::Release);
+                Err(deposed())
+            }
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot check that this broker still leads the partition: {e}"),
+            )),
+        }
+    }
+
+    /// This process no longer leads the partition (its generation was
+    /// taken over): it is opened anew, or not at all, by the next request.
+    pub fn is_deposed(&self) -> bool {
+        self.deposed.load(Ordering::Acquire)
     }
 
     /// Whole batches from `offset` below the high watermark.
@@ -550,8 +693,38 @@ impl Partition {
     }
 }
 
+/// The error of an append by a process that no longer leads the partition
+/// (NOT_LEADER_OR_FOLLOWER on the wire).
+fn deposed() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "this broker no longer leads the partition: another took it over",
+    )
+}
+
+impl Drop for Partition {
+    /// Says on the volume that this generation wrote its last (every
+    /// append has returned: they hold the partition), so the next leader
+    /// need neither the lock nor a fence. Best effort: without it the next
+    /// leader fences this process instead, or waits for its lock.
+    fn drop(&mut self) {
+        let Some(gen) = self.generation else { return };
+        if self.deposed.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(e) = generations::release(&self.dir, gen) {
+            warn!(topic = %self.topic, partition = self.index, error = %e,
+                  "cannot record that this broker let the partition go");
+        }
+    }
+}
+
 pub type PartitionRef = Arc<Partition>;
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "partition/takeover_tests.rs"]
+mod takeover_tests;

@@ -187,7 +187,7 @@ async fn retention_of_every_segment_rolls_first_and_appends_go_on() {
     assert_eq!(part.log_start_offset(), 9);
     assert_eq!(
         segment_files(&path),
-        ["00000000000000000009.index", "00000000000000000009.log"]
+        ["00000000000000000009-1.index", "00000000000000000009-1.log"]
     );
     let next = part.append(encode_batch(2, 2_000), 0).await.unwrap();
     assert_eq!(next.base_offset, 9);

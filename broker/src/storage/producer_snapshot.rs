@@ -22,7 +22,7 @@ use super::producer_state::{take_i64, take_u32, ProducerStates};
 use super::txn_index::{AbortedTxn, AbortedTxns};
 
 const MAGIC: &[u8; 4] = b"KPS1";
-const SUFFIX: &str = ".snapshot";
+const EXTENSION: &str = "snapshot";
 /// Snapshots kept per partition: the newest, and one to fall back on.
 const KEEP: usize = 2;
 
@@ -33,8 +33,10 @@ pub struct Snapshot {
     pub aborted: AbortedTxns,
 }
 
-pub fn path(dir: &Path, offset: i64) -> PathBuf {
-    dir.join(format!("{offset:020}{SUFFIX}"))
+/// The snapshot taken at `offset` by generation `gen`, named as that
+/// generation's segment there ([`crate::storage::log::segment_name`]).
+pub fn path(dir: &Path, offset: i64, gen: u32) -> PathBuf {
+    dir.join(crate::storage::log::segment_name(offset, gen, EXTENSION))
 }
 
 pub fn encode(offset: i64, producers: &ProducerStates, aborted: &AbortedTxns) -> Vec<u8> {
@@ -95,37 +97,34 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
 
 /// Writes the snapshot taken at `offset` durably (all or nothing), then
 /// removes all but the newest [`KEEP`].
-pub fn write(dir: &Path, offset: i64, encoded: &[u8]) -> io::Result<()> {
-    write_atomic(&path(dir, offset), encoded)?;
-    let offsets = offsets(dir)?;
-    for old in offsets.iter().rev().skip(KEEP) {
+pub fn write(dir: &Path, offset: i64, gen: u32, encoded: &[u8]) -> io::Result<()> {
+    write_atomic(&path(dir, offset, gen), encoded)?;
+    let taken = taken(dir)?;
+    for &(offset, gen) in taken.iter().rev().skip(KEEP) {
         // Best effort: a leftover only costs its bytes.
-        let _ = fs::remove_file(path(dir, *old));
+        let _ = fs::remove_file(path(dir, offset, gen));
     }
     Ok(())
 }
 
-/// The offsets of the snapshots in `dir`, ascending.
-fn offsets(dir: &Path) -> io::Result<Vec<i64>> {
-    let mut out: Vec<i64> = fs::read_dir(dir)?
+/// The offsets and generations of the snapshots in `dir`, ascending.
+fn taken(dir: &Path) -> io::Result<Vec<(i64, u32)>> {
+    let mut out: Vec<(i64, u32)> = fs::read_dir(dir)?
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            name.strip_suffix(SUFFIX)?.parse::<i64>().ok()
-        })
+        .filter_map(|e| crate::storage::log::parse_segment_name(e.file_name().to_str()?, EXTENSION))
         .collect();
     out.sort_unstable();
     Ok(out)
 }
 
-/// The newest snapshot in `dir` whose offset `usable` accepts (a segment's
-/// base offset), skipping any that does not decode.
-pub fn load_newest(dir: &Path, usable: impl Fn(i64) -> bool) -> Option<Snapshot> {
-    for offset in offsets(dir).ok()?.into_iter().rev() {
-        if !usable(offset) {
+/// The newest snapshot in `dir` whose offset and generation `usable`
+/// accepts (a segment's), skipping any that does not decode.
+pub fn load_newest(dir: &Path, usable: impl Fn(i64, u32) -> bool) -> Option<Snapshot> {
+    for (offset, gen) in taken(dir).ok()?.into_iter().rev() {
+        if !usable(offset, gen) {
             continue;
         }
-        let file = path(dir, offset);
+        let file = path(dir, offset, gen);
         match fs::read(&file)
             .map_err(|e| e.to_string())
             .and_then(|b| decode(&b))
@@ -207,19 +206,19 @@ mod tests {
     fn test_load_from_corrupt_or_truncated_snapshot_file() {
         let dir = tempfile::tempdir().unwrap();
         let (live, aborted) = states();
-        write(dir.path(), 5, &encode(5, &live, &aborted)).unwrap();
+        write(dir.path(), 5, 0, &encode(5, &live, &aborted)).unwrap();
         let newest = encode(14, &live, &aborted);
-        write(dir.path(), 14, &newest[..newest.len() - 3]).unwrap();
-        assert_eq!(load_newest(dir.path(), |_| true).unwrap().offset, 5);
+        write(dir.path(), 14, 0, &newest[..newest.len() - 3]).unwrap();
+        assert_eq!(load_newest(dir.path(), |_, _| true).unwrap().offset, 5);
         let mut flipped = newest.clone();
         flipped[20] ^= 1;
-        write(dir.path(), 14, &flipped).unwrap();
-        assert_eq!(load_newest(dir.path(), |_| true).unwrap().offset, 5);
-        write(dir.path(), 14, &newest).unwrap();
-        assert_eq!(load_newest(dir.path(), |_| true).unwrap().offset, 14);
+        write(dir.path(), 14, 0, &flipped).unwrap();
+        assert_eq!(load_newest(dir.path(), |_, _| true).unwrap().offset, 5);
+        write(dir.path(), 14, 0, &newest).unwrap();
+        assert_eq!(load_newest(dir.path(), |_, _| true).unwrap().offset, 14);
         // Only offsets the log accepts (a segment's base) are used.
-        assert_eq!(load_newest(dir.path(), |o| o < 14).unwrap().offset, 5);
-        assert!(load_newest(dir.path(), |o| o < 5).is_none());
+        assert_eq!(load_newest(dir.path(), |o, _| o < 14).unwrap().offset, 5);
+        assert!(load_newest(dir.path(), |o, _| o < 5).is_none());
     }
 
     #[test]
@@ -227,8 +226,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (live, aborted) = states();
         for offset in [10, 20, 30] {
-            write(dir.path(), offset, &encode(offset, &live, &aborted)).unwrap();
+            write(dir.path(), offset, 1, &encode(offset, &live, &aborted)).unwrap();
         }
-        assert_eq!(offsets(dir.path()).unwrap(), [20, 30]);
+        assert_eq!(taken(dir.path()).unwrap(), [(20, 1), (30, 1)]);
     }
 }

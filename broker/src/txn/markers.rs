@@ -94,7 +94,7 @@ pub async fn append_marker_here(
         Err(AppendError::TooLarge { .. }) => Err::MessageTooLarge.code(),
         Err(AppendError::Io(e)) => {
             warn!(topic, partition, error = %e, "cannot append a transaction marker");
-            Err::KafkaStorageError.code()
+            crate::api::open_error_code(&e)
         }
     }
 }

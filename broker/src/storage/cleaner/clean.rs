@@ -23,6 +23,8 @@ use crate::storage::txn_index::AbortedTxn;
 #[derive(Clone)]
 pub struct SegmentSource {
     pub base_offset: i64,
+    /// The generation that wrote it (part of its file name).
+    pub gen: u32,
     pub file: Arc<File>,
     pub size: u64,
 }
@@ -40,6 +42,10 @@ pub struct LastRecord {
 /// One log's cleaning, as the log stood when it began.
 pub struct Cleaning {
     pub dir: PathBuf,
+    /// The generation cleaning (the log's own): part of the cleaned file's
+    /// name, so that an earlier generation's holder cleaning the same
+    /// segments late never writes the same file.
+    pub writer_gen: u32,
     /// The sealed segments from the log start, oldest first.
     pub segments: Vec<SegmentSource>,
     /// The active segment's base: what follows the last sealed one.
@@ -224,9 +230,14 @@ pub fn build_offset_map(
     Ok(map.latest_offset() + 1)
 }
 
-/// The path a group starting at `base` is cleaned into.
-pub fn cleaned_path(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{base:020}.log.cleaned"))
+/// The path a group starting at segment `base` of generation `gen` is
+/// cleaned into by generation `writer`.
+pub fn cleaned_path(dir: &Path, base: i64, gen: u32, writer: u32) -> PathBuf {
+    let segment = crate::storage::log::segment_name(base, gen, "log");
+    match writer {
+        0 => dir.join(format!("{segment}.cleaned")),
+        w => dir.join(format!("{segment}.cleaned-{w}")),
+    }
 }
 
 /// What happens to a batch (Apache's `BatchRetention`).
@@ -240,14 +251,16 @@ enum BatchRetention {
 /// A group of consecutive segments being cleaned into one file.
 struct Group {
     bases: Vec<i64>,
+    /// The generation of its segments (a group never spans two).
+    gen: u32,
     path: PathBuf,
     out: BufWriter<File>,
     written: u64,
 }
 
 impl Group {
-    fn start(dir: &Path, base: i64) -> io::Result<Group> {
-        let path = cleaned_path(dir, base);
+    fn start(dir: &Path, base: i64, gen: u32, writer: u32) -> io::Result<Group> {
+        let path = cleaned_path(dir, base, gen, writer);
         let file = OpenOptions::new()
             .create(true)
             .write(true)
@@ -255,6 +268,7 @@ impl Group {
             .open(&path)?;
         Ok(Group {
             bases: Vec::new(),
+            gen,
             path,
             out: BufWriter::with_capacity(CHUNK, file),
             written: 0,
@@ -266,6 +280,8 @@ impl Group {
 /// segments it replaces and the base of the one after them.
 pub struct CleanedGroup<'p> {
     pub bases: &'p [i64],
+    /// The generation of the segments it replaces, and its own.
+    pub gen: u32,
     pub next_base: i64,
     pub path: &'p Path,
 }
@@ -296,12 +312,19 @@ pub fn clean_segments(
             if !go_on() {
                 return Err(aborted());
             }
-            if let Some(g) = group.take_if(|g| g.written + seg.size > c.segment_bytes) {
+            if let Some(g) =
+                group.take_if(|g| g.written + seg.size > c.segment_bytes || g.gen != seg.gen)
+            {
                 finish(g, seg.base_offset, commit)?;
             }
             let g = match &mut group {
                 Some(g) => g,
-                None => group.insert(Group::start(&c.dir, seg.base_offset)?),
+                None => group.insert(Group::start(
+                    &c.dir,
+                    seg.base_offset,
+                    seg.gen,
+                    c.writer_gen,
+                )?),
             };
             g.bases.push(seg.base_offset);
             let next = c
@@ -354,6 +377,7 @@ fn finish(
     let result = synced.and_then(|()| {
         commit(CleanedGroup {
             bases: &g.bases,
+            gen: g.gen,
             next_base,
             path: &g.path,
         })

@@ -276,7 +276,7 @@ async fn a_crash_at_any_step_of_the_swap_leaves_the_old_or_the_cleaned_log() {
     clean(&p, NOW).await;
     let cleaned = read_all(&p);
     assert!(cleaned.len() < before.len());
-    let cleaned_log = std::fs::read(dir.path().join(format!("{:020}.log", 0))).unwrap();
+    let cleaned_log = std::fs::read(dir.path().join(format!("{:020}-1.log", 0))).unwrap();
     let end = p.log_state().segments[1].base_offset;
     drop(p);
 
@@ -284,14 +284,17 @@ async fn a_crash_at_any_step_of_the_swap_leaves_the_old_or_the_cleaned_log() {
     let crash = tempfile::tempdir().unwrap();
     copy_dir(pristine.path(), crash.path());
     std::fs::write(
-        crash.path().join(format!("{:020}.log.cleaned", 0)),
+        crash.path().join(format!("{:020}-1.log.cleaned-1", 0)),
         &cleaned_log,
     )
     .unwrap();
     let p = open(crash.path(), 1 << 20);
     assert_eq!(read_all(&p), before, "the old log, the cleaning dropped");
     drop(p);
-    assert!(!crash.path().join(format!("{:020}.log.cleaned", 0)).exists());
+    assert!(!crash
+        .path()
+        .join(format!("{:020}-1.log.cleaned-1", 0))
+        .exists());
 
     // Crash after the commit, before any old file went (and again with
     // the old index already gone): the swap is finished on open.
@@ -299,10 +302,10 @@ async fn a_crash_at_any_step_of_the_swap_leaves_the_old_or_the_cleaned_log() {
         let crash = tempfile::tempdir().unwrap();
         copy_dir(pristine.path(), crash.path());
         if index_gone {
-            std::fs::remove_file(crash.path().join(format!("{:020}.index", 0))).unwrap();
+            std::fs::remove_file(crash.path().join(format!("{:020}-1.index", 0))).unwrap();
         }
         std::fs::write(
-            crash.path().join(format!("{:020}.{end:020}.swap", 0)),
+            crash.path().join(format!("{:020}-1.{end:020}.swap-1", 0)),
             &cleaned_log,
         )
         .unwrap();

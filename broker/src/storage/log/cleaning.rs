@@ -18,14 +18,32 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{segment_path, Log, LogConfig, Segment};
+use super::{parse_segment_name, segment_name, segment_path, Log, LogConfig, Segment};
 use crate::storage::cleaner::{LastRecord, SegmentSource};
 use crate::storage::fs::sync_dir;
 use crate::storage::producer_snapshot;
 use crate::storage::txn_index::AbortedTxn;
 
-fn swap_path(dir: &Path, base: i64, end: i64) -> PathBuf {
-    dir.join(format!("{base:020}.{end:020}.swap"))
+/// A committed swap of generation `gen`'s segments `[base, end)`, by the
+/// generation `writer` (two holders of a partition never share one).
+fn swap_path(dir: &Path, base: i64, gen: u32, end: i64, writer: u32) -> PathBuf {
+    let stem = segment_name(base, gen, "");
+    let stem = stem.trim_end_matches('.');
+    match writer {
+        0 => dir.join(format!("{stem}.{end:020}.swap")),
+        w => dir.join(format!("{stem}.{end:020}.swap-{w}")),
+    }
+}
+
+/// A swap file's segments' base and generation, end and writer.
+fn parse_swap(name: &str) -> Option<(i64, u32, i64, u32)> {
+    let (rest, writer) = match name.rsplit_once(".swap-") {
+        Some((rest, w)) => (rest, w.parse().ok()?),
+        None => (name.strip_suffix(".swap")?, 0),
+    };
+    let (stem, end) = rest.rsplit_once('.')?;
+    let (base, gen) = parse_segment_name(&format!("{stem}.log"), "log")?;
+    Some((base, gen, end.parse().ok()?, writer))
 }
 
 fn remove_if_present(path: &Path) -> io::Result<()> {
@@ -36,30 +54,36 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
 }
 
 /// The name a replaced segment file has until it is unlinked.
-fn deleted_path(dir: &Path, base: i64) -> PathBuf {
-    dir.join(format!("{base:020}.log.deleted"))
+fn deleted_path(dir: &Path, base: i64, gen: u32) -> PathBuf {
+    dir.join(format!("{}.deleted", segment_name(base, gen, "log")))
 }
 
 /// Finishes a committed swap: the `.log` files of the segments based in
 /// `[base, end)` become `.deleted` (returned, for the caller to unlink),
 /// their indexes and later snapshots go, then the swap file becomes
 /// `<base>.log`; the folder is synced.
-fn finish_swap(dir: &Path, base: i64, end: i64, replaced: &[i64]) -> io::Result<Vec<PathBuf>> {
+fn finish_swap(
+    dir: &Path,
+    (base, gen): (i64, u32),
+    end: i64,
+    writer: u32,
+    replaced: &[i64],
+) -> io::Result<Vec<PathBuf>> {
     let mut deleted = Vec::new();
     for &b in replaced.iter().filter(|b| **b >= base && **b < end) {
-        remove_if_present(&segment_path(dir, b, "index"))?;
+        remove_if_present(&segment_path(dir, b, gen, "index"))?;
         if b > base {
-            remove_if_present(&producer_snapshot::path(dir, b))?;
+            remove_if_present(&producer_snapshot::path(dir, b, gen))?;
         }
-        match fs::rename(segment_path(dir, b, "log"), deleted_path(dir, b)) {
+        match fs::rename(segment_path(dir, b, gen, "log"), deleted_path(dir, b, gen)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => deleted.push(deleted_path(dir, b)),
+            _ => deleted.push(deleted_path(dir, b, gen)),
         }
     }
-    match fs::rename(swap_path(dir, base, end), segment_path(dir, base, "log")) {
+    let target = segment_path(dir, base, gen, "log");
+    match fs::rename(swap_path(dir, base, gen, end, writer), &target) {
         // Finished already, by a reopen's recovery racing this one.
-        Err(e)
-            if e.kind() == io::ErrorKind::NotFound && segment_path(dir, base, "log").exists() => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound && target.exists() => {}
         renamed => renamed?,
     }
     sync_dir(dir)?;
@@ -80,33 +104,31 @@ pub fn unlink_replaced(paths: &[PathBuf]) {
 /// Before a log opens: drops uncommitted cleanings and finishes
 /// committed swaps. Returns how many swaps it finished.
 pub(super) fn recover(dir: &Path) -> io::Result<usize> {
-    let mut bases = Vec::new();
+    let mut segments: Vec<(i64, u32)> = Vec::new();
     let mut swaps = Vec::new();
     let mut cleaned = Vec::new();
     for entry in fs::read_dir(dir)? {
         let name = entry?.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(base) = name
-            .strip_suffix(".log")
-            .and_then(|b| b.parse::<i64>().ok())
-        {
-            bases.push(base);
-        } else if let Some(range) = name.strip_suffix(".swap") {
-            let parsed = range
-                .split_once('.')
-                .and_then(|(b, e)| Some((b.parse::<i64>().ok()?, e.parse::<i64>().ok()?)));
-            if let Some(range) = parsed {
-                swaps.push(range);
-            }
-        } else if name.ends_with(".log.cleaned") || name.ends_with(".log.deleted") {
+        if let Some(segment) = parse_segment_name(name, "log") {
+            segments.push(segment);
+        } else if let Some(swap) = parse_swap(name) {
+            swaps.push(swap);
+        } else if name.contains(".log.cleaned") || name.ends_with(".log.deleted") {
             cleaned.push(dir.join(name));
         }
     }
     for path in &cleaned {
-        fs::remove_file(path)?;
+        // Another generation's holder may be removing it too.
+        remove_if_present(path)?;
     }
-    for &(base, end) in &swaps {
-        unlink_replaced(&finish_swap(dir, base, end, &bases)?);
+    for &(base, gen, end, writer) in &swaps {
+        let bases: Vec<i64> = segments
+            .iter()
+            .filter(|s| s.1 == gen)
+            .map(|s| s.0)
+            .collect();
+        unlink_replaced(&finish_swap(dir, (base, gen), end, writer, &bases)?);
     }
     if !cleaned.is_empty() && swaps.is_empty() {
         sync_dir(dir)?;
@@ -122,6 +144,7 @@ impl Log {
             .iter()
             .map(|s| SegmentSource {
                 base_offset: s.base_offset,
+                gen: s.gen,
                 file: s.file.clone(),
                 size: s.size,
             })
@@ -214,17 +237,22 @@ impl Log {
 /// log's lock (its fsyncs take milliseconds), by the one cleaner of the
 /// partition; an error after the commit leaves the swap for the next open
 /// to finish: the caller reopens the log.
+#[allow(clippy::too_many_arguments)]
 pub fn swap_in_cleaned(
     dir: &Path,
     config: &LogConfig,
     bases: &[i64],
+    gen: u32,
     end: i64,
+    writer: u32,
     cleaned: &Path,
 ) -> io::Result<(Segment, Vec<PathBuf>)> {
     let base = bases[0];
-    fs::rename(cleaned, swap_path(dir, base, end))?;
+    fs::rename(cleaned, swap_path(dir, base, gen, end, writer))?;
     sync_dir(dir)?;
-    let replaced = finish_swap(dir, base, end, bases)?;
-    let segment = Segment::open_sealed(dir, base, config, true)?;
+    let replaced = finish_swap(dir, (base, gen), end, writer, bases)?;
+    // Its index is written only for this generation's own segments: an
+    // earlier one's holder may still write that name.
+    let segment = Segment::open_sealed(dir, base, gen, config, gen == writer, i64::MAX)?;
     Ok((segment, replaced))
 }

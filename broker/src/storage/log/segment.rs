@@ -45,6 +45,9 @@ impl IndexEntry {
 
 pub struct Segment {
     pub(super) base_offset: i64,
+    /// The leadership generation that wrote it (0: before generations),
+    /// part of its file names ([`crate::storage::generations`]).
+    pub(super) gen: u32,
     pub(super) file: Arc<File>,
     /// `None` for a log opened read-only: its index lives in memory only.
     pub(super) index_file: Option<File>,
@@ -58,10 +61,35 @@ pub struct Segment {
     /// `segment.ms` counts from.
     pub(super) first_batch_ts: i64,
     pub(super) created_ms: i64,
+    /// The first offset not part of this segment: the start of the next
+    /// generation for an earlier generation's segment, else `i64::MAX`.
+    pub(super) limit: i64,
 }
 
-pub(super) fn segment_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
-    dir.join(format!("{base:020}.{ext}"))
+/// A segment file's path: `<base>.<ext>` before generations,
+/// `<base>-<generation>.<ext>` since.
+pub(super) fn segment_path(dir: &Path, base: i64, gen: u32, ext: &str) -> PathBuf {
+    dir.join(segment_name(base, gen, ext))
+}
+
+pub(crate) fn segment_name(base: i64, gen: u32, ext: &str) -> String {
+    match gen {
+        0 => format!("{base:020}.{ext}"),
+        g => format!("{base:020}-{g}.{ext}"),
+    }
+}
+
+/// The base offset and generation of a file named as [`segment_name`]
+/// with `ext`.
+pub(crate) fn parse_segment_name(name: &str, ext: &str) -> Option<(i64, u32)> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    match stem.split_once('-') {
+        None => Some((stem.parse().ok()?, 0)),
+        Some((base, gen)) => {
+            let gen: u32 = gen.parse().ok()?;
+            (gen > 0).then_some((base.parse().ok()?, gen))
+        }
+    }
 }
 
 pub(super) fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {
@@ -80,6 +108,8 @@ pub struct Roll {
     pub(super) sealed: Arc<File>,
     pub(super) sealed_index: Option<File>,
     pub(super) base_offset: i64,
+    /// The generation writing the log (the new segment's).
+    pub(super) gen: u32,
     /// The producer state as of `base_offset`, encoded.
     pub(super) snapshot: Vec<u8>,
 }
@@ -95,32 +125,35 @@ impl Roll {
         }
         // Only a speed-up for the next open: a failure costs a longer
         // replay then, never the append.
-        if let Err(e) = producer_snapshot::write(&self.dir, self.base_offset, &self.snapshot) {
+        if let Err(e) =
+            producer_snapshot::write(&self.dir, self.base_offset, self.gen, &self.snapshot)
+        {
             warn!(dir = %self.dir.display(), offset = self.base_offset, error = %e,
                   "cannot write the producer-state snapshot");
         }
-        let segment = Segment::create(&self.dir, self.base_offset)?;
+        let segment = Segment::create(&self.dir, self.base_offset, self.gen)?;
         sync_dir(&self.dir)?;
         Ok(segment)
     }
 }
 
 impl Segment {
-    pub(super) fn create(dir: &Path, base_offset: i64) -> io::Result<Segment> {
+    pub(super) fn create(dir: &Path, base_offset: i64, gen: u32) -> io::Result<Segment> {
         let file = OpenOptions::new()
             .create(true)
             .read(true)
             .write(true)
             .truncate(false)
-            .open(segment_path(dir, base_offset, "log"))?;
+            .open(segment_path(dir, base_offset, gen, "log"))?;
         let index_file = OpenOptions::new()
             .create(true)
             .read(true)
             .write(true)
             .truncate(true)
-            .open(segment_path(dir, base_offset, "index"))?;
+            .open(segment_path(dir, base_offset, gen, "index"))?;
         Ok(Segment {
             base_offset,
+            gen,
             file: Arc::new(file),
             index_file: Some(index_file),
             size: 0,
@@ -130,27 +163,33 @@ impl Segment {
             max_ts: -1,
             first_batch_ts: -1,
             created_ms: wall_clock_ms(),
+            limit: i64::MAX,
         })
     }
 
     /// Opens a sealed segment, trusting its index when it is consistent.
-    /// Without `writable`, nothing on disk is created or changed.
+    /// Without `writable`, nothing on disk is created or changed. Batches
+    /// from `limit` on are not part of it (another generation's, or what an
+    /// earlier holder wrote late).
     pub(super) fn open_sealed(
         dir: &Path,
         base_offset: i64,
+        gen: u32,
         config: &LogConfig,
         writable: bool,
+        limit: i64,
     ) -> io::Result<Segment> {
         let file = OpenOptions::new()
             .read(true)
             .write(writable)
-            .open(segment_path(dir, base_offset, "log"))?;
+            .open(segment_path(dir, base_offset, gen, "log"))?;
         let size = file.metadata()?.len();
-        let index_path = segment_path(dir, base_offset, "index");
+        let index_path = segment_path(dir, base_offset, gen, "index");
         let raw = fs::read(&index_path).unwrap_or_default();
         let mut index: Vec<IndexEntry> = raw
             .chunks_exact(INDEX_ENTRY_LEN)
             .map(IndexEntry::decode)
+            .take_while(|e| e.offset < limit)
             .collect();
         let consistent = raw.len().is_multiple_of(INDEX_ENTRY_LEN)
             && index
@@ -176,6 +215,7 @@ impl Segment {
         };
         let mut seg = Segment {
             base_offset,
+            gen,
             file: Arc::new(file),
             index_file,
             size,
@@ -185,12 +225,16 @@ impl Segment {
             max_ts: -1,
             first_batch_ts: -1,
             created_ms: wall_clock_ms(),
+            limit,
         };
-        seg.first_batch_ts = read_header_at(&seg.file, 0, size).map_or(-1, |h| h.max_timestamp);
+        seg.first_batch_ts = read_header_at(&seg.file, 0, size)
+            .filter(|h| h.base_offset < limit)
+            .map_or(-1, |h| h.max_timestamp);
         if consistent && !seg.index.is_empty() {
             // Walk only from the last indexed batch to find the end.
             let last = *seg.index.last().expect("non-empty");
             seg.max_ts = last.max_ts_before;
+            // A scan that reaches `limit` ends the segment there.
             seg.scan_from(u64::from(last.position), last.offset, config, false);
         } else {
             seg.rebuild(config, false)?;
@@ -215,6 +259,11 @@ impl Segment {
             let Some(h) = read_header_at(&self.file, pos, file_len) else {
                 return (pos, Some(format!("incomplete batch at byte {pos}")));
             };
+            if h.base_offset >= self.limit {
+                // Past the generation's end: not part of this segment.
+                self.size = pos;
+                break;
+            }
             if verify_crc {
                 let mut buf = vec![0u8; h.size];
                 if let Err(e) = self.file.read_exact_at(&mut buf, pos) {

@@ -117,6 +117,7 @@ impl Partition {
             let log = self.log();
             Cleaning {
                 dir: self.dir.clone(),
+                writer_gen: log.generation(),
                 segments: log.sealed_segments(),
                 active_base: log.active_base(),
                 aborted: log
@@ -158,7 +159,8 @@ impl Partition {
                 let _ = std::fs::remove_file(group.path);
                 return Err(aborted());
             };
-            match swap_in_cleaned(&dir, &config, bases, next, group.path) {
+            let writer = c.writer_gen;
+            match swap_in_cleaned(&dir, &config, bases, group.gen, next, writer, group.path) {
                 Ok((segment, replaced)) => {
                     self.log().splice_cleaned(bases, next, segment);
                     unlink_replaced(&replaced);

@@ -1,0 +1,541 @@
+//! A broker process's incarnation on the shared volume, and its fence
+//! (docs/design/volume.md).
+//!
+//! Every broker process registers an incarnation: a file
+//! `__cluster/incarnations/<broker>-<id>` of two blocks. The first holds a
+//! fence record, written only by *other* brokers; the second the owner's
+//! heartbeat, written only by the owner. What a broker holds on the volume
+//! (a partition's generation, a group log's claim) names the incarnation
+//! that holds it.
+//!
+//! A broker that takes something over without the holder's file lock (the
+//! holder's node may have lost its volume, and a network file system keeps
+//! a lost client's locks until its lease ends) first *fences* the holder:
+//! it writes the fence record and makes it durable, and only then reads
+//! what the holder left. The holder, after each write of its own is
+//! durable and before it acknowledges it, reads the fence record fresh
+//! ([`Incarnation::check_fence`], on the thread that made the write
+//! durable, in the same round): either that read came before the fence,
+//! and so the write was durable before the taker read, or it sees the
+//! fence and acknowledges nothing more. The cost is one small read per
+//! durability round (a `pread` of a cached block on a local file system).
+//!
+//! "Fresh" depends on the volume: on a local file system one page cache
+//! serves every process, so a plain `pread` is current; on a network file
+//! system (NFS, CephFS, FUSE, SMB) the client may cache, so the block is
+//! read with `O_DIRECT` (from the server), or, where that is refused,
+//! through a file opened anew (close-to-open consistency).
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tracing::{error, info, warn};
+
+use super::fs::sync_dir;
+
+/// The folder of incarnation files under `__cluster`.
+pub const FOLDER: &str = "incarnations";
+
+/// Size of each of the file's two blocks (the `O_DIRECT` unit).
+const BLOCK: usize = 4096;
+const FENCE_MAGIC: &[u8; 8] = b"KAASFNC1";
+const HEARTBEAT_MAGIC: &[u8; 8] = b"KAASHB01";
+const RECORD_LEN: usize = 28;
+
+/// Who fenced an incarnation, and under which assignment version: the
+/// fenced process serves nothing again before it follows one at least as
+/// new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub by_broker: i32,
+    pub at_version: u64,
+}
+
+impl Fence {
+    fn encode(&self) -> [u8; RECORD_LEN] {
+        let mut out = [0u8; RECORD_LEN];
+        out[0..8].copy_from_slice(FENCE_MAGIC);
+        out[8..12].copy_from_slice(&self.by_broker.to_be_bytes());
+        out[12..20].copy_from_slice(&self.at_version.to_be_bytes());
+        let crc = crc32c::crc32c(&out[..20]);
+        out[20..24].copy_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// The fence in a first block; `None` for an unfenced (zeroed) one. A
+    /// block that holds anything else counts as fenced by an unknown
+    /// broker: someone began to write a fence there.
+    fn decode(block: &[u8]) -> Option<Fence> {
+        let record = &block[..RECORD_LEN.min(block.len())];
+        if record.iter().all(|b| *b == 0) {
+            return None;
+        }
+        let valid = record.len() == RECORD_LEN
+            && &record[0..8] == FENCE_MAGIC
+            && crc32c::crc32c(&record[..20]).to_be_bytes() == record[20..24];
+        Some(match valid {
+            true => Fence {
+                by_broker: i32::from_be_bytes(record[8..12].try_into().expect("4")),
+                at_version: u64::from_be_bytes(record[12..20].try_into().expect("8")),
+            },
+            false => Fence {
+                by_broker: -1,
+                at_version: 0,
+            },
+        })
+    }
+}
+
+/// How a block written by another process is read so that what the read
+/// returns is what the volume holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreshRead {
+    /// A local file system: one page cache, so a plain read is current.
+    Plain,
+    /// A network file system that takes `O_DIRECT`: read from the server.
+    Direct,
+    /// A network file system that refuses `O_DIRECT`: a file opened anew
+    /// (an open revalidates what the client cached: close-to-open).
+    Reopen,
+}
+
+/// `statfs` magic numbers of file systems with one page cache per
+/// machine, where no other machine writes.
+const LOCAL_FILE_SYSTEMS: [i64; 7] = [
+    0xEF53,      // ext2/3/4
+    0x5846_5342, // xfs
+    0x9123_683E, // btrfs
+    0x0102_1994, // tmpfs
+    0x794C_7630, // overlayfs
+    0x2FC1_2FC1, // zfs
+    0xF2F5_2010, // f2fs
+];
+
+/// The file system type (`statfs.f_type`) holding `path`.
+pub fn file_system_type(path: &Path) -> io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer statfs fills on success.
+    if unsafe { libc::statfs(c_path.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statfs returned 0, so it filled the buffer.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(unsafe { stat.assume_init() }.f_type as i64)
+}
+
+/// Whether the volume holding `path` is a local file system (one page
+/// cache), as opposed to one other machines write too.
+pub fn is_local(path: &Path) -> io::Result<bool> {
+    let kind = file_system_type(path)?;
+    Ok(LOCAL_FILE_SYSTEMS.contains(&kind))
+}
+
+/// A reader of one block of one file, current as [`FreshRead`] says.
+struct BlockReader {
+    path: PathBuf,
+    mode: FreshRead,
+    /// Kept open for `Plain` and `Direct`.
+    file: Option<File>,
+    /// Aligned room for a direct read.
+    buf: Vec<u8>,
+}
+
+impl BlockReader {
+    fn open(path: &Path, mode: FreshRead) -> io::Result<BlockReader> {
+        let file = match mode {
+            FreshRead::Plain => Some(File::open(path)?),
+            FreshRead::Direct => Some(
+                OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(path)?,
+            ),
+            FreshRead::Reopen => None,
+        };
+        Ok(BlockReader {
+            path: path.to_path_buf(),
+            mode,
+            file,
+            buf: vec![0u8; 2 * BLOCK],
+        })
+    }
+
+    /// Block `n` of the file as the volume holds it now (zeros past the
+    /// end).
+    fn read(&mut self, n: u64) -> io::Result<&[u8]> {
+        let at = self.buf.as_ptr().align_offset(BLOCK);
+        let block = &mut self.buf[at..at + BLOCK];
+        block.fill(0);
+        let read = match (&self.file, self.mode) {
+            (Some(file), _) => read_full(file, block, n * BLOCK as u64),
+            (None, _) => read_full(&File::open(&self.path)?, block, n * BLOCK as u64),
+        };
+        read?;
+        Ok(&self.buf[at..at + BLOCK])
+    }
+}
+
+/// Reads into `block` from `offset` until it is full or the file ends.
+fn read_full(file: &File, block: &mut [u8], offset: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < block.len() {
+        match file.read_at(&mut block[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Picks how to read another process's writes on the volume of `dir`:
+/// [`FreshRead::Plain`] on a local file system, else `Direct` where the
+/// file at `probe` opens with `O_DIRECT`, else `Reopen`.
+pub fn fresh_read_for(dir: &Path, probe: &Path) -> io::Result<FreshRead> {
+    if is_local(dir)? {
+        return Ok(FreshRead::Plain);
+    }
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(probe)
+    {
+        Ok(_) => Ok(FreshRead::Direct),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(FreshRead::Reopen),
+        Err(e) => Err(e),
+    }
+}
+
+/// What the owner's check rounds share with the owner.
+#[derive(Default)]
+struct Standing {
+    fence: Mutex<Option<Fence>>,
+}
+
+impl Standing {
+    fn record(&self, block: &[u8], who: &str) -> io::Result<()> {
+        let Some(fence) = Fence::decode(block) else {
+            return Ok(());
+        };
+        let mut held = self.fence.lock();
+        if held.is_none() {
+            error!(
+                incarnation = who,
+                by_broker = fence.by_broker,
+                at_version = fence.at_version,
+                "this broker process was fenced by another broker, which took over what it \
+                    held: it acknowledges nothing more"
+            );
+            *held = Some(fence);
+        }
+        Err(fenced_error(fence))
+    }
+}
+
+fn fenced_error(fence: Fence) -> io::Error {
+    io::Error::other(format!(
+        "fenced by broker {} at assignment version {}",
+        fence.by_broker, fence.at_version
+    ))
+}
+
+/// This broker process on the volume. See the module documentation.
+pub struct Incarnation {
+    broker: i32,
+    id: String,
+    path: PathBuf,
+    /// For the owner's heartbeats (its block only).
+    file: File,
+    mode: FreshRead,
+    standing: Standing,
+    /// Fresh reads of the file (shared by fence checks and heartbeats).
+    reader: Mutex<BlockReader>,
+    /// Heartbeats written.
+    beats: Mutex<u64>,
+}
+
+impl std::fmt::Debug for Incarnation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Incarnation")
+            .field("broker", &self.broker)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+/// The path of incarnation `id` of `broker` under the cluster folder.
+pub fn path(cluster_dir: &Path, broker: i32, id: &str) -> PathBuf {
+    cluster_dir.join(FOLDER).join(format!("{broker}-{id}"))
+}
+
+impl Incarnation {
+    /// Registers a new incarnation of `broker` under `cluster_dir`: its
+    /// file created and durable, unfenced.
+    pub fn register(cluster_dir: &Path, broker: i32) -> io::Result<Arc<Incarnation>> {
+        let folder = cluster_dir.join(FOLDER);
+        fs::create_dir_all(&folder)?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let path = path(cluster_dir, broker, &id);
+        let file = OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        let mut blocks = vec![0u8; 2 * BLOCK];
+        blocks[BLOCK..BLOCK + RECORD_LEN].copy_from_slice(&heartbeat_record(broker, 0));
+        file.write_all_at(&blocks, 0)?;
+        file.sync_all()?;
+        sync_dir(&folder)?;
+        let mode = fresh_read_for(&folder, &path)?;
+        info!(broker, incarnation = %id, read = ?mode, "registered this broker process on the volume");
+        Ok(Arc::new(Incarnation {
+            reader: Mutex::new(BlockReader::open(&path, mode)?),
+            beats: Mutex::new(0),
+            broker,
+            id,
+            path,
+            file,
+            mode,
+            standing: Standing::default(),
+        }))
+    }
+
+    pub fn broker(&self) -> i32 {
+        self.broker
+    }
+
+    /// The incarnation's id (the file's name after `<broker>-`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// How this incarnation reads what other processes wrote.
+    pub fn fresh_read(&self) -> FreshRead {
+        self.mode
+    }
+
+    /// The fence found by a check, if one was.
+    pub fn fenced(&self) -> Option<Fence> {
+        *self.standing.fence.lock()
+    }
+
+    /// Reads the fence block fresh: call it after a write is durable and
+    /// before acknowledging it (blocking). An error when fenced (then
+    /// [`Self::fenced`] says by whom) or when the read failed.
+    pub fn check_fence(&self) -> io::Result<()> {
+        if let Some(fence) = self.fenced() {
+            return Err(fenced_error(fence));
+        }
+        let mut reader = self.reader.lock();
+        let block = reader.read(0)?;
+        self.standing.record(block, &self.id)
+    }
+
+    /// The volume check: the owner's heartbeat block written and made
+    /// durable, then both blocks read back fresh. Blocking: a stalled
+    /// volume stalls it, which is what the caller's timeout measures.
+    pub fn heartbeat(&self) -> io::Result<()> {
+        let mut count = self.beats.lock();
+        *count += 1;
+        let record = heartbeat_record(self.broker, *count);
+        self.file.write_all_at(&record, BLOCK as u64)?;
+        self.file.sync_data()?;
+        let mut reader = self.reader.lock();
+        let fence = reader.read(0)?.to_vec();
+        let back = reader.read(1)?;
+        if back[..RECORD_LEN] != record {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the volume check read back something else than it had just written and \
+                     synced to {}: the volume does not show this broker its own writes",
+                    self.path.display()
+                ),
+            ));
+        }
+        self.standing.record(&fence, &self.id)
+    }
+
+    /// The file, for a volume check.
+    pub fn file_path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn heartbeat_record(broker: i32, count: u64) -> [u8; RECORD_LEN] {
+    let mut out = [0u8; RECORD_LEN];
+    out[0..8].copy_from_slice(HEARTBEAT_MAGIC);
+    out[8..12].copy_from_slice(&broker.to_be_bytes());
+    out[12..20].copy_from_slice(&count.to_be_bytes());
+    let crc = crc32c::crc32c(&out[..20]);
+    out[20..24].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// Fences incarnation `id` of `broker`: writes `fence` into its first
+/// block and makes it durable. Blocking. An incarnation whose file is gone
+/// (its broker removed it at a clean exit) is not there to fence.
+pub fn fence(cluster_dir: &Path, broker: i32, id: &str, fence: Fence) -> io::Result<()> {
+    let path = path(cluster_dir, broker, id);
+    let file = match OpenOptions::new().write(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            warn!(
+                broker,
+                incarnation = id,
+                "no incarnation file to fence: it ended cleanly"
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    file.write_all_at(&fence.encode(), 0)?;
+    file.sync_data()?;
+    info!(
+        broker,
+        incarnation = id,
+        by_broker = fence.by_broker,
+        at_version = fence.at_version,
+        "fenced a broker process that held what this broker takes over"
+    );
+    Ok(())
+}
+
+/// The fence of incarnation `id` of `broker`, as the volume holds it now
+/// (read as `mode` says). `None`: not fenced, or no such incarnation.
+pub fn read_fence(
+    cluster_dir: &Path,
+    broker: i32,
+    id: &str,
+    mode: FreshRead,
+) -> io::Result<Option<Fence>> {
+    let path = path(cluster_dir, broker, id);
+    let mut reader = match BlockReader::open(&path, mode) {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if mode == FreshRead::Reopen && !path.exists() {
+        return Ok(None);
+    }
+    Ok(Fence::decode(reader.read(0)?))
+}
+
+impl Drop for Incarnation {
+    /// A clean end removes the file: nothing this process held is held
+    /// any more, so there is nothing to fence.
+    fn drop(&mut self) {
+        if self.fenced().is_none() {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_is_seen_by_the_next_check_and_every_heartbeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Incarnation::register(dir.path(), 3).unwrap();
+        me.check_fence().unwrap();
+        me.heartbeat().unwrap();
+        assert_eq!(
+            read_fence(dir.path(), 3, me.id(), me.fresh_read()).unwrap(),
+            None
+        );
+
+        let by = Fence {
+            by_broker: 1,
+            at_version: 42,
+        };
+        fence(dir.path(), 3, me.id(), by).unwrap();
+        assert!(me.check_fence().is_err());
+        assert_eq!(me.fenced(), Some(by));
+        assert!(me.heartbeat().is_err());
+        assert_eq!(
+            read_fence(dir.path(), 3, me.id(), me.fresh_read()).unwrap(),
+            Some(by)
+        );
+    }
+
+    #[test]
+    fn a_heartbeat_does_not_clear_a_fence_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Incarnation::register(dir.path(), 0).unwrap();
+        let by = Fence {
+            by_broker: 2,
+            at_version: 7,
+        };
+        fence(dir.path(), 0, me.id(), by).unwrap();
+        // The owner writes only its own block.
+        let _ = me.heartbeat();
+        assert_eq!(
+            read_fence(dir.path(), 0, me.id(), FreshRead::Reopen).unwrap(),
+            Some(by)
+        );
+    }
+
+    #[test]
+    fn a_partly_written_fence_counts_as_a_fence() {
+        let mut block = vec![0u8; BLOCK];
+        block[..4].copy_from_slice(b"KAAS");
+        assert_eq!(
+            Fence::decode(&block),
+            Some(Fence {
+                by_broker: -1,
+                at_version: 0
+            })
+        );
+        assert_eq!(Fence::decode(&vec![0u8; BLOCK]), None);
+        let f = Fence {
+            by_broker: 9,
+            at_version: u64::MAX,
+        };
+        assert_eq!(Fence::decode(&f.encode()), Some(f));
+    }
+
+    #[test]
+    fn a_clean_end_removes_the_file_and_a_fenced_one_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let clean = Incarnation::register(dir.path(), 0).unwrap();
+        let clean_path = clean.file_path().to_path_buf();
+        drop(clean);
+        assert!(!clean_path.exists());
+        // Fencing what ended cleanly is a no-op.
+        fence(
+            dir.path(),
+            0,
+            "gone",
+            Fence {
+                by_broker: 1,
+                at_version: 1,
+            },
+        )
+        .unwrap();
+
+        let fenced = Incarnation::register(dir.path(), 0).unwrap();
+        let kept = fenced.file_path().to_path_buf();
+        fence(
+            dir.path(),
+            0,
+            fenced.id(),
+            Fence {
+                by_broker: 1,
+                at_version: 1,
+            },
+        )
+        .unwrap();
+        let _ = fenced.heartbeat();
+        drop(fenced);
+        assert!(kept.exists());
+    }
+}
