@@ -27,6 +27,7 @@ use crate::storage::producer_ids::ProducerIdAllocator;
 use crate::storage::retention::BrokerRetention;
 use crate::storage::topic_config::BrokerTopicDefaults;
 use crate::storage::txn_log::TxnLogStore;
+use crate::storage::volume_check::{self, SelfCheck};
 use crate::storage::{LogConfig, Storage};
 use crate::txn::manager::{TxnManager, TxnManagerConfig};
 use crate::txn::markers::BrokerMarkers;
@@ -87,6 +88,8 @@ pub struct BrokerConfig {
     pub inter_broker: kaas_client::Security,
     /// The check that the data volume answers ([`crate::volume`]).
     pub volume_check: VolumeCheckConfig,
+    /// The volume contract checked at start ([`volume_check`]).
+    pub volume_self_check: SelfCheck,
 }
 
 impl BrokerConfig {
@@ -122,6 +125,7 @@ impl BrokerConfig {
             standard_authorizer: None,
             inter_broker: kaas_client::Security::default(),
             volume_check: VolumeCheckConfig::default(),
+            volume_self_check: SelfCheck::default(),
         }
     }
 
@@ -179,6 +183,7 @@ impl Broker {
             .iter()
             .map(|l| Listener::open(l.clone()).map(Arc::new))
             .collect::<std::io::Result<Vec<_>>>()?;
+        check_volume(&config.data_dir, config.volume_self_check)?;
         let storage = Arc::new(Storage::new(
             &config.data_dir,
             BrokerTopicDefaults::of(&config.log, &config.log_retention, &config.topic_defaults),
@@ -546,6 +551,30 @@ impl Broker {
             }
         }
     }
+}
+
+/// The volume contract, checked before anything is written there
+/// ([`volume_check`]): refused, warned about or skipped as `mode` says.
+fn check_volume(data_dir: &std::path::Path, mode: SelfCheck) -> std::io::Result<()> {
+    if mode == SelfCheck::Off {
+        return Ok(());
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let findings = volume_check::check(data_dir);
+    for f in &findings {
+        tracing::warn!(property = f.property, detail = %f.detail, fix = %f.fix,
+                       "the data volume fails kaas's contract (docs/design/volume.md)");
+    }
+    if findings.is_empty() || mode == SelfCheck::Warn {
+        return Ok(());
+    }
+    let listed: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+    Err(std::io::Error::other(format!(
+        "the data volume {} fails kaas's contract (docs/design/volume.md): {}. \
+         Start with kaas.volume.self.check=warn (--volume-self-check warn) to serve anyway",
+        data_dir.display(),
+        listed.join("; ")
+    )))
 }
 
 fn load_or_create_cluster_id(dir: &std::path::Path) -> std::io::Result<String> {

@@ -422,6 +422,12 @@ pub struct Tuning {
     /// probe (kaas.volume.check.timeout.ms) [default: 1500].
     #[arg(long, env = "KAAS_VOLUME_CHECK_TIMEOUT_MS")]
     pub volume_check_timeout_ms: Option<u64>,
+    /// At start, check the data volume against kaas's contract
+    /// (docs/design/volume.md): `enforce` refuses to serve on a volume that
+    /// fails it, `warn` logs and serves, `off` skips it
+    /// (kaas.volume.self.check) [default: enforce].
+    #[arg(long, env = "KAAS_VOLUME_SELF_CHECK")]
+    pub volume_self_check: Option<crate::storage::volume_check::SelfCheck>,
     /// transaction.max.timeout.ms [default: 900000]
     #[arg(long, env = "KAAS_TRANSACTION_MAX_TIMEOUT_MS")]
     pub transaction_max_timeout_ms: Option<i32>,
@@ -503,6 +509,7 @@ impl Tuning {
             shutdown_drain_ms: self.shutdown_drain_ms,
             volume_check_interval_ms: self.volume_check_interval_ms,
             volume_check_timeout_ms: self.volume_check_timeout_ms,
+            volume_self_check: self.volume_self_check,
             transaction_max_timeout_ms: self.transaction_max_timeout_ms,
             transactional_id_expiration_ms: self.transactional_id_expiration_ms,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: self

@@ -1,6 +1,7 @@
 //! The broker's HTTP endpoints: `/healthz` (the process serves),
-//! `/readyz` (it follows an assignment that counts it alive, and its data
-//! volume answers) and `/metrics`
+//! `/serving` (its data volume answers and no other broker fenced it: what
+//! a pod's readiness asks), `/readyz` (that, and it follows an assignment
+//! that counts it alive) and `/metrics`
 //! (Prometheus text), and `/debug/groups` (the groups held in memory, for
 //! the soak's ownership check).
 
@@ -31,6 +32,14 @@ fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<
 fn route(broker: &Broker, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     match req.uri().path() {
         "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n".into()),
+        "/serving" => match broker.tenancy.status() {
+            Ok(()) => reply(StatusCode::OK, "text/plain", "serving\n".into()),
+            Err(why) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("not serving: {why}\n"),
+            ),
+        },
         "/readyz" => match (broker.routing(), broker.tenancy.status()) {
             (_, Err(why)) => reply(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -26,6 +26,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::net::sockets::Sockets;
 use crate::storage::incarnation::Incarnation;
 
 /// How often the volume is checked and how long a check may take.
@@ -68,6 +69,8 @@ pub struct Tenancy {
     pub fences: prometheus_client::metrics::counter::Counter,
     /// Milliseconds the last completed check took.
     pub last_check_ms: prometheus_client::metrics::gauge::Gauge,
+    /// The client connections, cut when the volume stalls.
+    pub sockets: Arc<Sockets>,
 }
 
 impl Tenancy {
@@ -90,6 +93,7 @@ impl Tenancy {
             check_failures: Default::default(),
             fences: Default::default(),
             last_check_ms: Default::default(),
+            sockets: Arc::default(),
         }
     }
 
@@ -143,6 +147,32 @@ impl Tenancy {
 
     pub fn healthy(&self) -> bool {
         self.status().is_ok()
+    }
+
+    /// The checks run and none succeeded within the timeout. No I/O: the
+    /// watchdog asks it while the volume blocks every thread that touches
+    /// it.
+    fn stalled(&self) -> bool {
+        let since = self
+            .now_ms()
+            .saturating_sub(self.last_ok_ms.load(Ordering::Acquire));
+        self.checking.load(Ordering::Acquire) && since > self.config.timeout.as_millis() as u64
+    }
+
+    /// One look of the watchdog: while the volume is stalled, every client
+    /// connection is cut (so clients fail over now rather than at their
+    /// request timeouts, whatever thread their request blocks). Whether it
+    /// was stalled.
+    pub fn watch_once(&self, was_stalled: bool) -> bool {
+        if !self.stalled() {
+            return false;
+        }
+        let cut = self.sockets.cut_all();
+        if !was_stalled {
+            error!(connections = cut, timeout = ?self.config.timeout,
+                   "the data volume stopped answering: cut every client connection");
+        }
+        true
     }
 
     /// One check, on the calling thread (blocking).
@@ -234,11 +264,33 @@ impl Tenancy {
                 return;
             }
         };
+        let watcher = self.clone();
+        let (stop_watch, stopped) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::Builder::new()
+            .name("kaas-volume-watch".into())
+            .spawn(move || {
+                let mut stalled = false;
+                loop {
+                    match stopped.recv_timeout(Duration::from_millis(100)) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
+                    stalled = watcher.watch_once(stalled);
+                }
+            });
+        if let Err(e) = &watchdog {
+            error!(error = %e, "cannot start the volume watchdog thread");
+        }
         let shutdown_check = async move {
-            drop(stop);
+            drop((stop, stop_watch));
             // A check stalled on the volume is not waited for long: the
             // process ends regardless.
-            let joined = tokio::task::spawn_blocking(move || thread.join());
+            let joined = tokio::task::spawn_blocking(move || {
+                let _ = thread.join();
+                if let Ok(w) = watchdog {
+                    let _ = w.join();
+                }
+            });
             let _ = tokio::time::timeout(Duration::from_secs(2), joined).await;
         };
         let let_go: Arc<dyn Fn() + Send + Sync> = Arc::new(let_go);
@@ -311,5 +363,33 @@ mod tests {
         let why = tenancy.status().unwrap_err();
         assert!(why.contains("does not answer"), "{why}");
         assert_eq!(tenancy.stalls.get(), 1);
+    }
+
+    #[test]
+    fn a_stall_cuts_every_client_connection_and_a_healthy_volume_none() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let me = Incarnation::register(dir.path(), 0).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (served, _) = listener.accept().unwrap();
+
+        let healthy = Tenancy::new(me.clone(), VolumeCheckConfig::default());
+        let _kept = healthy.sockets.register(&served).unwrap();
+        healthy.checking.store(true, Ordering::Release);
+        healthy
+            .last_ok_ms
+            .store(healthy.now_ms(), Ordering::Release);
+        assert!(!healthy.watch_once(false));
+
+        let stalled = Tenancy {
+            started: Instant::now() - Duration::from_secs(10),
+            checking: AtomicBool::new(true),
+            ..Tenancy::new(me, VolumeCheckConfig::default())
+        };
+        let _cut = stalled.sockets.register(&served).unwrap();
+        assert!(stalled.watch_once(false));
+        let mut buf = [0u8; 1];
+        assert_eq!(client.read(&mut buf).unwrap(), 0, "the client sees the end");
     }
 }

@@ -13,10 +13,11 @@ async fn health_readiness_and_metrics() {
     config.http = Some("127.0.0.1:0".parse().unwrap());
     let cluster = LocalCluster::start(config).await.unwrap();
     let http = cluster.http_addrs.clone();
-    let (health, ready, metrics, missing) = tokio::task::spawn_blocking(move || {
+    let (health, ready, serving, metrics, missing) = tokio::task::spawn_blocking(move || {
         (
             get(http[0], "/healthz"),
             get(http[1], "/readyz"),
+            get(http[1], "/serving"),
             get(http[0], "/metrics"),
             get(http[0], "/nope"),
         )
@@ -26,7 +27,9 @@ async fn health_readiness_and_metrics() {
     assert_eq!(health, (200, "ok\n".to_string()));
     assert_eq!(ready.0, 200, "{}", ready.1);
     assert!(ready.1.contains("assignment version"));
+    assert_eq!(serving, (200, "serving\n".to_string()));
     assert_eq!(metrics.0, 200);
+    assert!(metrics.1.contains("kaas_volume_healthy 1"), "{}", metrics.1);
     // The controller's probes went through the broker and were counted.
     assert!(
         metrics

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector,
-    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, TCPSocketAction, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -514,16 +514,20 @@ pub fn statefulset(kc: &KaasCluster) -> StatefulSet {
         failure_threshold: Some(failures),
         ..Probe::default()
     };
-    // Readiness is "accepts Kafka connections", not the broker's /readyz:
-    // /readyz turns ready only once the assignment counts the broker alive,
-    // and the operator counts it alive only once its pod is Ready — using
-    // it here would deadlock every new broker.
+    // Readiness is the broker's /serving (its volume answers and no other
+    // broker fenced it), not /readyz: /readyz turns ready only once the
+    // assignment counts the broker alive, and the operator counts it alive
+    // only once its pod is Ready — using it here would deadlock every new
+    // broker. Probed every second: a broker whose volume stalls is not
+    // ready within about its volume check timeout plus two probes, and the
+    // operator moves what it holds.
     let readiness = Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::String(KAFKA_PORT_NAME.into()),
-            ..TCPSocketAction::default()
+        http_get: Some(HTTPGetAction {
+            path: Some("/serving".into()),
+            port: IntOrString::String(HTTP_PORT_NAME.into()),
+            ..HTTPGetAction::default()
         }),
-        ..probe(2, 5, 2)
+        ..probe(2, 1, 2)
     };
     // Liveness is slower, so a busy broker is not restarted for one slow
     // answer.

@@ -43,6 +43,11 @@ pub struct ClusterOptions {
     pub start_within: Duration,
     /// A second listener per broker: see [`ClusterOptions::client_listener`].
     pub client_listener: Option<ClientListener>,
+    /// Each broker's own path to the data folder, and the controller's
+    /// (mounts of one shared volume, as nodes have): see
+    /// [`ClusterOptions::mounts`]. Empty: everyone uses `<dir>/data`.
+    pub broker_data: Vec<PathBuf>,
+    pub controller_data: Option<PathBuf>,
 }
 
 /// Each broker's inter-broker listener named `inter_broker` (at
@@ -67,7 +72,17 @@ impl ClusterOptions {
             own_copy: false,
             start_within: Duration::from_secs(30),
             client_listener: None,
+            broker_data: Vec::new(),
+            controller_data: None,
         }
+    }
+
+    /// Broker `i` reaches the data folder at `brokers[i]` and the
+    /// controller at `controller`: one folder seen through several mounts.
+    pub fn mounts(mut self, brokers: Vec<PathBuf>, controller: PathBuf) -> ClusterOptions {
+        self.broker_data = brokers;
+        self.controller_data = Some(controller);
+        self
     }
 
     /// Gives each broker two listeners (`--override listeners=…`): the
@@ -104,6 +119,8 @@ pub struct ProcessCluster {
     client_ports: Vec<u16>,
     client_listener: Option<ClientListener>,
     serve_args: Vec<String>,
+    /// Each broker's path to the data folder (`data` when empty).
+    broker_data: Vec<PathBuf>,
     brokers: Mutex<Vec<Option<Child>>>,
     controller: Mutex<Option<Child>>,
     /// The folder, when the cluster made its own.
@@ -119,7 +136,7 @@ impl ProcessCluster {
             None => Some(tempfile::tempdir()?),
         };
         let root = dir.unwrap_or_else(|| own_dir.as_ref().expect("made").path());
-        let data = root.join("data");
+        let data = opts.controller_data.unwrap_or_else(|| root.join("data"));
         let logs = root.join("logs");
         std::fs::create_dir_all(&data)?;
         std::fs::create_dir_all(&logs)?;
@@ -147,6 +164,7 @@ impl ProcessCluster {
             client_ports,
             client_listener: opts.client_listener,
             serve_args: opts.serve_args,
+            broker_data: opts.broker_data,
             brokers: Mutex::new((0..n).map(|_| None).collect()),
             controller: Mutex::new(None),
             _dir: own_dir,
@@ -214,7 +232,7 @@ impl ProcessCluster {
         let child = cmd
             .args(&self.serve_args)
             .arg("--data")
-            .arg(&self.data)
+            .arg(self.broker_data.get(id).unwrap_or(&self.data))
             .stdout(Stdio::null())
             .stderr(self.log(&format!("broker-{id}"))?)
             .spawn()?;

@@ -8,4 +8,5 @@ pub mod peers;
 pub mod quotas;
 pub mod sasl;
 pub mod server;
+pub mod sockets;
 pub mod tls;

@@ -97,6 +97,13 @@ async fn serve(
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) {
+    if let Err(why) = broker.tenancy.status() {
+        // Nothing could be acknowledged: the client goes to another broker.
+        debug!(client = %peer, reason = %why, "closing a new connection: the volume does not answer");
+        return;
+    }
+    // Cut when the volume stalls (crate::volume); until the connection ends.
+    let _registered = broker.tenancy.sockets.register(&stream);
     let Some(tls) = listener.tls.clone() else {
         // Plain TCP's owned halves: no lock between reading and writing.
         serve_connection(

@@ -125,6 +125,10 @@ pub fn effective(
             c.volume_check.timeout.as_millis().to_string(),
         ),
         (
+            "kaas.volume.self.check",
+            format!("{:?}", c.volume_self_check).to_lowercase(),
+        ),
+        (
             "transaction.max.timeout.ms",
             c.transactions.core.max_timeout_ms.to_string(),
         ),

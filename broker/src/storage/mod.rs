@@ -24,6 +24,7 @@ pub mod topics;
 pub mod txn_index;
 pub mod txn_log;
 pub mod validator;
+pub mod volume_check;
 pub mod volume_sync;
 
 use std::collections::HashMap;

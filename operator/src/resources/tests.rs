@@ -124,10 +124,13 @@ fn the_statefulset_runs_brokers_on_the_shared_volume() {
         Some("demo-assignment")
     );
     let readiness = c.readiness_probe.as_ref().unwrap();
-    assert!(
-        readiness.tcp_socket.is_some(),
+    let serving = readiness.http_get.as_ref().unwrap();
+    assert_eq!(
+        serving.path.as_deref(),
+        Some("/serving"),
         "not /readyz: see statefulset()"
     );
+    assert_eq!(readiness.period_seconds, Some(1));
     let liveness = c
         .liveness_probe
         .as_ref()
