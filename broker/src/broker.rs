@@ -565,10 +565,14 @@ fn check_volume(data_dir: &std::path::Path, mode: SelfCheck) -> std::io::Result<
         tracing::warn!(property = f.property, detail = %f.detail, fix = %f.fix,
                        "the data volume fails kaas's contract (docs/design/volume.md)");
     }
-    if findings.is_empty() || mode == SelfCheck::Warn {
+    if !findings.iter().any(|f| f.refuses) || mode == SelfCheck::Warn {
         return Ok(());
     }
-    let listed: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+    let listed: Vec<String> = findings
+        .iter()
+        .filter(|f| f.refuses)
+        .map(|f| f.to_string())
+        .collect();
     Err(std::io::Error::other(format!(
         "the data volume {} fails kaas's contract (docs/design/volume.md): {}. \
          Start with kaas.volume.self.check=warn (--volume-self-check warn) to serve anyway",

@@ -428,6 +428,12 @@ pub struct Tuning {
     /// (kaas.volume.self.check) [default: enforce].
     #[arg(long, env = "KAAS_VOLUME_SELF_CHECK")]
     pub volume_self_check: Option<crate::storage::volume_check::SelfCheck>,
+    /// A broker whose assignment source (the controller's file, the
+    /// ConfigMap) has not confirmed its assignment for this long stops
+    /// acknowledging and lets go of what it holds
+    /// (kaas.assignment.confirm.timeout.ms) [default: 15000].
+    #[arg(long, env = "KAAS_ASSIGNMENT_CONFIRM_TIMEOUT_MS")]
+    pub assignment_confirm_timeout_ms: Option<u64>,
     /// transaction.max.timeout.ms [default: 900000]
     #[arg(long, env = "KAAS_TRANSACTION_MAX_TIMEOUT_MS")]
     pub transaction_max_timeout_ms: Option<i32>,
@@ -510,6 +516,7 @@ impl Tuning {
             volume_check_interval_ms: self.volume_check_interval_ms,
             volume_check_timeout_ms: self.volume_check_timeout_ms,
             volume_self_check: self.volume_self_check,
+            assignment_confirm_timeout_ms: self.assignment_confirm_timeout_ms,
             transaction_max_timeout_ms: self.transaction_max_timeout_ms,
             transactional_id_expiration_ms: self.transactional_id_expiration_ms,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: self

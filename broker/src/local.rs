@@ -37,6 +37,7 @@ pub fn spawn_broker(
     let stop = shutdown.clone();
     tasks.spawn(async move {
         file_source::follow(path, FOLLOW_INTERVAL, stop, |a| {
+            follower.tenancy.assignment_confirmed();
             follower.apply_assignment(a)
         })
         .await;

@@ -270,21 +270,25 @@ impl Metrics {
             "1 while the data volume answers this broker's checks (write, fsync, fresh read) within the timeout, else 0",
             m.volume_healthy.clone(),
         );
-        m.registry.register(
-            "volume_stalls",
-            "Times the data volume stopped answering this broker's checks within the timeout, or the broker was fenced",
-            tenancy.stalls.clone(),
-        );
-        m.registry.register(
-            "volume_check_failures",
-            "Volume checks that failed with an error",
-            tenancy.check_failures.clone(),
-        );
-        m.registry.register(
-            "volume_fences",
-            "Times another broker fenced this broker process (it took over what this one held)",
-            tenancy.fences.clone(),
-        );
+        for (name, help, counter) in [
+            (
+                "volume_stalls",
+                "Times the data volume stopped answering this broker's checks within the timeout, or the broker was fenced",
+                &tenancy.stalls,
+            ),
+            (
+                "volume_check_failures",
+                "Volume checks that failed with an error",
+                &tenancy.check_failures,
+            ),
+            (
+                "volume_fences",
+                "Times another broker fenced this broker process (it took over what this one held)",
+                &tenancy.fences,
+            ),
+        ] {
+            m.registry.register(name, help, counter.clone());
+        }
         m.registry.register(
             "volume_check_last_milliseconds",
             "Duration of the last completed volume check",

@@ -37,6 +37,10 @@ pub struct VolumeCheckConfig {
     /// Well under the controller's dead time, so a stalled broker stops
     /// acknowledging before its partitions move.
     pub timeout: Duration,
+    /// A broker whose assignment source (the file, the ConfigMap) has not
+    /// confirmed the assignment for this long is cut off: it may no longer
+    /// own what it holds, so it acknowledges nothing and lets it go.
+    pub assignment_timeout: Duration,
 }
 
 impl Default for VolumeCheckConfig {
@@ -44,6 +48,7 @@ impl Default for VolumeCheckConfig {
         VolumeCheckConfig {
             interval: Duration::from_millis(250),
             timeout: Duration::from_millis(1500),
+            assignment_timeout: Duration::from_secs(15),
         }
     }
 }
@@ -64,6 +69,12 @@ pub struct Tenancy {
     /// The checks run ([`Self::run`]): until then nothing says the volume
     /// stalled (a broker driven by tests alone).
     checking: AtomicBool,
+    /// Milliseconds since `started` of the last time the assignment source
+    /// confirmed the assignment; judged once a source confirmed one.
+    confirmed_ms: AtomicU64,
+    following: AtomicBool,
+    /// What the broker held was let go after it was cut off.
+    cut_off_let_go: AtomicBool,
     pub stalls: prometheus_client::metrics::counter::Counter,
     pub check_failures: prometheus_client::metrics::counter::Counter,
     pub fences: prometheus_client::metrics::counter::Counter,
@@ -89,6 +100,9 @@ impl Tenancy {
             was_healthy: AtomicBool::new(true),
             let_go_done: AtomicBool::new(false),
             checking: AtomicBool::new(false),
+            confirmed_ms: AtomicU64::new(0),
+            following: AtomicBool::new(false),
+            cut_off_let_go: AtomicBool::new(false),
             stalls: Default::default(),
             check_failures: Default::default(),
             fences: Default::default(),
@@ -127,6 +141,12 @@ impl Tenancy {
                 Err(format!(
                     "the data volume check last succeeded {since} ms ago ({why})"
                 ))
+            } else if let Some(unconfirmed) = self.unconfirmed_for() {
+                Err(format!(
+                    "the assignment was last confirmed {unconfirmed} ms ago (its source, the \
+                     controller's file or the API server, is out of reach): this broker may no \
+                     longer own what it holds"
+                ))
             } else {
                 Ok(())
             }
@@ -147,6 +167,35 @@ impl Tenancy {
 
     pub fn healthy(&self) -> bool {
         self.status().is_ok()
+    }
+
+    /// The assignment source read the assignment now (changed or not).
+    pub fn assignment_confirmed(&self) {
+        self.confirmed_ms.store(self.now_ms(), Ordering::Release);
+        self.following.store(true, Ordering::Release);
+    }
+
+    /// How long the assignment went unconfirmed, when past the timeout.
+    fn unconfirmed_for(&self) -> Option<u64> {
+        if !self.following.load(Ordering::Acquire) {
+            return None;
+        }
+        let since = self
+            .now_ms()
+            .saturating_sub(self.confirmed_ms.load(Ordering::Acquire));
+        (since > self.config.assignment_timeout.as_millis() as u64).then_some(since)
+    }
+
+    /// Once cut off from the assignment: `let_go` once (what this broker
+    /// holds may be another's by now, and its new owner waits for the
+    /// locks). Again after the next cut.
+    pub fn let_go_if_cut_off(&self, let_go: &dyn Fn()) {
+        if self.unconfirmed_for().is_none() {
+            self.cut_off_let_go.store(false, Ordering::Release);
+        } else if !self.cut_off_let_go.swap(true, Ordering::AcqRel) {
+            warn!("cut off from the assignment: letting go of every partition");
+            let_go();
+        }
     }
 
     /// The checks run and none succeeded within the timeout. No I/O: the
@@ -300,6 +349,7 @@ impl Tenancy {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
             let _ = self.status();
+            self.let_go_if_cut_off(&*let_go);
             if self.incarnation().fenced().is_none() {
                 continue;
             }
@@ -363,6 +413,37 @@ mod tests {
         let why = tenancy.status().unwrap_err();
         assert!(why.contains("does not answer"), "{why}");
         assert_eq!(tenancy.stalls.get(), 1);
+    }
+
+    #[test]
+    fn a_broker_cut_off_from_its_assignment_lets_go_once_and_serves_again_when_confirmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = Incarnation::register(dir.path(), 0).unwrap();
+        let let_go = std::sync::atomic::AtomicUsize::new(0);
+        let count = || {
+            let_go.fetch_add(1, Ordering::SeqCst);
+        };
+        // Not following yet (a broker driven by tests): never cut off.
+        let quiet = Tenancy {
+            started: Instant::now() - Duration::from_secs(60),
+            ..Tenancy::new(me.clone(), VolumeCheckConfig::default())
+        };
+        assert_eq!(quiet.status(), Ok(()));
+        // Its source confirmed the assignment at the start, 60 s ago.
+        let cut = Tenancy {
+            started: Instant::now() - Duration::from_secs(60),
+            following: AtomicBool::new(true),
+            ..Tenancy::new(me, VolumeCheckConfig::default())
+        };
+        let why = cut.status().unwrap_err();
+        assert!(why.contains("assignment was last confirmed"), "{why}");
+        cut.let_go_if_cut_off(&count);
+        cut.let_go_if_cut_off(&count);
+        assert_eq!(let_go.load(Ordering::SeqCst), 1, "once per cut");
+        cut.assignment_confirmed();
+        assert_eq!(cut.status(), Ok(()));
+        cut.let_go_if_cut_off(&count);
+        assert_eq!(let_go.load(Ordering::SeqCst), 1);
     }
 
     #[test]

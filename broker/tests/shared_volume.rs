@@ -197,7 +197,7 @@ async fn failover(failure: Failure) {
     // socket.timeout.ms, 60 s by default; the Java client's
     // request.timeout.ms, 30 s), as with Apache Kafka. Set shorter here.
     let request_timeout = match failure {
-        Failure::Pause | Failure::NodeLoss => Some(1_500),
+        Failure::Pause | Failure::NodeLoss => Some(1_000),
         Failure::Stall => None,
     };
     let producer = tokio::spawn(produce_until(

@@ -49,6 +49,11 @@ impl ConfigMapSource {
 /// Never gives up: API errors are retried with kube's default backoff and
 /// logged once per distinct message, as the file source does. A deleted
 /// ConfigMap leaves the broker on the last document it had.
+///
+/// Besides the watch, the ConfigMap is read every [`CONFIRM_INTERVAL`]:
+/// a watch says nothing while nothing changes, and a broker must know
+/// that the assignment it follows is still the one published (`offer` is
+/// called with it each time; [`crate::volume::Tenancy::assignment_confirmed`]).
 pub async fn follow(
     client: Client,
     source: ConfigMapSource,
@@ -61,6 +66,7 @@ pub async fn follow(
     // authorises for a list/watch only when it names the object this way.
     let config = watcher::Config::default().fields(&format!("metadata.name={}", source.name));
     let mut last_error: Option<String> = None;
+    let mut confirm = tokio::time::interval(CONFIRM_INTERVAL);
     loop {
         let mut stream = watcher(api.clone(), config.clone())
             .default_backoff()
@@ -69,7 +75,12 @@ pub async fn follow(
         loop {
             let next = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                next = stream.try_next() => next,
+                next = stream.try_next() => next.map_err(|e| e.to_string()),
+                _ = confirm.tick() => api
+                    .get(&source.name)
+                    .await
+                    .map(Some)
+                    .map_err(|e| format!("reading the ConfigMap: {e}")),
             };
             let problem = match next {
                 Ok(Some(cm)) => match decode(&cm) {
@@ -82,7 +93,7 @@ pub async fn follow(
                     }
                     Err(e) => e.to_string(),
                 },
-                Err(e) => e.to_string(),
+                Err(e) => e,
                 // The watcher retries forever, so this is not expected;
                 // start a new one rather than stop following.
                 Ok(None) => break,
@@ -95,6 +106,9 @@ pub async fn follow(
         }
     }
 }
+
+/// How often the ConfigMap is read besides the watch.
+pub const CONFIRM_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Starts one broker that follows the ConfigMap: the ConfigMap follower,
 /// the group timers and the server. Tasks end when `shutdown` fires.
@@ -112,7 +126,11 @@ pub fn spawn_broker(
     let follower = broker.clone();
     let stop = shutdown.clone();
     tasks.spawn(async move {
-        follow(client, source, stop, |a| follower.apply_assignment(a)).await;
+        follow(client, source, stop, |a| {
+            follower.tenancy.assignment_confirmed();
+            follower.apply_assignment(a)
+        })
+        .await;
     });
     crate::local::spawn_serving(tasks, listener, broker, shutdown);
 }

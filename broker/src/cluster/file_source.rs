@@ -19,7 +19,13 @@ pub async fn follow(
 ) {
     let mut last_error: Option<String> = None;
     loop {
-        match assignment_file::read(&path) {
+        // Read off the runtime: on a stalled volume the read blocks.
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || assignment_file::read(&path)).await
+        };
+        let read = read.unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        match read {
             Ok(Some(a)) => {
                 last_error = None;
                 offer(a);

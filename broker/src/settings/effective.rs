@@ -125,6 +125,10 @@ pub fn effective(
             c.volume_check.timeout.as_millis().to_string(),
         ),
         (
+            "kaas.assignment.confirm.timeout.ms",
+            c.volume_check.assignment_timeout.as_millis().to_string(),
+        ),
+        (
             "kaas.volume.self.check",
             format!("{:?}", c.volume_self_check).to_lowercase(),
         ),

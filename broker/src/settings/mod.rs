@@ -126,6 +126,7 @@ pub struct Settings {
     pub volume_check_interval_ms: Option<u64>,
     pub volume_check_timeout_ms: Option<u64>,
     pub volume_self_check: Option<crate::storage::volume_check::SelfCheck>,
+    pub assignment_confirm_timeout_ms: Option<u64>,
     pub transaction_max_timeout_ms: Option<i32>,
     pub transactional_id_expiration_ms: Option<i64>,
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<u64>,
@@ -591,6 +592,9 @@ impl Settings {
                 "kaas.volume.check.timeout.ms" => {
                     s.volume_check_timeout_ms = Some(at_least(key, value, 100)?)
                 }
+                "kaas.assignment.confirm.timeout.ms" => {
+                    s.assignment_confirm_timeout_ms = Some(at_least(key, value, 1000)?)
+                }
                 "kaas.volume.self.check" => {
                     s.volume_self_check = Some(value.parse().map_err(|e| refuse(key, e))?)
                 }
@@ -746,6 +750,9 @@ impl Settings {
                 .volume_check_timeout_ms
                 .or(lower.volume_check_timeout_ms),
             volume_self_check: self.volume_self_check.or(lower.volume_self_check),
+            assignment_confirm_timeout_ms: self
+                .assignment_confirm_timeout_ms
+                .or(lower.assignment_confirm_timeout_ms),
             transaction_max_timeout_ms: self
                 .transaction_max_timeout_ms
                 .or(lower.transaction_max_timeout_ms),
@@ -944,6 +951,9 @@ impl Settings {
         }
         if let Some(v) = self.volume_self_check {
             c.volume_self_check = v;
+        }
+        if let Some(v) = self.assignment_confirm_timeout_ms {
+            c.volume_check.assignment_timeout = std::time::Duration::from_millis(v);
         }
         if let Some(v) = self.transaction_max_timeout_ms {
             c.transactions.core.max_timeout_ms = v;

@@ -166,6 +166,25 @@ pub struct Tenure {
 }
 
 impl Tenure {
+    /// A new incarnation of `broker` registered under `cluster_dir`,
+    /// following `version`, which counts `alive` alive (tests).
+    #[cfg(test)]
+    pub(crate) fn of_new_process(
+        cluster_dir: &Path,
+        broker: i32,
+        version: u64,
+        alive: &[i32],
+    ) -> Tenure {
+        Tenure {
+            broker,
+            incarnation: Some(Incarnation::register(cluster_dir, broker).unwrap()),
+            assignment_version: version,
+            leader_epoch: version as i32,
+            alive: Arc::from(alive),
+            cluster_dir: cluster_dir.to_path_buf(),
+        }
+    }
+
     /// A process without an incarnation: generation records name broker -1.
     pub fn standalone(cluster_dir: PathBuf) -> Tenure {
         Tenure {
@@ -262,14 +281,7 @@ mod tests {
     }
 
     fn me(dir: &Path, broker: i32, version: u64, alive: &[i32]) -> Tenure {
-        Tenure {
-            broker,
-            incarnation: Some(Incarnation::register(dir, broker).unwrap()),
-            assignment_version: version,
-            leader_epoch: version as i32,
-            alive: Arc::from(alive),
-            cluster_dir: dir.to_path_buf(),
-        }
+        Tenure::of_new_process(dir, broker, version, alive)
     }
 
     #[test]

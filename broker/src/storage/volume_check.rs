@@ -47,6 +47,10 @@ pub struct Finding {
     pub property: &'static str,
     pub detail: String,
     pub fix: String,
+    /// Serving on it could lose or hide acknowledged data: the broker
+    /// refuses to start. Otherwise only said (little free space, a
+    /// read-only volume: writes fail cleanly, reads are served).
+    pub refuses: bool,
 }
 
 impl std::fmt::Display for Finding {
@@ -155,6 +159,7 @@ pub fn judge_mount(
                     property: "NFS version 4",
                     detail: format!("{at} is NFS version {version:?}: locks go through NLM and a lost client's are not released by a lease"),
                     fix: "mount with vers=4.1 (or 4.2)".into(),
+                    refuses: true,
                 });
             }
             if mount.has("nolock") || matches!(mount.option("local_lock"), Some("flock" | "all")) {
@@ -162,6 +167,7 @@ pub fn judge_mount(
                     property: "lock exclusion across clients",
                     detail: format!("{at} keeps flock locks local to this machine"),
                     fix: "mount without nolock and with local_lock=none (the default)".into(),
+                    refuses: true,
                 });
             }
             if mount.has("soft") {
@@ -169,6 +175,7 @@ pub fn judge_mount(
                     property: "durable writes",
                     detail: format!("{at} is a soft mount: a timed-out write fails after the broker may have acknowledged it, or is dropped"),
                     fix: "mount with hard (the default)".into(),
+                    refuses: true,
                 });
             }
             if !matches!(mount.option("lookupcache"), Some("none" | "positive" | "pos")) && !mount.has("noac") {
@@ -176,6 +183,7 @@ pub fn judge_mount(
                     property: "listings that show other clients' new files",
                     detail: format!("{at} caches that a name does not exist: a takeover may not see a file another broker just created"),
                     fix: "mount with lookupcache=positive (or none)".into(),
+                    refuses: true,
                 });
             }
         }
@@ -196,6 +204,7 @@ pub fn judge_mount(
                         property: "close-to-open consistency",
                         detail: format!("the GlusterFS client of {at} caches attributes, names or pages: another broker's writes show up to a second late"),
                         fix: format!("mount with {} (and set the volume's performance.stat-prefetch, performance.quick-read and performance.open-behind off)", missing.join(" ")),
+                        refuses: true,
                     });
                 }
             }
@@ -203,12 +212,14 @@ pub fn judge_mount(
                 property: "close-to-open consistency",
                 detail: format!("the GlusterFS client of {at} runs outside this process's view, so its options cannot be checked"),
                 fix: "mount with --attribute-timeout=0 --entry-timeout=0 --negative-timeout=0 --fopen-keep-cache=false, then start with kaas.volume.self.check=warn".into(),
+                refuses: true,
             }),
         },
         "cifs" | "smb3" => out.push(Finding {
             property: "lock exclusion across clients",
             detail: format!("{at} is SMB: flock is not shared between clients"),
             fix: "use an NFS 4.1 share (Azure Files premium NFS) or another file system of docs/design/volume.md".into(),
+            refuses: true,
         }),
         _ => {}
     }
@@ -248,6 +259,7 @@ pub fn probe_volume(dir: &Path) -> Vec<Finding> {
             property,
             detail,
             fix: fix.into(),
+            refuses: true,
         })
     };
     let written = (|| {
@@ -264,6 +276,19 @@ pub fn probe_volume(dir: &Path) -> Vec<Finding> {
         Ok::<_, io::Error>(back == *b"kaas volume check")
     })();
     match written {
+        Err(e) if super::is_read_only(&e) => {
+            // Served for reads; every write fails cleanly until it is
+            // writable (docs/operations.md). Nothing more can be tried.
+            return vec![Finding {
+                property: "writable",
+                detail: format!(
+                    "{} is read-only: reads are served, produce and commits fail",
+                    dir.display()
+                ),
+                fix: "mount the volume read-write".into(),
+                refuses: false,
+            }];
+        }
         Ok(true) => {}
         Ok(false) => fail(
             "reads see this broker's writes",
@@ -323,11 +348,15 @@ pub fn probe_volume(dir: &Path) -> Vec<Finding> {
     let _ = fs::remove_file(&unique);
     let _ = fs::remove_file(&probe);
     match space(dir) {
-        Ok((_, free)) if free < MIN_FREE_BYTES => fail(
-            "free space",
-            format!("{} MiB free on the volume", free >> 20),
-            "grow the volume or delete data (retention.ms / retention.bytes)",
-        ),
+        Ok((_, free)) if free < MIN_FREE_BYTES => out.push(Finding {
+            property: "free space",
+            detail: format!(
+                "{} MiB free on the volume: writes fail once it is full (reads go on)",
+                free >> 20
+            ),
+            fix: "grow the volume or delete data (retention.ms / retention.bytes)".into(),
+            refuses: false,
+        }),
         Ok(_) => {}
         Err(e) => fail(
             "free space",
@@ -338,7 +367,8 @@ pub fn probe_volume(dir: &Path) -> Vec<Finding> {
     out
 }
 
-/// Below this the broker cannot roll a segment or write a snapshot.
+/// Below this a broker soon cannot roll a segment or write a snapshot:
+/// said at start.
 const MIN_FREE_BYTES: u64 = 64 << 20;
 
 /// Every check for the data folder `dir`.

@@ -18,14 +18,7 @@ fn small() -> LogConfig {
 /// A broker process (a new incarnation) following `version`, which
 /// counts `alive` alive.
 fn tenure(cluster: &Path, broker: i32, version: u64, alive: &[i32]) -> Tenure {
-    Tenure {
-        broker,
-        incarnation: Some(Incarnation::register(cluster, broker).unwrap()),
-        assignment_version: version,
-        leader_epoch: version as i32,
-        alive: Arc::from(alive),
-        cluster_dir: cluster.to_path_buf(),
-    }
+    Tenure::of_new_process(cluster, broker, version, alive)
 }
 
 /// The first and last offset of every batch a reader gets, reading from
