@@ -267,13 +267,13 @@ impl Metrics {
         let mut m = Metrics::default();
         m.registry.register(
             "volume_healthy",
-            "1 while the data volume answers this broker's checks (write, fsync, fresh read) within the timeout, else 0",
+            "1 while this broker can serve: its data volume answers its checks (write, fsync, fresh read) within the timeout, it is not fenced and its assignment is confirmed (what /serving answers), else 0",
             m.volume_healthy.clone(),
         );
         for (name, help, counter) in [
             (
                 "volume_stalls",
-                "Times the data volume stopped answering this broker's checks within the timeout, or the broker was fenced",
+                "Times this broker stopped being able to serve: its data volume stopped answering its checks within the timeout, it was fenced, or it was cut off from its assignment",
                 &tenancy.stalls,
             ),
             (

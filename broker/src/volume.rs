@@ -1,17 +1,22 @@
-//! The broker's hold on the shared volume (docs/design/volume.md): its
-//! incarnation there, a check that the volume answers, and what happens
-//! when another broker fenced this process.
+//! The broker's standing (docs/design/volume.md): its incarnation on the
+//! volume, a check that the volume answers, whether its assignment source
+//! still confirms the assignment, and what happens when another broker
+//! fenced this process.
 //!
 //! Every `interval` a thread writes this process's heartbeat block, makes
 //! it durable and reads both blocks back fresh
 //! ([`Incarnation::heartbeat`]). The volume counts as healthy while the
 //! last check that succeeded is younger than `timeout`: a stalled mount
 //! stalls the thread, so the health falls with no write ever failing.
-//! While it is down the broker is not ready (`/readyz`), answers
+//! While it is down (or the broker is fenced, or cut off from its
+//! assignment) the broker is not ready (`/readyz`, `/serving`), answers
 //! ListGroups (the controller's probe) with COORDINATOR_NOT_AVAILABLE so
 //! the controller counts it dead, and refuses produce with
 //! NOT_LEADER_OR_FOLLOWER, so clients move on to where the controller
-//! moves its partitions.
+//! moves its partitions. While the volume stalls, a watchdog thread (no
+//! I/O) also cuts every client connection ([`Tenancy::watch_once`]); cut
+//! off from its assignment, the broker lets go of its partitions
+//! ([`Tenancy::let_go_if_cut_off`]).
 //!
 //! A check that finds this process fenced makes the broker let go of every
 //! partition and, once it follows an assignment at least as new as the
@@ -156,10 +161,13 @@ impl Tenancy {
             match &result {
                 Err(why) => {
                     self.stalls.inc();
-                    error!(reason = %why, "the data volume is unavailable to this broker: it stops \
-                           acknowledging and answers NOT_LEADER_OR_FOLLOWER and NOT_COORDINATOR")
+                    error!(reason = %why, "this broker cannot serve: it stops acknowledging and \
+                           answers NOT_LEADER_OR_FOLLOWER and COORDINATOR_NOT_AVAILABLE")
                 }
-                Ok(()) => info!("the data volume answers again"),
+                Ok(()) => info!(
+                    "this broker serves again: its volume answers and its \
+                                 assignment is confirmed"
+                ),
             }
         }
         result
