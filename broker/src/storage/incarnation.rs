@@ -137,13 +137,24 @@ pub fn is_local(path: &Path) -> io::Result<bool> {
 }
 
 /// A reader of one block of one file, current as [`FreshRead`] says.
+/// Reads share nothing but the descriptor (`pread`), so threads checking
+/// at once do not wait for one another's round trip.
 struct BlockReader {
     path: PathBuf,
-    mode: FreshRead,
     /// Kept open for `Plain` and `Direct`.
     file: Option<File>,
-    /// Aligned room for a direct read.
+}
+
+/// One block, aligned for a direct read.
+struct Block {
     buf: Vec<u8>,
+    at: usize,
+}
+
+impl Block {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.at..self.at + BLOCK]
+    }
 }
 
 impl BlockReader {
@@ -160,24 +171,21 @@ impl BlockReader {
         };
         Ok(BlockReader {
             path: path.to_path_buf(),
-            mode,
             file,
-            buf: vec![0u8; 2 * BLOCK],
         })
     }
 
     /// Block `n` of the file as the volume holds it now (zeros past the
     /// end).
-    fn read(&mut self, n: u64) -> io::Result<&[u8]> {
-        let at = self.buf.as_ptr().align_offset(BLOCK);
-        let block = &mut self.buf[at..at + BLOCK];
-        block.fill(0);
-        let read = match (&self.file, self.mode) {
-            (Some(file), _) => read_full(file, block, n * BLOCK as u64),
-            (None, _) => read_full(&File::open(&self.path)?, block, n * BLOCK as u64),
-        };
-        read?;
-        Ok(&self.buf[at..at + BLOCK])
+    fn read(&self, n: u64) -> io::Result<Block> {
+        let mut buf = vec![0u8; 2 * BLOCK];
+        let at = buf.as_ptr().align_offset(BLOCK);
+        let block = &mut buf[at..at + BLOCK];
+        match &self.file {
+            Some(file) => read_full(file, block, n * BLOCK as u64)?,
+            None => read_full(&File::open(&self.path)?, block, n * BLOCK as u64)?,
+        }
+        Ok(Block { buf, at })
     }
 }
 
@@ -256,7 +264,7 @@ pub struct Incarnation {
     mode: FreshRead,
     standing: Standing,
     /// Fresh reads of the file (shared by fence checks and heartbeats).
-    reader: Mutex<BlockReader>,
+    reader: BlockReader,
     /// Heartbeats written.
     beats: Mutex<u64>,
 }
@@ -296,7 +304,7 @@ impl Incarnation {
         let mode = fresh_read_for(&folder, &path)?;
         info!(broker, incarnation = %id, read = ?mode, "registered this broker process on the volume");
         Ok(Arc::new(Incarnation {
-            reader: Mutex::new(BlockReader::open(&path, mode)?),
+            reader: BlockReader::open(&path, mode)?,
             beats: Mutex::new(0),
             broker,
             id,
@@ -333,9 +341,8 @@ impl Incarnation {
         if let Some(fence) = self.fenced() {
             return Err(fenced_error(fence));
         }
-        let mut reader = self.reader.lock();
-        let block = reader.read(0)?;
-        self.standing.record(block, &self.id)
+        let block = self.reader.read(0)?;
+        self.standing.record(block.bytes(), &self.id)
     }
 
     /// The volume check: the owner's heartbeat block written and made
@@ -347,9 +354,9 @@ impl Incarnation {
         let record = heartbeat_record(self.broker, *count);
         self.file.write_all_at(&record, BLOCK as u64)?;
         self.file.sync_data()?;
-        let mut reader = self.reader.lock();
-        let fence = reader.read(0)?.to_vec();
-        let back = reader.read(1)?;
+        let fence = self.reader.read(0)?;
+        let back = self.reader.read(1)?;
+        let back = back.bytes();
         if back[..RECORD_LEN] != record {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -360,7 +367,7 @@ impl Incarnation {
                 ),
             ));
         }
-        self.standing.record(&fence, &self.id)
+        self.standing.record(fence.bytes(), &self.id)
     }
 
     /// The file, for a volume check.
@@ -417,7 +424,7 @@ pub fn read_fence(
     mode: FreshRead,
 ) -> io::Result<Option<Fence>> {
     let path = path(cluster_dir, broker, id);
-    let mut reader = match BlockReader::open(&path, mode) {
+    let reader = match BlockReader::open(&path, mode) {
         Ok(r) => r,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -425,7 +432,7 @@ pub fn read_fence(
     if mode == FreshRead::Reopen && !path.exists() {
         return Ok(None);
     }
-    Ok(Fence::decode(reader.read(0)?))
+    Ok(Fence::decode(reader.read(0)?.bytes()))
 }
 
 impl Drop for Incarnation {
