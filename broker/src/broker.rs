@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kaas_shared::{BrokerState, Routing};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::acls::Acls;
 use crate::auth::scram_users::ScramUsers;
@@ -216,12 +216,25 @@ impl Broker {
         // version this broker follows, so a broker on an older one is fenced
         // (docs/design/fencing.md).
         let options = |folder| {
-            let followed = cluster.subscribe();
+            let (followed, alive) = (cluster.subscribe(), cluster.subscribe());
+            let tenancy = tenancy.clone();
             GroupLogOptions {
                 sync: config.group_log_sync,
-                owner: Some(Owner::new(config.id, move || {
-                    followed.borrow().as_ref().map_or(0, |r| r.version())
-                })),
+                owner: Some(
+                    Owner::new(config.id, move || {
+                        followed.borrow().as_ref().map_or(0, |r| r.version())
+                    })
+                    .with_incarnation(
+                        storage.cluster_dir(),
+                        move || Some(tenancy.incarnation()),
+                        move |broker| {
+                            alive
+                                .borrow()
+                                .as_ref()
+                                .is_some_and(|r| r.table().is_alive(broker))
+                        },
+                    ),
+                ),
                 max_open_logs: None,
                 folder,
             }
@@ -234,6 +247,15 @@ impl Broker {
             &config.data_dir,
             options(LogFolder::TransactionState),
         )?);
+        // Both stores replayed the journals of this broker's ended
+        // processes: nothing of theirs is left to fence.
+        if let Err(e) = crate::storage::incarnation::retire_ended(
+            &storage.cluster_dir(),
+            config.id,
+            tenancy.incarnation().id(),
+        ) {
+            warn!(error = %e, "cannot remove the incarnation files of ended processes");
+        }
         let producer_ids = Arc::new(ProducerIdAllocator::new(storage_cluster_dir));
         let txns = TxnManager::new(
             config.id,
@@ -518,6 +540,8 @@ impl Broker {
             move || {
                 if let Some(b) = broker.upgrade() {
                     b.storage.retain_partitions(|_, _| false);
+                    b.groups.unload_all();
+                    b.txns.unload_all();
                 }
             }
         };

@@ -769,11 +769,8 @@ impl GroupManager {
             return;
         }
         let now = self.now_ms();
-        let fx = st.core.unload_group(group_id, now);
-        st.touched.remove(group_id);
         st.idle_offsets.remove(group_id);
-        self.store.close(group_id);
-        self.execute(&mut st, fx);
+        self.unload_locked(&mut st, group_id, now);
     }
 
     /// Drops every resident group this broker no longer coordinates (the
@@ -789,15 +786,38 @@ impl GroupManager {
             }
             info!(group = %group_id, from = self.broker_id, to = ?owner,
                   assignment_version = routing.version(), "group coordinator moved away; unloading");
-            let fx = st.core.unload_group(&group_id, now);
-            st.touched.remove(&group_id);
-            self.store.close(&group_id);
-            self.execute(&mut st, fx);
+            self.unload_locked(&mut st, &group_id, now);
         }
         let me = self.broker_id;
         st.idle_offsets
             .retain(|group_id, _| routing.owner_of_group(group_id) == Some(me));
         shrink_if_sparse(&mut st);
+    }
+
+    /// Unloads every resident group: this process was fenced (another
+    /// broker took over what it held; docs/design/volume.md). Requests
+    /// load them again once it serves again, from their logs.
+    pub fn unload_all(self: &Arc<Self>) {
+        let mut st = self.lock();
+        let now = self.now_ms();
+        let resident = st.core.resident_groups();
+        if !resident.is_empty() {
+            info!(
+                groups = resident.len(),
+                "this broker process was fenced; unloading every group"
+            );
+        }
+        for group_id in resident {
+            self.unload_locked(&mut st, &group_id, now);
+        }
+        st.idle_offsets.clear();
+    }
+
+    fn unload_locked(self: &Arc<Self>, st: &mut State, group_id: &str, now: u64) {
+        let fx = st.core.unload_group(group_id, now);
+        st.touched.remove(group_id);
+        self.store.close(group_id);
+        self.execute(st, fx);
     }
 
     /// Unloads Empty groups idle longer than the configured time; they

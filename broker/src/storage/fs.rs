@@ -145,6 +145,15 @@ impl FileLock {
         Ok(FileLock(file.clone()))
     }
 
+    /// The lock if it is free now (`None`: another open file holds it).
+    pub fn try_acquire(file: &Arc<File>) -> io::Result<Option<FileLock>> {
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock(file.clone()))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
     /// Opens (creating) `path` and locks it: a lock file guarding something
     /// that is replaced by rename, which a lock on the thing itself would
     /// not survive.

@@ -247,12 +247,32 @@ impl Standing {
     }
 }
 
-fn fenced_error(fence: Fence) -> io::Error {
-    io::Error::other(format!(
-        "fenced by broker {} at assignment version {}",
-        fence.by_broker, fence.at_version
-    ))
+/// The error of a fenced process's writes: "fenced by broker …".
+pub fn fenced_error(fence: Fence) -> io::Error {
+    io::Error::other(Fenced(fence))
 }
+
+/// The fence an error of [`fenced_error`] carries.
+pub fn fence_of(e: &io::Error) -> Option<Fence> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<Fenced>())
+        .map(|f| f.0)
+}
+
+#[derive(Debug)]
+struct Fenced(Fence);
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fenced by broker {} at assignment version {}",
+            self.0.by_broker, self.0.at_version
+        )
+    }
+}
+
+impl std::error::Error for Fenced {}
 
 /// This broker process on the volume. See the module documentation.
 pub struct Incarnation {
@@ -300,6 +320,12 @@ impl Incarnation {
         blocks[BLOCK..BLOCK + RECORD_LEN].copy_from_slice(&heartbeat_record(broker, 0));
         file.write_all_at(&blocks, 0)?;
         file.sync_all()?;
+        // Held for the process's life: free once the process is gone (or
+        // the volume gave up on its node), which says it writes no more.
+        if let Err(e) = file.lock() {
+            warn!(error = %e, "cannot lock this process's incarnation file; other brokers will \
+                  count it live until it is removed");
+        }
         sync_dir(&folder)?;
         let mode = fresh_read_for(&folder, &path)?;
         info!(broker, incarnation = %id, read = ?mode, "registered this broker process on the volume");
@@ -413,6 +439,53 @@ pub fn fence(cluster_dir: &Path, broker: i32, id: &str, fence: Fence) -> io::Res
         "fenced a broker process that held what this broker takes over"
     );
     Ok(())
+}
+
+/// Whether the process of incarnation `id` of `broker` may still write:
+/// its file is there and locked (its process holds the lock for its life,
+/// and a network file system keeps it for a node that vanished until its
+/// lease ends). A lock that cannot be tested counts as held.
+pub fn is_live(cluster_dir: &Path, broker: i32, id: &str) -> bool {
+    let file = match File::open(path(cluster_dir, broker, id)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
+    };
+    match file.try_lock() {
+        Ok(()) => false,
+        Err(_) => true,
+    }
+}
+
+/// Removes the incarnation files of `broker`'s earlier processes that are
+/// gone (their lock is free): at start, after their journals were
+/// replayed. Only a broker's own: no other process registers under its id
+/// meanwhile.
+pub fn retire_ended(cluster_dir: &Path, broker: i32, mine: &str) -> io::Result<usize> {
+    let folder = cluster_dir.join(FOLDER);
+    let prefix = format!("{broker}-");
+    let mut retired = 0;
+    for dirent in fs::read_dir(&folder)? {
+        let name = dirent?.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        if id == mine || is_live(cluster_dir, broker, id) {
+            continue;
+        }
+        match fs::remove_file(folder.join(&name)) {
+            Ok(()) => retired += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if retired > 0 {
+        info!(
+            broker,
+            retired, "removed the incarnation files of this broker's ended processes"
+        );
+    }
+    Ok(retired)
 }
 
 /// The fence of incarnation `id` of `broker`, as the volume holds it now

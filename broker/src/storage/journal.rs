@@ -178,7 +178,12 @@ struct Files {
     checkpoint: Option<std::thread::JoinHandle<io::Result<()>>>,
     /// The group logs' folder, for `syncfs`.
     volume: File,
+    after_flush: Option<AfterFlush>,
 }
+
+/// Run after every round is durable and before its callers are answered:
+/// an error fails the round (the process's fence check).
+pub type AfterFlush = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
 
 /// A broker process's journal. Its files are created, and its round
 /// thread started, by the first append: stores that only read never make
@@ -401,6 +406,7 @@ fn open_files(
     capacity: u64,
     volume: File,
     generation: Arc<AtomicU64>,
+    after_flush: Option<AfterFlush>,
 ) -> io::Result<Files> {
     fs::create_dir_all(folder)?;
     let a = create_file(folder, tag, 0, capacity)?;
@@ -427,6 +433,7 @@ fn open_files(
         other_uncovered: false,
         checkpoint: None,
         volume,
+        after_flush,
     })
 }
 
@@ -438,7 +445,13 @@ impl Flush for Files {
             error!(error = %e, "commit journal write failed");
             self.must_switch = true;
             io::Error::new(e.kind(), format!("commit journal write failed: {e}"))
-        })
+        })?;
+        // Durable; acknowledged only if this process was not fenced
+        // meanwhile (docs/design/volume.md).
+        match &self.after_flush {
+            Some(check) => check(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -518,6 +531,17 @@ impl Journal {
     /// A journal in `<logs>/.journal`, its files named after `tag` (unique
     /// to this process). Nothing is created before the first append.
     pub fn new(logs: &Path, tag: &str, capacity: u64) -> io::Result<Journal> {
+        Journal::checked(logs, tag, capacity, None)
+    }
+
+    /// [`Journal::new`] whose rounds, once durable, run `after_flush`
+    /// (the process's fence check) and fail if it does.
+    pub fn checked(
+        logs: &Path,
+        tag: &str,
+        capacity: u64,
+        after_flush: Option<AfterFlush>,
+    ) -> io::Result<Journal> {
         let folder = logs.join(JOURNAL_DIR);
         let volume = File::open(logs)?;
         let tag = tag.to_string();
@@ -525,7 +549,15 @@ impl Journal {
         let published = generation.clone();
         let rounds = GroupCommit::new("kaas-journal", move || {
             let volume = volume.try_clone()?;
-            open_files(&folder, &tag, capacity, volume, published.clone()).map_err(|e| {
+            open_files(
+                &folder,
+                &tag,
+                capacity,
+                volume,
+                published.clone(),
+                after_flush.clone(),
+            )
+            .map_err(|e| {
                 error!(error = %e, "cannot create the commit journal");
                 io::Error::new(e.kind(), format!("cannot create the commit journal: {e}"))
             })
@@ -634,6 +666,37 @@ pub fn orphaned(logs: &Path, _held: &ReplayLock) -> io::Result<Vec<Orphan>> {
     }
     found.sort_by_key(|o| o.generation);
     Ok(found)
+}
+
+/// The entries of every journal of `broker`'s processes under `logs`
+/// (named `<broker>-<incarnation>-<n>.jnl`), live or not, read without
+/// taking their locks: for a broker taking logs over from a fenced
+/// process. Oldest generation first; each file's entries in order.
+pub fn of_broker(logs: &Path, broker: i32) -> io::Result<Vec<JournalEntry>> {
+    let folder = logs.join(JOURNAL_DIR);
+    let prefix = format!("{broker}-");
+    let mut files = Vec::new();
+    let listing = match fs::read_dir(&folder) {
+        Ok(l) => l,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    for dirent in listing {
+        let path = dirent?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.starts_with(&prefix) || !name.ends_with(SUFFIX) {
+            continue;
+        }
+        match File::open(&path) {
+            Ok(f) => files.push(read(f)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    files.sort_by_key(|(generation, _)| *generation);
+    Ok(files.into_iter().flat_map(|(_, entries)| entries).collect())
 }
 
 #[cfg(test)]

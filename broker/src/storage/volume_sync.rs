@@ -22,10 +22,12 @@ use std::path::Path;
 use tracing::error;
 
 use super::group_commit::{Committed, Flush, GroupCommit};
+use super::journal::AfterFlush;
 
 struct Syncfs {
     /// An open descriptor on the volume (its folder).
     dir: File,
+    after_flush: Option<AfterFlush>,
 }
 
 impl Flush for Syncfs {
@@ -36,7 +38,11 @@ impl Flush for Syncfs {
         super::fs::syncfs(&self.dir).map_err(|e| {
             error!(error = %e, "syncfs of the data volume failed");
             io::Error::new(e.kind(), format!("syncfs of the data volume failed: {e}"))
-        })
+        })?;
+        match &self.after_flush {
+            Some(check) => check(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -49,11 +55,18 @@ impl VolumeSync {
     /// Rounds over the volume of `dir` (opened now; the round thread
     /// starts with the first caller).
     pub fn new(dir: &Path) -> io::Result<VolumeSync> {
+        VolumeSync::checked(dir, None)
+    }
+
+    /// [`VolumeSync::new`] whose rounds, once durable, run `after_flush`
+    /// (the process's fence check) and fail if it does.
+    pub fn checked(dir: &Path, after_flush: Option<AfterFlush>) -> io::Result<VolumeSync> {
         let dir = File::open(dir)?;
         Ok(VolumeSync {
             rounds: GroupCommit::new("kaas-volume-sync", move || {
                 Ok(Syncfs {
                     dir: dir.try_clone()?,
+                    after_flush: after_flush.clone(),
                 })
             }),
         })

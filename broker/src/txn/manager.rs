@@ -450,15 +450,28 @@ impl TxnManager {
     /// Unloads the transactional ids this broker no longer coordinates
     /// (their writes in flight answer NOT_COORDINATOR).
     pub fn sweep(self: &Arc<Self>, routing: &Routing) {
+        self.unload_where(
+            |id| routing.owner_of_transaction(id) != Some(self.broker_id),
+            "transaction coordinator moved away; unloading",
+        );
+    }
+
+    /// Unloads every transactional id: this process was fenced (another
+    /// broker took over what it held; docs/design/volume.md).
+    pub fn unload_all(self: &Arc<Self>) {
+        self.unload_where(|_| true, "this broker process was fenced; unloading");
+    }
+
+    fn unload_where(self: &Arc<Self>, unload: impl Fn(&str) -> bool, why: &'static str) {
         let mut st = self.lock();
         let moved: Vec<String> = st
             .core
             .loaded()
             .map(|m| m.transactional_id.clone())
-            .filter(|id| routing.owner_of_transaction(id) != Some(self.broker_id))
+            .filter(|id| unload(id))
             .collect();
         for id in moved {
-            info!(transactional_id = %id, "transaction coordinator moved away; unloading");
+            info!(transactional_id = %id, "{why}");
             st.core.unload(&id);
             self.store.close(&id);
         }

@@ -12,15 +12,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tracing::error;
+use tracing::{error, info};
 
 use super::cache::Entry;
+use super::fencing::Owner;
 use super::snapshot::snapshot_if_due;
 use super::GroupLogSync;
 use crate::group::store::StoreError;
 use crate::storage::blocking;
 use crate::storage::fs::sync_dir;
-use crate::storage::journal::{self, EntryRef, Journal};
+use crate::storage::incarnation::{fence_of, Incarnation};
+use crate::storage::journal::{self, AfterFlush, EntryRef, Journal};
 use crate::storage::volume_sync::VolumeSync;
 
 /// The group-log writes a test can make fail or hold
@@ -64,31 +66,45 @@ enum Mode {
 pub(super) struct Durability {
     mode: Mode,
     pub(super) io: Arc<dyn LogIo>,
+    /// The owning process's fence check, run after every sync and before
+    /// what it covers is acknowledged, and before a snapshot replaces a log.
+    fence: Option<AfterFlush>,
     fsyncs: AtomicU64,
     snapshots: AtomicU64,
 }
 
 impl Durability {
-    /// The durability of the logs under `root`; `tmp_tag` names this
-    /// store's journal files. Creates no file: the journal makes its files
+    /// The durability of the logs under `root`; `journal_tag` names this
+    /// store's journal files; `owner`'s fence is checked after every sync. Creates no file: the journal makes its files
     /// on its first append.
     pub(super) fn new(
         sync: GroupLogSync,
         root: &Path,
-        tmp_tag: &str,
+        journal_tag: &str,
         io: Arc<dyn LogIo>,
+        owner: Option<&Owner>,
     ) -> io::Result<Durability> {
+        let fence: Option<AfterFlush> = owner.map(|o| {
+            let o = o.clone();
+            Arc::new(move || o.check_fence()) as AfterFlush
+        });
         let mode = match sync {
             GroupLogSync::Journal => Mode::Journal {
-                journal: Journal::new(root, tmp_tag, journal::DEFAULT_CAPACITY)?,
-                volume: VolumeSync::new(root)?,
+                journal: Journal::checked(
+                    root,
+                    journal_tag,
+                    journal::DEFAULT_CAPACITY,
+                    fence.clone(),
+                )?,
+                volume: VolumeSync::checked(root, fence.clone())?,
             },
-            GroupLogSync::Volume => Mode::Volume(VolumeSync::new(root)?),
+            GroupLogSync::Volume => Mode::Volume(VolumeSync::checked(root, fence.clone())?),
             GroupLogSync::PerFile => Mode::PerFile,
         };
         Ok(Durability {
             mode,
             io,
+            fence,
             fsyncs: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
         })
@@ -131,6 +147,14 @@ impl Durability {
     /// log) rather than take turns (one fsync of the file at a time).
     pub(super) fn shares_turns(&self) -> bool {
         self.volume().is_some()
+    }
+
+    /// The owning process's fence, read fresh: an error once it was fenced.
+    pub(super) fn check_fence(&self) -> io::Result<()> {
+        match &self.fence {
+            Some(check) => check(),
+            None => Ok(()),
+        }
     }
 
     /// Counts one fsync issued by the store itself.
@@ -180,7 +204,7 @@ impl Durability {
                             sync_dir(&root)?;
                             me.synced();
                         }
-                        Ok(())
+                        me.check_fence()
                     })
                     .await
                 }
@@ -238,6 +262,11 @@ pub(super) struct Pending {
     pub(super) seq: u64,
     /// The append's journal round, when the journal makes it durable.
     pub(super) journaled: Option<crate::storage::group_commit::Committed>,
+    /// The process incarnation the append was written under: if it was
+    /// fenced by the time the append is durable, the append is not
+    /// acknowledged (the sync's fence check reads the incarnation current
+    /// then, which a fenced process may have renewed).
+    pub(super) written_under: Option<Arc<Incarnation>>,
 }
 
 impl Pending {
@@ -252,7 +281,15 @@ impl Pending {
             shared,
             seq,
             journaled,
+            written_under,
         } = self;
+        // Whatever the sync said, an append of a process fenced meanwhile
+        // is refused as such.
+        let judged =
+            move |result: io::Result<()>| match written_under.as_ref().and_then(|i| i.fenced()) {
+                Some(fence) => Err(crate::storage::incarnation::fenced_error(fence)),
+                None => result,
+            };
         if let Some(journaled) = journaled {
             let journaled = shared.io.synced(journaled.await);
             let result = {
@@ -261,13 +298,18 @@ impl Pending {
                     // Journal rounds complete in order, so every earlier
                     // append of this log is durable too.
                     Ok(()) => inner.durable = inner.durable.max(seq),
+                    Err(e) if fence_of(&e).is_some() => {
+                        info!(group_id = %entry.paths.group_id, error = %e,
+                              "a write durable after this process was fenced is not acknowledged");
+                        inner.fail_upto(seq);
+                    }
                     Err(e) => {
                         error!(group_id = %entry.paths.group_id, error = %e,
                                "the commit journal failed; the log will be reopened");
                         inner.fail_upto(seq);
                     }
                 }
-                inner.settled(seq).expect("settled by the journal round")
+                judged(inner.settled(seq).expect("settled by the journal round"))
             };
             if result.is_ok() {
                 snapshot_if_due(entry, shared, None);
@@ -275,7 +317,7 @@ impl Pending {
             return result;
         }
         if let Some(r) = entry.inner().settled(seq) {
-            return r;
+            return judged(r);
         }
         // Per-file syncs keep the exclusive turn into the snapshot task:
         // no other fsync of this log may run before the snapshot is in.
@@ -285,13 +327,15 @@ impl Pending {
             (None, Some(entry.sync_lock.clone().write_owned().await))
         };
         if let Some(r) = entry.inner().settled(seq) {
-            return r;
+            return judged(r);
         }
         shared.sync_turn(&entry).await;
-        let result = entry
-            .inner()
-            .settled(seq)
-            .expect("settled by the sync turn");
+        let result = judged(
+            entry
+                .inner()
+                .settled(seq)
+                .expect("settled by the sync turn"),
+        );
         if result.is_ok() {
             snapshot_if_due(entry, shared, exclusive_turn);
         }
@@ -299,12 +343,23 @@ impl Pending {
     }
 }
 
-/// Waits for an append that was ordered (or reports why it was not).
+/// Waits for an append that was ordered (or reports why it was not). An
+/// append this process made after it was fenced is refused as written by
+/// a broker that no longer owns the log.
 pub(super) async fn durable(
     ordered: Result<Option<Pending>, StoreError>,
 ) -> Result<(), StoreError> {
-    match ordered? {
-        Some(pending) => Ok(pending.wait().await?),
-        None => Ok(()),
-    }
+    let Some(pending) = ordered? else {
+        return Ok(());
+    };
+    let key = pending.entry.paths.group_id.clone();
+    pending.wait().await.map_err(|e| match fence_of(&e) {
+        Some(fence) => StoreError::Fenced {
+            key,
+            by_broker: fence.by_broker,
+            by_version: fence.at_version,
+            ours: 0,
+        },
+        None => StoreError::Io(e),
+    })
 }

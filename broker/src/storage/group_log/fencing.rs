@@ -4,7 +4,9 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
@@ -13,25 +15,81 @@ use super::records::{encode, ClaimBody, Record};
 use super::Logs;
 use crate::group::store::StoreError;
 use crate::storage::fs::FileLock;
+use crate::storage::incarnation::Incarnation;
 use crate::storage::journal::JournalEntry;
 
 /// The broker writing through a store, for owner claims (see
-/// docs/design/fencing.md).
+/// docs/design/fencing.md) and, with its process's incarnation, for taking
+/// a log over from a process that can no longer be waited for
+/// (docs/design/volume.md).
 #[derive(Clone)]
 pub struct Owner {
     pub broker: i32,
     /// The assignment version the broker follows now.
     pub version: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// This process on the volume now (`None`: a process that registered
+    /// none, which fences no one and waits for locks).
+    pub incarnation: Arc<dyn Fn() -> Option<Arc<Incarnation>> + Send + Sync>,
+    /// Whether the assignment followed now counts a broker alive.
+    pub alive: Arc<dyn Fn(i32) -> bool + Send + Sync>,
+    /// The volume's `__cluster` folder, where incarnations are.
+    pub cluster_dir: PathBuf,
 }
 
 impl Owner {
     /// `broker` claims the logs it loads or writes under the assignment
-    /// version `version()` returns at the time.
+    /// version `version()` returns at the time; no incarnation.
     pub fn new(broker: i32, version: impl Fn() -> u64 + Send + Sync + 'static) -> Owner {
         Owner {
             broker,
             version: Arc::new(version),
+            incarnation: Arc::new(|| None),
+            alive: Arc::new(|_| true),
+            cluster_dir: PathBuf::new(),
         }
+    }
+
+    /// The same owner as the process `incarnation()` names, following an
+    /// assignment that counts alive what `alive` says.
+    pub fn with_incarnation(
+        self,
+        cluster_dir: PathBuf,
+        incarnation: impl Fn() -> Option<Arc<Incarnation>> + Send + Sync + 'static,
+        alive: impl Fn(i32) -> bool + Send + Sync + 'static,
+    ) -> Owner {
+        Owner {
+            incarnation: Arc::new(incarnation),
+            alive: Arc::new(alive),
+            cluster_dir,
+            ..self
+        }
+    }
+
+    pub(super) fn version(&self) -> u64 {
+        (self.version)()
+    }
+
+    pub(super) fn incarnation(&self) -> Option<Arc<Incarnation>> {
+        (self.incarnation)()
+    }
+
+    /// Reads this process's fence fresh (after a write is durable, before
+    /// it is acknowledged): an error once it was fenced.
+    pub(super) fn check_fence(&self) -> io::Result<()> {
+        match self.incarnation() {
+            Some(i) => i.check_fence(),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `claim` was written by this process (by this broker, when
+    /// neither names an incarnation).
+    pub(super) fn made(&self, claim: &ClaimBody) -> bool {
+        claim.broker == self.broker
+            && match self.incarnation() {
+                Some(i) => claim.incarnation.is_empty() || claim.incarnation == i.id(),
+                None => true,
+            }
     }
 }
 
@@ -42,17 +100,47 @@ pub(super) struct LogLock {
     _held: Option<FileLock>,
 }
 
+/// Longest a log's lock is waited for. Held for the length of one write
+/// by a live broker; a holder whose volume stalled keeps it for as long
+/// as the stall lasts, and the request is answered retriably instead.
+pub(super) const LOCK_WAIT: Duration = Duration::from_secs(2);
+
 impl LogLock {
+    /// The log's lock, waited for at most [`LOCK_WAIT`] (then `TimedOut`).
     pub(super) fn acquire(file: &Arc<File>) -> io::Result<LogLock> {
-        match FileLock::acquire(file) {
-            Ok(held) => Ok(LogLock { _held: Some(held) }),
+        let deadline = Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_micros(100);
+        loop {
+            match LogLock::try_acquire(file)? {
+                Some(held) => return Ok(held),
+                None if Instant::now() >= deadline => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the group log's lock is held by another process for over {LOCK_WAIT:?}"
+                        ),
+                    ))
+                }
+                None => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+
+    /// The log's lock if it is free now.
+    pub(super) fn try_acquire(file: &Arc<File>) -> io::Result<Option<LogLock>> {
+        match FileLock::try_acquire(file) {
+            Ok(Some(held)) => Ok(Some(LogLock { _held: Some(held) })),
+            Ok(None) => Ok(None),
             Err(e) if FileLock::unsupported(&e) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
                     warn!(error = %e, "file locks do not work on the data volume; group logs are \
                           fenced by owner claims alone (see docs/design/fencing.md)")
                 });
-                Ok(LogLock { _held: None })
+                Ok(Some(LogLock { _held: None }))
             }
             Err(e) => Err(e),
         }
@@ -79,10 +167,13 @@ impl Logs {
             // first write reopens the log read-write and claims it then.
             return Ok(None);
         }
-        let ours = (owner.version)();
-        let previous = log.table.claim;
-        match previous {
-            Some(c) if c.broker == owner.broker => return Ok(None),
+        let ours = owner.version();
+        let previous = log.table.claim.clone();
+        match &previous {
+            Some(c) if owner.made(c) => return Ok(None),
+            // An earlier process of this broker: its claim is ours to
+            // replace whatever version it names.
+            Some(c) if c.broker == owner.broker => {}
             Some(c) if c.assignment_version >= ours => {
                 return Err(StoreError::Fenced {
                     key: group_id.to_string(),
@@ -96,8 +187,11 @@ impl Logs {
         let claim = ClaimBody {
             broker: owner.broker,
             assignment_version: ours,
+            incarnation: owner
+                .incarnation()
+                .map_or_else(String::new, |i| i.id().to_string()),
         };
-        let frame = encode(&Record::Claim(claim))?;
+        let frame = encode(&Record::Claim(claim.clone()))?;
         if let Err(e) = log.file.write_all_at(&frame, log.len) {
             let _ = log.file.set_len(log.len);
             return Err(e.into());
@@ -115,7 +209,7 @@ impl Logs {
         log.len += frame.len() as u64;
         log.since_snapshot.delta(frame.len());
         log.table.apply(Record::Claim(claim));
-        if let Some(c) = previous {
+        if let Some(c) = &previous {
             info!(
                 group_id,
                 from = c.broker,

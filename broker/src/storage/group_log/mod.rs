@@ -72,6 +72,7 @@ mod file;
 mod records;
 mod replay;
 mod snapshot;
+mod takeover;
 mod writer;
 
 /// Delta records between two snapshots, at least.
@@ -269,6 +270,8 @@ pub struct Logs {
     /// Makes snapshot tmp files unique to this store: two brokers must
     /// never write one another's.
     tmp_tag: String,
+    /// Journals of processes this store fenced, parsed (`takeover`).
+    fenced_journals: takeover::FencedJournals,
 }
 
 impl Logs {
@@ -280,8 +283,25 @@ impl Logs {
             std::process::id(),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
+        // Journals are named after the broker and its process's first
+        // incarnation, so a broker taking a log over from a fenced process
+        // finds that process's journals (docs/design/volume.md).
+        let journal_tag = match options
+            .owner
+            .as_ref()
+            .and_then(|o| Some((o, o.incarnation()?)))
+        {
+            Some((o, i)) => format!("{}-{}", o.broker, i.id()),
+            None => tmp_tag.clone(),
+        };
         let logs = Logs {
-            shared: Arc::new(Durability::new(options.sync, &root, &tmp_tag, io)?),
+            shared: Arc::new(Durability::new(
+                options.sync,
+                &root,
+                &journal_tag,
+                io,
+                options.owner.as_ref(),
+            )?),
             root,
             entries: Mutex::new(HashMap::new()),
             ticks: AtomicU64::new(0),
@@ -291,8 +311,18 @@ impl Logs {
                 .max(1),
             owner: options.owner,
             tmp_tag,
+            fenced_journals: takeover::FencedJournals::default(),
         };
-        logs.replay_journals()?;
+        match logs.replay_journals() {
+            // A log's lock kept by a process whose volume stalls: the
+            // journals stay, and are replayed at the next takeover or start.
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                warn!(error = %e, "commit journals of stopped brokers not replayed yet")
+            }
+            other => {
+                other?;
+            }
+        }
         Ok(logs)
     }
 
@@ -328,7 +358,17 @@ impl Logs {
             path: self.root.join(format!("{name}{LOG_SUFFIX}")),
             tmp: self
                 .root
-                .join(format!("{name}{LOG_SUFFIX}.tmp.{}", self.tmp_tag)),
+                .join(format!("{name}{LOG_SUFFIX}.tmp.{}", self.tmp_owner())),
+        }
+    }
+
+    /// Whose snapshot tmp files: this process's incarnation (a broker
+    /// taking a log over removes the fenced process's, so its rename can
+    /// never land), else this store's tag.
+    fn tmp_owner(&self) -> String {
+        match self.owner.as_ref().and_then(|o| o.incarnation()) {
+            Some(i) => i.id().to_string(),
+            None => self.tmp_tag.clone(),
         }
     }
 
@@ -339,6 +379,10 @@ impl Logs {
             inner.retire_log();
             inner.reopen = false;
             let failed = std::mem::take(&mut inner.failed);
+            if let Err(e) = self.take_over_if_needed(&entry.paths) {
+                inner.failed |= failed;
+                return Err(e);
+            }
             let opened = match open_log(&entry.paths, false, &self.shared) {
                 Ok(opened) => opened,
                 Err(e) => {
@@ -732,6 +776,7 @@ impl Logs {
                 shared: self.shared.clone(),
                 seq: inner.appended,
                 journaled,
+                written_under: self.owner.as_ref().and_then(|o| o.incarnation()),
             }))
         })
     }
@@ -868,5 +913,8 @@ impl GroupLogStore {
     }
 }
 
+#[cfg(test)]
+#[path = "takeover_tests.rs"]
+mod takeover_tests;
 #[cfg(test)]
 mod tests;

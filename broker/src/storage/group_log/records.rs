@@ -10,7 +10,7 @@
 //! | 3    | OffsetDelete  | JSON `[{"topic","partition"}…]`                          |
 //! | 4    | GroupMetadata | JSON: the whole record (replacing the previous one) or `null` |
 //! | 5    | Snapshot      | JSON `{"offsets":[…as in 2…],"metadata":…,"claim":…}` (read only) |
-//! | 6    | Claim         | JSON `{"broker","assignment_version"}`                    |
+//! | 6    | Claim         | JSON `{"broker","assignment_version","incarnation"}` (the last optional) |
 //! | 7    | OffsetCommit  | binary offsets (below)                                   |
 //! | 8    | Snapshot      | binary offsets, then metadata and claim (below)          |
 //! | 9    | Transaction   | JSON: a transactional id's state (below) or `null`       |
@@ -34,8 +34,9 @@
 //! length` and the transaction as JSON, as in kind 9) and 2 (a group's
 //! pending transactional offsets: `u32 count`, then per producer `i64
 //! producer id` and binary offsets) and 3 (a consumer group: `u32 length`
-//! and, as JSON, the records that rebuild it, as in kind 12). A snapshot
-//! with none ends after the claim, as group snapshots always have.
+//! and, as JSON, the records that rebuild it, as in kind 12) and 4 (the
+//! claim's incarnation: `u16 length` + UTF-8). A snapshot with none ends
+//! after the claim, as group snapshots always have.
 //!
 //! The logs of transactional ids (`__cluster/__transaction_state`) are
 //! the same files: a header, claims, kind 9 records and snapshots. A
@@ -80,6 +81,7 @@ const KIND_CONVERSION: u8 = 13;
 const SECTION_TXN: u8 = 1;
 const SECTION_PENDING: u8 = 2;
 const SECTION_CONSUMER: u8 = 3;
+const SECTION_CLAIM_INCARNATION: u8 = 4;
 
 /// Offsets as the store takes and returns them: (topic, partition, offset).
 pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
@@ -147,12 +149,16 @@ struct SnapshotJson {
     claim: Option<ClaimBody>,
 }
 
-/// Who writes this log: the broker that loaded the group, and the
-/// assignment version under which it did (see docs/design/fencing.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Who writes this log: the broker that loaded the group, the assignment
+/// version under which it did (see docs/design/fencing.md), and its
+/// process's incarnation (empty in claims written before incarnations), so
+/// a broker taking the log over can fence that process (docs/design/volume.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct ClaimBody {
     pub broker: i32,
     pub assignment_version: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub incarnation: String,
 }
 
 #[derive(Debug)]
@@ -628,6 +634,7 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
         1 => Some(ClaimBody {
             broker: r.i32()?,
             assignment_version: r.u64()?,
+            incarnation: String::new(),
         }),
         other => return Err(format!("bad claim flag {other}")),
     };
@@ -635,8 +642,19 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
     let mut txn = None;
     let mut pending = PendingTxnOffsets::new();
     let mut consumer = None;
+    let mut claim = claim;
+    let mut incarnation_seen = false;
     while !r.0.is_empty() {
         match r.u8()? {
+            SECTION_CLAIM_INCARNATION if !incarnation_seen => {
+                incarnation_seen = true;
+                let len = r.u16()? as usize;
+                let id = std::str::from_utf8(r.bytes(len)?).map_err(|e| e.to_string())?;
+                match &mut claim {
+                    Some(c) => c.incarnation = id.to_string(),
+                    None => return Err("a claim's incarnation without a claim".to_string()),
+                }
+            }
             SECTION_TXN if txn.is_none() => {
                 let len = r.u32()? as usize;
                 let body: TxnBody =
@@ -927,13 +945,18 @@ impl Table {
                 f.0.put_slice(&json);
             }
         }
-        match self.claim {
+        match &self.claim {
             None => f.0.put_u8(0),
             Some(c) => {
                 f.0.put_u8(1);
                 f.0.put_i32(c.broker);
                 f.0.put_u64(c.assignment_version);
             }
+        }
+        if let Some(c) = self.claim.as_ref().filter(|c| !c.incarnation.is_empty()) {
+            f.0.put_u8(SECTION_CLAIM_INCARNATION);
+            f.0.put_u16(u16::try_from(c.incarnation.len()).map_err(io::Error::other)?);
+            f.0.put_slice(c.incarnation.as_bytes());
         }
         if let Some(t) = &self.txn {
             let json = serde_json::to_vec(&TxnBody::from(t)).map_err(io::Error::other)?;

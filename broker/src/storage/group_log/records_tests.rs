@@ -28,15 +28,23 @@ fn binary_commits_and_snapshots_read_back_exactly() {
 
     let mut table = Table::default();
     table.apply(Record::Commit(back));
-    table.claim = Some(ClaimBody {
-        broker: 2,
-        assignment_version: 17,
-    });
-    let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
+    // A claim naming its process's incarnation, and one written before
+    // incarnations (no section for it).
+    for incarnation in ["9f86d081884c7d659a2feaa0c55ad015", ""] {
+        table.claim = Some(ClaimBody {
+            broker: 2,
+            assignment_version: 17,
+            incarnation: incarnation.to_string(),
+        });
+        let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
+        let mut again = Table::default();
+        again.apply(record);
+        assert_eq!(again.offsets(), table.offsets());
+        assert_eq!(again.claim, table.claim);
+    }
     let mut again = Table::default();
+    let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
     again.apply(record);
-    assert_eq!(again.offsets(), table.offsets());
-    assert_eq!(again.claim, table.claim);
     // Sorted by topic, then partition.
     let keys: Vec<_> = again
         .offsets()

@@ -113,10 +113,14 @@ impl Logs {
         Ok(touched)
     }
 
-    /// Whether the log's last claim is another broker's.
+    /// Whether the log's last claim is another process's.
     pub(super) fn taken_over(&self, log: &OpenLog) -> bool {
-        let ours = self.owner.as_ref().map(|o| o.broker);
-        self.shared.journals() && log.table.claim.is_some_and(|c| Some(c.broker) != ours)
+        self.shared.journals()
+            && log
+                .table
+                .claim
+                .as_ref()
+                .is_some_and(|c| !self.owner.as_ref().is_some_and(|o| o.made(c)))
     }
 
     /// Puts one journaled write back if its log lacks it. Only ever at the

@@ -154,6 +154,10 @@ pub(super) fn swap_in_snapshot(
             shared.synced();
         }
         let id = identity(&tmp)?;
+        // The tmp file is durable: a fenced process renames nothing (a
+        // broker that took the log over removed this process's tmp file
+        // after fencing it, so a rename already under way finds nothing).
+        shared.check_fence()?;
         fs::rename(&entry.paths.tmp, &entry.paths.path)?;
         // If this fails, the next append waits for a volume round instead,
         // which syncs the folder again.

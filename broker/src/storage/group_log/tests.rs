@@ -71,7 +71,7 @@ fn faulty_store(dir: &Path) -> (GroupLogStore, Arc<Faults>) {
     (store, faults)
 }
 
-fn oam(offset: i64) -> OffsetAndMetadata {
+pub(super) fn oam(offset: i64) -> OffsetAndMetadata {
     OffsetAndMetadata {
         offset,
         leader_epoch: None,
