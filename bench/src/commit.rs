@@ -290,6 +290,68 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
          the fair unit for latency is one fdatasync under that same load (limit b), not on an idle disk",
         p.committers, p.committers, p.committers
     ));
+    match kaas_testkit::gluster::Mounts::from_env() {
+        Some(m) => on_network_volume(&p, &m.a, &record).await?,
+        None => note(
+            "commit on GlusterFS skipped: no mount (eval \"$(scripts/glusterfs-testenv up)\" \
+             sets KAAS_GLUSTER_A)",
+        ),
+    }
+    Ok(())
+}
+
+/// The same load with the broker's data on a GlusterFS mount (issue #32),
+/// beside that mount's own raw limit, in this run: rounds alternate.
+async fn on_network_volume(p: &Params, mount: &Path, record: &Arc<Vec<u8>>) -> anyhow::Result<()> {
+    let scratch = tempfile::Builder::new()
+        .prefix("kaas-bench-commit-")
+        .tempdir_in(mount)?;
+    let (kaas_dir, raw_dir) = (scratch.path().join("kaas"), scratch.path().join("raw"));
+    std::fs::create_dir_all(&kaas_dir)?;
+    std::fs::create_dir_all(&raw_dir)?;
+    let server = crate::wire::ChildServer::kaas(1, &kaas_dir)?;
+    let addr = server.bootstrap.clone();
+    kaas_client::KafkaClient::connect(&addr, Duration::from_secs(5))
+        .await?
+        .create_topic(TOPIC, p.partitions as i32)
+        .await?;
+    prefill_kaas(&addr, p).await?;
+    let raw = Arc::new(RawAppend::new(&raw_dir, p.groups)?);
+    let (mut kaas, mut limit) = (Vec::new(), Vec::new());
+    for round in 0..p.rounds {
+        for which in (0..2).map(|i| (i + round) % 2) {
+            crate::sys::settle_disk(scratch.path());
+            if which == 0 {
+                kaas.push(kaas_window(&addr, p, round as u64).await?);
+            } else {
+                let (raw, record) = (raw.clone(), record.clone());
+                let (c, g, w) = (p.committers, p.groups, p.window);
+                limit.push(
+                    tokio::task::spawn_blocking(move || raw.window(c, g, &record, w, round as u64))
+                        .await??,
+                );
+            }
+        }
+    }
+    drop(server);
+    let rate = |ws: &[Window]| median(&ws.iter().map(Window::rate).collect::<Vec<_>>());
+    let pct = |ws: &[Window], q: f64| median(&ws.iter().map(|w| w.p(q)).collect::<Vec<_>>());
+    emit(
+        Figure::new(
+            "commit on GlusterFS: kaas commits/s vs raw limit there",
+            rate(&kaas),
+            "commits/s",
+        )
+        .baseline("append+fdatasync on the mount", rate(&limit)),
+    );
+    emit(
+        Figure::new(
+            "commit on GlusterFS: kaas p99 latency",
+            pct(&kaas, 99.0),
+            "ms",
+        )
+        .baseline("fdatasync p50 on the mount, same load", pct(&limit, 50.0)),
+    );
     Ok(())
 }
 

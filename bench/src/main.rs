@@ -10,6 +10,7 @@ mod compaction;
 mod consumer_groups;
 mod controller;
 mod dataplane;
+mod failover;
 mod memory;
 mod rebalance;
 mod report;
@@ -81,6 +82,11 @@ enum Cmd {
     /// KIP-848 consumer groups in the coordinator: convergence and steady
     /// heartbeats.
     ConsumerGroups,
+    /// A partition's leader lost (kill -9; a GlusterFS mount stalled when
+    /// `KAAS_GLUSTER_*` name two mounts): to the first acknowledgement
+    /// through the new leader. Needs the `kaas-broker` binary built beside
+    /// this one.
+    Failover,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -216,6 +222,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         "consumer-groups",
         consumer_groups::run(&env)
     );
+    bench!(Cmd::Failover, "failover", failover::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(

@@ -216,8 +216,12 @@ impl Broker {
         // version this broker follows, so a broker on an older one is fenced
         // (docs/design/fencing.md).
         let options = |folder| {
-            let (followed, alive) = (cluster.subscribe(), cluster.subscribe());
-            let tenancy = tenancy.clone();
+            let (followed, alive, owning) = (
+                cluster.subscribe(),
+                cluster.subscribe(),
+                cluster.subscribe(),
+            );
+            let (tenancy, me) = (tenancy.clone(), config.id);
             GroupLogOptions {
                 sync: config.group_log_sync,
                 owner: Some(
@@ -233,7 +237,16 @@ impl Broker {
                                 .as_ref()
                                 .is_some_and(|r| r.table().is_alive(broker))
                         },
-                    ),
+                    )
+                    .owning(move |key| {
+                        let routing = owning.borrow();
+                        let r = routing.as_ref()?;
+                        let owner = match folder {
+                            LogFolder::ConsumerOffsets => r.owner_of_group(key),
+                            LogFolder::TransactionState => r.owner_of_transaction(key),
+                        };
+                        (owner == Some(me)).then(|| r.version())
+                    }),
                 ),
                 max_open_logs: None,
                 folder,

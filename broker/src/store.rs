@@ -25,6 +25,12 @@ pub enum StoreError {
         by_version: u64,
         ours: u64,
     },
+    /// The assignment this broker follows now gives the key to another
+    /// broker: it claims nothing (a claim must name a version under which
+    /// its broker coordinates the key, or the rightful coordinator under
+    /// that same version would be refused).
+    #[error("this broker does not coordinate {key:?} under assignment version {version}")]
+    Moved { key: String, version: u64 },
     /// Another broker wrote the key's log since this broker loaded it: what
     /// this broker holds may miss its records, so it must be reloaded
     /// before it is written again.

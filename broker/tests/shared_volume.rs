@@ -39,27 +39,14 @@ struct Mounts {
 }
 
 fn mounts() -> Option<Mounts> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    match (
-        var("KAAS_GLUSTER_A"),
-        var("KAAS_GLUSTER_B"),
-        var("KAAS_GLUSTER_A_PID"),
-    ) {
-        (Some(a), Some(b), Some(pid)) => Some(Mounts {
-            a: a.into(),
-            b: b.into(),
-            a_client: pid.parse().expect("a pid"),
-        }),
-        _ => {
-            assert!(
-                var("KAAS_GLUSTER_REQUIRED").is_none(),
-                "KAAS_GLUSTER_REQUIRED is set but the GlusterFS mounts are not: \
-                 eval \"$(scripts/glusterfs-testenv up)\""
-            );
-            eprintln!("skipped: no GlusterFS mounts (scripts/glusterfs-testenv up)");
-            None
-        }
-    }
+    let m = kaas_testkit::gluster::Mounts::for_test()?;
+    Some(Mounts {
+        a: m.a,
+        b: m.b,
+        a_client: m
+            .a_client
+            .expect("KAAS_GLUSTER_A_PID names mount A's client"),
+    })
 }
 
 /// Mount A's FUSE client stopped until this is dropped: every process on

@@ -6,5 +6,6 @@
 mod cluster;
 
 pub use cluster::{free_port, free_ports, ClusterOptions, ProcessCluster};
+pub mod gluster;
 pub mod pki;
 pub mod records;

@@ -361,7 +361,7 @@ impl GroupManager {
             .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
         let stored = match loaded {
             Ok(s) => s,
-            Err(e @ StoreError::Fenced { .. }) => {
+            Err(e @ (StoreError::Fenced { .. } | StoreError::Moved { .. })) => {
                 info!(group = group_id, error = %e, "not loading a group another broker claimed");
                 return Err(NotServed(code::NOT_COORDINATOR));
             }
@@ -740,10 +740,10 @@ impl GroupManager {
             let result = durable.await.map_err(|e| match e {
                 // Another broker owns (or wrote) the group's log: what we
                 // hold is stale. Retriable for the client; reload later.
-                StoreError::Fenced { .. } | StoreError::Reclaimed { .. } => {
+                StoreError::Fenced { .. } | StoreError::Moved { .. } | StoreError::Reclaimed { .. } => {
                     info!(group = %group, error = %e, "{what} refused: the group's log moved; unloading");
                     fenced = true;
-                    if matches!(e, StoreError::Fenced { .. }) {
+                    if !matches!(e, StoreError::Reclaimed { .. }) {
                         code::NOT_COORDINATOR
                     } else {
                         kafka_protocol::ResponseError::CoordinatorLoadInProgress.code()

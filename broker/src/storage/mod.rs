@@ -21,6 +21,8 @@ pub mod retention;
 pub mod shared_doc;
 pub mod topic_config;
 pub mod topics;
+#[cfg(test)]
+pub mod two_mounts;
 pub mod txn_index;
 pub mod txn_log;
 pub mod validator;

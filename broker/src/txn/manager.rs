@@ -177,7 +177,7 @@ impl TxnManager {
             .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
         let stored = match loaded {
             Ok(s) => s,
-            Err(e @ StoreError::Fenced { .. }) => {
+            Err(e @ (StoreError::Fenced { .. } | StoreError::Moved { .. })) => {
                 info!(transactional_id, error = %e, "not loading a transactional id another broker claimed");
                 return Err(NotServed(code::NOT_COORDINATOR));
             }
@@ -370,9 +370,9 @@ impl TxnManager {
                         let outcome = durable.await.map_err(|e| {
                             warn!(transactional_id, error = %e, "transaction log write failed");
                             match e {
-                                StoreError::Fenced { .. } | StoreError::Reclaimed { .. } => {
-                                    code::NOT_COORDINATOR
-                                }
+                                StoreError::Fenced { .. }
+                                | StoreError::Moved { .. }
+                                | StoreError::Reclaimed { .. } => code::NOT_COORDINATOR,
                                 StoreError::Io(_) => code::COORDINATOR_NOT_AVAILABLE,
                             }
                         });

@@ -34,18 +34,38 @@ pub struct Owner {
     pub alive: Arc<dyn Fn(i32) -> bool + Send + Sync>,
     /// The volume's `__cluster` folder, where incarnations are.
     pub cluster_dir: PathBuf,
+    /// The version of the assignment followed now if it gives this broker
+    /// the key (one reading of the assignment for both).
+    pub owns: Ownership,
 }
+
+/// See [`Owner::owns`].
+pub type Ownership = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
 
 impl Owner {
     /// `broker` claims the logs it loads or writes under the assignment
     /// version `version()` returns at the time; no incarnation.
     pub fn new(broker: i32, version: impl Fn() -> u64 + Send + Sync + 'static) -> Owner {
+        let version: Arc<dyn Fn() -> u64 + Send + Sync> = Arc::new(version);
         Owner {
             broker,
-            version: Arc::new(version),
+            owns: {
+                let version = version.clone();
+                Arc::new(move |_| Some(version()))
+            },
+            version,
             incarnation: Arc::new(|| None),
             alive: Arc::new(|_| true),
             cluster_dir: PathBuf::new(),
+        }
+    }
+
+    /// The same owner, claiming a key only under an assignment that gives
+    /// it this broker: `owns(key)` is that assignment's version, or `None`.
+    pub fn owning(self, owns: impl Fn(&str) -> Option<u64> + Send + Sync + 'static) -> Owner {
+        Owner {
+            owns: Arc::new(owns),
+            ..self
         }
     }
 
@@ -167,7 +187,12 @@ impl Logs {
             // first write reopens the log read-write and claims it then.
             return Ok(None);
         }
-        let ours = owner.version();
+        let Some(ours) = (owner.owns)(group_id) else {
+            return Err(StoreError::Moved {
+                key: group_id.to_string(),
+                version: owner.version(),
+            });
+        };
         let previous = log.table.claim.clone();
         match &previous {
             Some(c) if owner.made(c) => return Ok(None),

@@ -65,6 +65,10 @@ impl Logs {
         let Some(me) = owner.incarnation() else {
             return Ok(());
         };
+        // Not ours under the assignment followed now: the claim refuses.
+        let Some(ours) = (owner.owns)(&paths.group_id) else {
+            return Ok(());
+        };
         for _ in 0..3 {
             let Some(seen) = read_unlocked(paths)? else {
                 return Ok(());
@@ -72,10 +76,10 @@ impl Logs {
             let Some(claim) = seen.scan.table.claim.clone() else {
                 return Ok(());
             };
-            if !must_fence(owner, &me, &claim) {
+            if !must_fence(owner, &me, &claim, ours) {
                 return Ok(());
             }
-            match self.replace_fenced(owner, &me, paths, &claim, &seen)? {
+            match self.replace_fenced(owner, &me, paths, &claim, &seen, ours)? {
                 Outcome::Done => return Ok(()),
                 Outcome::Changed => continue,
             }
@@ -92,33 +96,40 @@ impl Logs {
         paths: &LogPaths,
         claim: &ClaimBody,
         seen: &Seen,
+        ours: u64,
     ) -> Result<Outcome, StoreError> {
         let fence = Fence {
             by_broker: owner.broker,
-            at_version: owner.version(),
+            at_version: ours,
         };
         incarnation::fence(&owner.cluster_dir, claim.broker, &claim.incarnation, fence)?;
         // A snapshot the claimant was about to rename in can no longer land.
         remove_if_there(paths.tmp_of(&claim.incarnation))?;
         let log_id = seen.scan.log_id;
         let won = self.win_marker(owner, me, paths, log_id, fence)?;
+        // Not replacing after all: our marker must not hold up a later
+        // takeover of the same file.
+        let changed = || {
+            let _ = fs::remove_file(paths.marker(log_id, won));
+            Ok(Outcome::Changed)
+        };
         // Read fresh (after the fence) and only if it is still the file
         // we decided on; its lock, if free, keeps a live writer out while
         // we replace it.
         let file = match File::open(&paths.path) {
             Ok(f) => Arc::new(f),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Outcome::Changed),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return changed(),
             Err(e) => return Err(e.into()),
         };
         if identity(&file)? != seen.identity {
-            return Ok(Outcome::Changed);
+            return changed();
         }
         let _lock = LogLock::try_acquire(&file)?;
         let mut data = Vec::new();
         (&*file).read_to_end(&mut data)?;
         let now = scan(&data, &paths.group_id)?;
         if now.table.claim.as_ref() != Some(claim) {
-            return Ok(Outcome::Changed);
+            return changed();
         }
         let entries = self
             .fenced_journals
@@ -250,13 +261,12 @@ impl FencedJournals {
 /// broker the assignment counts dead, under an assignment older than ours
 /// (a newer one refuses us later). A process that ended released the log's
 /// lock too, and its journal is an orphan the usual replay puts back.
-fn must_fence(owner: &Owner, me: &Incarnation, claim: &ClaimBody) -> bool {
+fn must_fence(owner: &Owner, me: &Incarnation, claim: &ClaimBody, ours: u64) -> bool {
     if claim.incarnation.is_empty() || claim.incarnation == me.id() {
         return false;
     }
     let own_earlier = claim.broker == owner.broker;
-    if !own_earlier && ((owner.alive)(claim.broker) || claim.assignment_version >= owner.version())
-    {
+    if !own_earlier && ((owner.alive)(claim.broker) || claim.assignment_version >= ours) {
         return false;
     }
     incarnation::is_live(&owner.cluster_dir, claim.broker, &claim.incarnation)

@@ -1,7 +1,9 @@
 //! Taking group logs over from broker processes that cannot be waited for
 //! (`takeover`; docs/design/volume.md): two processes' stores on one
 //! folder, each with its incarnation, the first keeping the log's lock as
-//! a process whose volume stalled mid-write would.
+//! a process whose volume stalled mid-write would. The first process sees
+//! the folder through mount A, the taker through mount B: two GlusterFS
+//! mounts where `scripts/test` provides them, else one local folder.
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -13,6 +15,7 @@ use super::tests::oam;
 use super::*;
 use crate::storage::fs::FileLock;
 use crate::storage::incarnation::{self, Fence, Incarnation};
+use crate::storage::two_mounts::TwoMounts;
 
 /// A broker process: a store claiming for `broker` under assignment
 /// `version`, with an incarnation registered on the volume, following an
@@ -70,8 +73,8 @@ fn hold_lock(path: &Path) -> (Arc<File>, FileLock) {
 /// its next commit is refused.
 #[tokio::test]
 async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = process(dir.path(), 0, 1, &[0, 1]);
+    let dir = TwoMounts::new();
+    let a = process(&dir.a, 0, 1, &[0, 1]);
     for offset in 1..=3 {
         commit(&a, offset).await.unwrap();
     }
@@ -79,7 +82,7 @@ async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept(
     let (old, held) = hold_lock(&path);
     let old_len = old.metadata().unwrap().len();
 
-    let b = process(dir.path(), 1, 2, &[1]);
+    let b = process(&dir.b, 1, 2, &[1]);
     let started = Instant::now();
     let loaded = b.store.load("g").unwrap().unwrap();
     assert!(started.elapsed() < LOCK_WAIT, "no wait for the lock");
@@ -97,7 +100,7 @@ async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept(
     let err = commit(&a, 99).await.unwrap_err();
     assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
 
-    let c = process(dir.path(), 1, 2, &[1]);
+    let c = process(&dir.b, 1, 2, &[1]);
     drop(b);
     assert_eq!(c.store.peek("g").unwrap().unwrap().offsets, t0(4));
     assert_eq!(c.store.load("g").unwrap().unwrap().offsets, t0(4));
@@ -108,8 +111,8 @@ async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept(
 /// taker restores it from the fenced process's journal.
 #[tokio::test]
 async fn a_commit_only_the_fenced_process_journal_holds_is_restored() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = process(dir.path(), 0, 1, &[0, 1]);
+    let dir = TwoMounts::new();
+    let a = process(&dir.a, 0, 1, &[0, 1]);
     commit(&a, 1).await.unwrap();
     commit(&a, 2).await.unwrap();
     let path = a.store.log_path("g");
@@ -118,7 +121,7 @@ async fn a_commit_only_the_fenced_process_journal_holds_is_restored() {
     let (file, _held) = hold_lock(&path);
     file.set_len(before_last).unwrap();
 
-    let b = process(dir.path(), 1, 2, &[1]);
+    let b = process(&dir.b, 1, 2, &[1]);
     assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(3));
     commit(&b, 4).await.unwrap();
     assert_eq!(b.store.peek("g").unwrap().unwrap().offsets, t0(4));
@@ -128,8 +131,8 @@ async fn a_commit_only_the_fenced_process_journal_holds_is_restored() {
 /// never acknowledged: the journal round reads the fence before answering.
 #[tokio::test]
 async fn a_fenced_process_acknowledges_no_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = process(dir.path(), 0, 1, &[0]);
+    let dir = TwoMounts::new();
+    let a = process(&dir.a, 0, 1, &[0]);
     commit(&a, 1).await.unwrap();
     let journal = a.store.shared.journal().expect("journal mode");
     journal.hold(true);
@@ -138,7 +141,7 @@ async fn a_fenced_process_acknowledges_no_commit() {
         by_broker: 1,
         at_version: 2,
     };
-    incarnation::fence(&dir.path().join("__cluster"), 0, a.incarnation.id(), fence).unwrap();
+    incarnation::fence(&dir.b.join("__cluster"), 0, a.incarnation.id(), fence).unwrap();
     journal.hold(false);
     let err = pending.await.unwrap_err();
     assert!(
@@ -158,11 +161,11 @@ async fn a_fenced_process_acknowledges_no_commit() {
 /// registered, its lock still held by the volume) takes its own logs over.
 #[tokio::test]
 async fn a_restarted_broker_takes_over_from_its_earlier_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = process(dir.path(), 0, 1, &[0]);
+    let dir = TwoMounts::new();
+    let first = process(&dir.a, 0, 1, &[0]);
     commit(&first, 7).await.unwrap();
     let (_file, _held) = hold_lock(&first.store.log_path("g"));
-    let second = process(dir.path(), 0, 1, &[0]);
+    let second = process(&dir.b, 0, 1, &[0]);
     assert_eq!(second.store.load("g").unwrap().unwrap().offsets, t0(7));
     commit(&second, 8).await.unwrap();
     assert!(first.incarnation.check_fence().is_err());
@@ -173,8 +176,8 @@ async fn a_restarted_broker_takes_over_from_its_earlier_process() {
 /// process is fenced and its tmp file removed.
 #[tokio::test]
 async fn one_taker_replaces_a_log_and_a_dead_takers_marker_is_superseded() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = process(dir.path(), 0, 1, &[0, 1, 2]);
+    let dir = TwoMounts::new();
+    let a = process(&dir.a, 0, 1, &[0, 1, 2]);
     commit(&a, 5).await.unwrap();
     let path = a.store.log_path("g");
     let log_id = a.store.entries.lock()["g"]
@@ -184,14 +187,14 @@ async fn one_taker_replaces_a_log_and_a_dead_takers_marker_is_superseded() {
         .unwrap()
         .log_id;
     // Broker 2 won the right to replace the file and is writing its copy.
-    let other = Incarnation::register(&dir.path().join("__cluster"), 2).unwrap();
+    let other = Incarnation::register(&dir.a.join("__cluster"), 2).unwrap();
     let paths = a.store.paths("g");
     fs::write(paths.marker(log_id, 0), format!("2 {}", other.id())).unwrap();
     let late_tmp = paths.tmp_of(other.id());
     fs::write(&late_tmp, b"broker 2's copy").unwrap();
 
     let inode = fs::metadata(&path).unwrap().ino();
-    let b = process(dir.path(), 1, 3, &[1, 2]);
+    let b = process(&dir.b, 1, 3, &[1, 2]);
     let err = b.store.load("g").unwrap_err();
     assert!(
         matches!(&err, StoreError::Io(e) if e.kind() == io::ErrorKind::WouldBlock),
@@ -204,7 +207,7 @@ async fn one_taker_replaces_a_log_and_a_dead_takers_marker_is_superseded() {
     );
 
     // Broker 2 is counted dead now.
-    let b = process(dir.path(), 1, 3, &[1]);
+    let b = process(&dir.b, 1, 3, &[1]);
     assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(5));
     assert!(other.check_fence().is_err(), "broker 2's process is fenced");
     assert!(!late_tmp.exists(), "its rename can no longer land");
@@ -215,12 +218,12 @@ async fn one_taker_replaces_a_log_and_a_dead_takers_marker_is_superseded() {
 /// for the lock as before (it is free here) and claims by appending.
 #[tokio::test]
 async fn a_live_claimant_is_not_fenced() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = process(dir.path(), 0, 1, &[0, 1]);
+    let dir = TwoMounts::new();
+    let a = process(&dir.a, 0, 1, &[0, 1]);
     commit(&a, 1).await.unwrap();
     let path = a.store.log_path("g");
     let inode = fs::metadata(&path).unwrap().ino();
-    let b = process(dir.path(), 1, 2, &[0, 1]);
+    let b = process(&dir.b, 1, 2, &[0, 1]);
     assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(1));
     assert!(a.incarnation.check_fence().is_ok());
     assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "the same file");

@@ -1,11 +1,13 @@
 //! Leadership that does not wait for the previous leader's lock
 //! (docs/design/volume.md): two processes' partitions on one folder, the
-//! first keeping its lock as a node that lost its volume does.
+//! first keeping its lock as a node that lost its volume does; even
+//! brokers see the folder through one mount, odd ones through another.
 
 use std::path::Path;
 
 use super::*;
 use crate::storage::batch::tests::encode_batch;
+use crate::storage::two_mounts::TwoMounts;
 
 fn small() -> LogConfig {
     LogConfig {
@@ -13,12 +15,6 @@ fn small() -> LogConfig {
         index_interval_bytes: 100,
         ..LogConfig::default()
     }
-}
-
-/// A broker process (a new incarnation) following `version`, which
-/// counts `alive` alive.
-fn tenure(cluster: &Path, broker: i32, version: u64, alive: &[i32]) -> Tenure {
-    Tenure::of_new_process(cluster, broker, version, alive)
 }
 
 /// The first and last offset of every batch a reader gets, reading from
@@ -41,25 +37,40 @@ fn not_leader(result: Result<Appended, AppendError>) -> bool {
     matches!(result, Err(AppendError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock)
 }
 
+/// The data folder, seen by even brokers through mount A and by odd ones
+/// through mount B (two GlusterFS mounts where `scripts/test` provides
+/// them, else one local folder).
 struct Folder {
-    _dir: tempfile::TempDir,
+    mounts: TwoMounts,
+    /// The cluster folder through mount A.
     cluster: PathBuf,
-    partition: PathBuf,
 }
 
 fn folder() -> Folder {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = dir.path().join("__cluster");
-    let partition = dir.path().join("t").join("0");
+    let mounts = TwoMounts::new();
     Folder {
-        _dir: dir,
-        cluster,
-        partition,
+        cluster: mounts.a.join("__cluster"),
+        mounts,
     }
 }
 
+impl Folder {
+    fn node(&self, broker: i32) -> &Path {
+        match broker % 2 {
+            0 => &self.mounts.a,
+            _ => &self.mounts.b,
+        }
+    }
+}
+
+/// A new process of `broker` on its node.
+fn tenure(f: &Folder, broker: i32, version: u64, alive: &[i32]) -> Tenure {
+    Tenure::of_new_process(&f.node(broker).join("__cluster"), broker, version, alive)
+}
+
 fn open(f: &Folder, t: &Tenure) -> io::Result<Partition> {
-    Partition::open_as("t", 0, f.partition.clone(), small(), t)
+    let dir = f.node(t.broker).join("t").join("0");
+    Partition::open_as("t", 0, dir, small(), t)
 }
 
 /// The error an open that must not succeed fails with.
@@ -73,15 +84,15 @@ fn refused(opened: io::Result<Partition>) -> io::Error {
 #[tokio::test]
 async fn a_dead_leader_that_keeps_its_lock_is_fenced_and_its_late_writes_are_never_read() {
     let f = folder();
-    let zombie = open(&f, &tenure(&f.cluster, 0, 1, &[0, 1])).unwrap();
+    let zombie = open(&f, &tenure(&f, 0, 1, &[0, 1])).unwrap();
     zombie.append(encode_batch(3, 0), 1).await.unwrap(); // 0..=2
     zombie.append(encode_batch(2, 1), 1).await.unwrap(); // 3..=4
 
     // Broker 0 keeps its lock. While the assignment counts it alive,
     // broker 1 waits for it; once it is dead, broker 1 fences it.
-    let waiting = refused(open(&f, &tenure(&f.cluster, 1, 2, &[0, 1])));
+    let waiting = refused(open(&f, &tenure(&f, 1, 2, &[0, 1])));
     assert_eq!(waiting.kind(), io::ErrorKind::WouldBlock);
-    let leader = open(&f, &tenure(&f.cluster, 1, 3, &[1])).unwrap();
+    let leader = open(&f, &tenure(&f, 1, 3, &[1])).unwrap();
     assert_eq!(leader.high_watermark(), 5, "every acknowledged record");
 
     // The zombie writes again, enough to roll a segment: durable in files
@@ -100,7 +111,7 @@ async fn a_dead_leader_that_keeps_its_lock_is_fenced_and_its_late_writes_are_nev
     // Nor after both are gone: a third broker reads the same log.
     drop(leader);
     drop(zombie);
-    let third = open(&f, &tenure(&f.cluster, 2, 4, &[2])).unwrap();
+    let third = open(&f, &tenure(&f, 2, 4, &[2])).unwrap();
     assert_eq!(batches(&third), [(0, 2), (3, 4), (5, 5)]);
     assert_eq!(third.high_watermark(), 6);
 }
@@ -108,16 +119,16 @@ async fn a_dead_leader_that_keeps_its_lock_is_fenced_and_its_late_writes_are_nev
 #[tokio::test]
 async fn a_restarted_broker_fences_its_earlier_process_and_an_older_assignment_is_refused() {
     let f = folder();
-    let first = open(&f, &tenure(&f.cluster, 0, 5, &[0])).unwrap();
+    let first = open(&f, &tenure(&f, 0, 5, &[0])).unwrap();
     first.append(encode_batch(2, 0), 5).await.unwrap();
 
     // A broker on an older assignment than the one the leader opened under.
-    let stale = refused(open(&f, &tenure(&f.cluster, 1, 4, &[0, 1])));
+    let stale = refused(open(&f, &tenure(&f, 1, 4, &[0, 1])));
     assert_eq!(stale.kind(), io::ErrorKind::WouldBlock);
     assert!(stale.to_string().contains("newer"), "{stale}");
 
     // Broker 0 again, in a new process, while the first keeps its lock.
-    let restarted = open(&f, &tenure(&f.cluster, 0, 5, &[0])).unwrap();
+    let restarted = open(&f, &tenure(&f, 0, 5, &[0])).unwrap();
     assert_eq!(restarted.high_watermark(), 2);
     assert!(not_leader(first.append(encode_batch(1, 1), 5).await));
     assert_eq!(
@@ -133,12 +144,12 @@ async fn a_restarted_broker_fences_its_earlier_process_and_an_older_assignment_i
 #[tokio::test]
 async fn a_leader_that_let_go_is_followed_without_a_fence() {
     let f = folder();
-    let first = tenure(&f.cluster, 0, 1, &[0, 1]);
+    let first = tenure(&f, 0, 1, &[0, 1]);
     let p = open(&f, &first).unwrap();
     p.append(encode_batch(2, 0), 1).await.unwrap();
     drop(p);
     // Broker 0 is alive: had it not let go, broker 1 would wait for it.
-    let next = open(&f, &tenure(&f.cluster, 1, 2, &[0, 1])).unwrap();
+    let next = open(&f, &tenure(&f, 1, 2, &[0, 1])).unwrap();
     assert_eq!(next.high_watermark(), 2);
     let incarnation = first.incarnation.as_ref().unwrap();
     assert_eq!(
@@ -148,21 +159,21 @@ async fn a_leader_that_let_go_is_followed_without_a_fence() {
     );
     // A leader that took over without the lock says it let go the same
     // way: the next one needs neither the lock nor a fence.
-    let zombie = refused(open(&f, &tenure(&f.cluster, 2, 3, &[2, 1])));
+    let zombie = refused(open(&f, &tenure(&f, 2, 3, &[2, 1])));
     assert_eq!(
         zombie.kind(),
         io::ErrorKind::WouldBlock,
         "broker 1 holds it"
     );
     drop(next);
-    let after = open(&f, &tenure(&f.cluster, 2, 3, &[1, 2])).unwrap();
+    let after = open(&f, &tenure(&f, 2, 3, &[1, 2])).unwrap();
     assert_eq!(after.high_watermark(), 2);
 }
 
 #[tokio::test]
 async fn a_takeover_starts_where_the_valid_records_end_and_leaves_a_damaged_tail_unread() {
     let f = folder();
-    let zombie = open(&f, &tenure(&f.cluster, 0, 1, &[0])).unwrap();
+    let zombie = open(&f, &tenure(&f, 0, 1, &[0])).unwrap();
     zombie.append(encode_batch(2, 0), 1).await.unwrap();
     // Half a batch lands after the acknowledged ones (a torn write).
     let active = zombie.log().active_file();
@@ -171,7 +182,7 @@ async fn a_takeover_starts_where_the_valid_records_end_and_leaves_a_damaged_tail
     std::os::unix::fs::FileExt::write_all_at(&*active, &torn[..torn.len() / 2], len).unwrap();
     let before = active.metadata().unwrap().len();
 
-    let leader = open(&f, &tenure(&f.cluster, 1, 2, &[1])).unwrap();
+    let leader = open(&f, &tenure(&f, 1, 2, &[1])).unwrap();
     assert_eq!(leader.high_watermark(), 2);
     assert_eq!(
         active.metadata().unwrap().len(),
