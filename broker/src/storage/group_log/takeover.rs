@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use tracing::{info, warn};
 
 use super::fencing::{LogLock, Owner};
-use super::file::{frame_crc, identity, scan, write_tmp, LogPaths, Scan};
+use super::file::{frame_crc, identity, remove_if_exists, scan, write_tmp, LogPaths, Scan};
 use super::records::{encode, header_record, new_log_id, read_frame, ClaimBody};
 use super::Logs;
 use crate::group::store::StoreError;
@@ -104,7 +104,7 @@ impl Logs {
         };
         incarnation::fence(&owner.cluster_dir, claim.broker, &claim.incarnation, fence)?;
         // A snapshot the claimant was about to rename in can no longer land.
-        remove_if_there(paths.tmp_of(&claim.incarnation))?;
+        remove_if_exists(&paths.tmp_of(&claim.incarnation))?;
         let log_id = seen.scan.log_id;
         let won = self.win_marker(owner, me, paths, log_id, fence)?;
         // Not replacing after all: our marker must not hold up a later
@@ -217,7 +217,7 @@ impl Logs {
                 )));
             }
             incarnation::fence(&owner.cluster_dir, broker, &incarnation, fence)?;
-            remove_if_there(paths.tmp_of(&incarnation))?;
+            remove_if_exists(&paths.tmp_of(&incarnation))?;
         }
         Err(busy("too many takeovers of the group log at once"))
     }
@@ -316,13 +316,6 @@ fn read_unlocked(paths: &LogPaths) -> Result<Option<Seen>, StoreError> {
     (&file).read_to_end(&mut data)?;
     let scan = scan(&data, &paths.group_id)?;
     Ok(Some(Seen { scan, identity }))
-}
-
-fn remove_if_there(path: PathBuf) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 fn busy(why: &str) -> StoreError {
