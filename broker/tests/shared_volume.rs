@@ -10,7 +10,9 @@
 //!
 //! Three failures of node A: its mount stalls; its mount stalls and its
 //! broker is killed (a node that vanished: the server keeps its locks);
-//! its broker process is paused. Runs where `KAAS_GLUSTER_A`,
+//! its broker process is paused. And a subscribed consumer group whose
+//! coordinator is on the stalled mount consumes on through the other
+//! broker. Runs where `KAAS_GLUSTER_A`,
 //! `KAAS_GLUSTER_B` and `KAAS_GLUSTER_A_PID` name the mounts and mount A's
 //! client (`scripts/test` sets them); without them it says so and passes,
 //! unless `KAAS_GLUSTER_REQUIRED` is set. `KAAS_STALL_SECS` sets how long
@@ -236,16 +238,7 @@ async fn failover(failure: Failure) {
     let _one = ONE_AT_A_TIME.lock().await;
     let lasts = failure_lasts();
     let run = format!("{failure:?}-{}-{}", std::process::id(), uuid_like());
-    let (through_a, through_b) = (m.a.join(&run), m.b.join(&run));
-    std::fs::create_dir_all(&through_b).unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let opts = procs::options(2).mounts(
-        vec![through_a.join("data"), through_b.join("data")],
-        through_b.join("data"),
-    );
-    let cluster = ProcessCluster::start(Some(logs.path()), opts)
-        .await
-        .expect("two brokers on two mounts start");
+    let (cluster, logs) = two_brokers_on_two_mounts(&m, &run).await;
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, TOPIC, PARTITIONS).await;
     let partition = (0..PARTITIONS)
@@ -441,6 +434,242 @@ async fn a_lost_node_whose_locks_the_volume_keeps_loses_its_partitions_within_se
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_paused_broker_loses_its_partitions_within_seconds_and_its_late_writes_are_not_read() {
     failover(Failure::Pause).await;
+}
+
+const GROUP_TOPIC: &str = "group-on-two-mounts";
+const GROUP_PARTITIONS: i32 = 4;
+/// Records produced before the stall, and again during it.
+const BATCH: usize = 100;
+
+/// A subscribed librdkafka consumer group coordinated by broker 0 (mount
+/// A), consuming a topic both brokers lead partitions of, while mount A
+/// stalls: the records produced once broker 0 is counted dead (all through
+/// broker 1, on mount B) are consumed during the stall, the group's
+/// commits go on through broker 1 (which took its log over), and at the
+/// end every acknowledged record was consumed at its offset and the
+/// group's committed offsets are the partitions' ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_subscribed_group_coordinated_on_a_stalled_mount_consumes_on_through_the_other() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let Some(m) = mounts() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let run = format!("group-{}-{}", std::process::id(), uuid_like());
+    let (cluster, _logs) = two_brokers_on_two_mounts(&m, &run).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, GROUP_TOPIC, GROUP_PARTITIONS).await;
+    let routing = cluster.routing().expect("an assignment");
+    let on_a = (0..GROUP_PARTITIONS)
+        .filter(|&p| routing.owner_of_partition(GROUP_TOPIC, p) == Some(0))
+        .count();
+    assert!(
+        0 < on_a && on_a < GROUP_PARTITIONS as usize,
+        "both brokers lead partitions ({on_a} of {GROUP_PARTITIONS} on broker 0)"
+    );
+    let group = (0..)
+        .map(|n| format!("subscribed-{n}"))
+        .find(|g| routing.owner_of_group(g) == Some(0))
+        .expect("a group broker 0 coordinates");
+
+    let mut produced = produce_batch(&bootstrap, "before").await;
+    let consumed = Arc::new(Mutex::new(Vec::<Consumed>::new()));
+    let commits = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumer = tokio::task::spawn_blocking({
+        let (bootstrap, group) = (bootstrap.clone(), group.clone());
+        let (consumed, commits, stop) = (consumed.clone(), commits.clone(), stop.clone());
+        move || consume_in_group(&bootstrap, &group, &consumed, &commits, &stop)
+    });
+    let all_consumed = |records: &[Consumed]| {
+        let got = consumed.lock().unwrap();
+        records.iter().all(|r| got.contains(r))
+    };
+    wait_for(
+        "the records before the stall consumed",
+        Duration::from_secs(60),
+        || all_consumed(&produced),
+    )
+    .await;
+
+    let stall = Stall::begin(m.a_client);
+    let stalled_at = Instant::now();
+    assert!(
+        cluster.wait_dead(0, Duration::from_secs(10)).await,
+        "the controller counts broker 0 dead: {}",
+        cluster.logs()
+    );
+    let during = produce_batch(&bootstrap, "during").await;
+    wait_for(
+        "the records produced during the stall consumed",
+        Duration::from_secs(60),
+        || all_consumed(&during),
+    )
+    .await;
+    wait_for(
+        "a commit acknowledged during the stall",
+        Duration::from_secs(30),
+        || commits.lock().unwrap().iter().any(|at| *at > stalled_at),
+    )
+    .await;
+    let served_within = stalled_at.elapsed();
+    drop(stall);
+    produced.extend(during);
+    println!(
+        "group {group}: {} records consumed through broker 1 and a commit acknowledged \
+         {served_within:?} into the stall",
+        BATCH
+    );
+
+    cluster
+        .wait_alive(&[0], Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", cluster.logs()));
+    stop.store(true, Ordering::Relaxed);
+    consumer.await.unwrap();
+
+    // Each offset read holds what was acknowledged there.
+    for (partition, offset, payload) in consumed.lock().unwrap().iter() {
+        let sent = produced
+            .iter()
+            .find(|(p, o, _)| p == partition && o == offset);
+        assert_eq!(
+            sent.map(|(_, _, v)| v),
+            Some(payload),
+            "{partition}@{offset} read as {payload}"
+        );
+    }
+    // The group's offsets are the partitions' ends.
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let reader: BaseConsumer = client_config(&bootstrap)
+        .set("group.id", &group)
+        .create()
+        .expect("consumer");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..GROUP_PARTITIONS {
+        tpl.add_partition(GROUP_TOPIC, p);
+    }
+    let committed = reader
+        .committed_offsets(tpl, Duration::from_secs(30))
+        .expect("committed offsets");
+    for e in committed.elements() {
+        let end = produced
+            .iter()
+            .filter(|(p, _, _)| *p == e.partition())
+            .map(|(_, o, _)| o + 1)
+            .max()
+            .unwrap_or(0);
+        assert_eq!(
+            e.offset(),
+            rdkafka::Offset::Offset(end),
+            "{group}'s committed offset of partition {}",
+            e.partition()
+        );
+    }
+}
+
+/// (partition, offset, payload)
+type Consumed = (i32, i64, String);
+
+/// `BATCH` records named `{prefix}-{n}`, spread over the partitions of
+/// `GROUP_TOPIC`, every one acknowledged.
+async fn produce_batch(bootstrap: &str, prefix: &str) -> Vec<Consumed> {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", "60000")
+        .create()
+        .expect("producer");
+    let sends = (0..BATCH).map(|n| {
+        let (payload, producer) = (format!("{prefix}-{n}"), &producer);
+        let partition = n as i32 % GROUP_PARTITIONS;
+        async move {
+            let sent = producer
+                .send(
+                    FutureRecord::<(), _>::to(GROUP_TOPIC)
+                        .partition(partition)
+                        .payload(&payload),
+                    Duration::from_secs(60),
+                )
+                .await;
+            let d = sent.unwrap_or_else(|(e, _)| panic!("{payload} not acknowledged: {e}"));
+            (d.partition, d.offset, payload)
+        }
+    });
+    futures::future::join_all(sends).await
+}
+
+/// Subscribes to `GROUP_TOPIC` in `group` and consumes until `stop`,
+/// committing (synchronously) what it consumed after each message; the
+/// moments commits were acknowledged go to `commits`. Then commits its
+/// positions until that is acknowledged, and leaves. Blocking.
+fn consume_in_group(
+    bootstrap: &str,
+    group: &str,
+    consumed: &std::sync::Mutex<Vec<Consumed>>,
+    commits: &std::sync::Mutex<Vec<Instant>>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::Message;
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "10000")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[GROUP_TOPIC]).expect("subscribe");
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let payload = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+        consumed
+            .lock()
+            .unwrap()
+            .push((m.partition(), m.offset(), payload));
+        if consumer.commit_message(&m, CommitMode::Sync).is_ok() {
+            commits.lock().unwrap().push(Instant::now());
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match consumer.commit_consumer_state(CommitMode::Sync) {
+            // NoOffset: every position is committed already.
+            Ok(())
+            | Err(rdkafka::error::KafkaError::ConsumerCommit(
+                rdkafka::types::RDKafkaErrorCode::NoOffset,
+            )) => break,
+            Err(e) => assert!(Instant::now() < deadline, "the final commit: {e}"),
+        }
+        consumer.poll(Duration::from_millis(100));
+    }
+}
+
+/// Polls `done` every 50 ms until it holds; fails after `within`.
+async fn wait_for(what: &str, within: Duration, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Broker 0 on mount A, broker 1 and the controller on mount B, in folder
+/// `run` of the volume; the processes' logs in the folder returned.
+async fn two_brokers_on_two_mounts(m: &Mounts, run: &str) -> (ProcessCluster, tempfile::TempDir) {
+    let (through_a, through_b) = (m.a.join(run), m.b.join(run));
+    std::fs::create_dir_all(&through_b).unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let opts = procs::options(2).mounts(
+        vec![through_a.join("data"), through_b.join("data")],
+        through_b.join("data"),
+    );
+    let cluster = ProcessCluster::start(Some(logs.path()), opts)
+        .await
+        .expect("two brokers on two mounts start");
+    (cluster, logs)
 }
 
 /// The tests of this file run one at a time: each stops mount A's client.

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use clap::Parser;
 
 use crate::checks::{Findings, Monitor};
@@ -114,6 +115,12 @@ struct Args {
     /// keeps it).
     #[arg(long)]
     keep: bool,
+    /// Brokers on two GlusterFS mounts of one volume, even ids on
+    /// `KAAS_GLUSTER_A`, odd ids and the controller on `KAAS_GLUSTER_B`
+    /// (`eval "$(scripts/glusterfs-testenv up)"`); logs stay in the working
+    /// folder.
+    #[arg(long)]
+    two_mounts: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -196,6 +203,18 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     println!("machine: {}", machine());
     println!("working folder: {} (logs in logs/)", dir.display());
 
+    let mounts = match args.two_mounts {
+        true => Some(cluster::Mounts::from_env().context(
+            "--two-mounts needs KAAS_GLUSTER_A and KAAS_GLUSTER_B: \
+             eval \"$(scripts/glusterfs-testenv up)\"",
+        )?),
+        false => None,
+    };
+    let volume = mounts.as_ref().map(|m| cluster::OnMounts::new(m, &dir));
+    if let Some(v) = &volume {
+        println!("data on two mounts: {}", v.describe());
+    }
+
     let stats = Arc::new(Stats::new());
     let cluster = Arc::new(
         cluster::start(
@@ -207,6 +226,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
                 min_session_timeout_ms: args.min_session_timeout_ms,
                 idle_unload_ms: args.idle_unload_ms,
             },
+            volume.as_ref(),
         )
         .await?,
     );
@@ -352,6 +372,9 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     cluster.shutdown();
     if pass && !args.keep && args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
+        if let Some(v) = &volume {
+            v.remove();
+        }
     } else {
         println!("working folder kept: {}", dir.display());
     }

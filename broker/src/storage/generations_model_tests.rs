@@ -15,7 +15,9 @@
 //! Each protocol step the argument relies on is also removed in turn, and
 //! the search must then find a violation: the checks are not vacuous.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::storage::model_check;
 
 /// Appends each process tries when it leads (the third fewer: it only
 /// has to show that a chain of takeovers keeps the first one's records).
@@ -297,23 +299,10 @@ fn violation(s: &State) -> Option<String> {
     None
 }
 
-/// Explores every reachable state; the first violation found, and how
+/// Every reachable state explored: the first violation found, and how
 /// many states were seen.
 fn explore(m: Mutation) -> (Option<String>, usize) {
-    let mut seen: HashSet<State> = HashSet::new();
-    let mut queue = VecDeque::from([initial()]);
-    seen.insert(initial());
-    while let Some(s) = queue.pop_front() {
-        if let Some(v) = violation(&s) {
-            return (Some(v), seen.len());
-        }
-        for next in successors(&s, m) {
-            if seen.insert(next.clone()) {
-                queue.push_back(next);
-            }
-        }
-    }
-    (None, seen.len())
+    model_check::explore(initial(), |s| successors(s, m), violation)
 }
 
 #[test]

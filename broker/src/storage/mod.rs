@@ -11,6 +11,8 @@ pub mod incarnation;
 pub mod journal;
 pub mod leader_epochs;
 pub mod log;
+#[cfg(test)]
+pub mod model_check;
 pub mod names;
 pub mod partition;
 pub mod producer_ids;

@@ -914,6 +914,8 @@ impl GroupLogStore {
 }
 
 #[cfg(test)]
+mod takeover_model_tests;
+#[cfg(test)]
 #[path = "takeover_tests.rs"]
 mod takeover_tests;
 #[cfg(test)]

@@ -53,11 +53,11 @@ enum Outcome {
 }
 
 impl Logs {
-    /// Before a load takes the log's lock: if the log's last claim names a
-    /// process this broker may not wait for, and that process may still
-    /// write (its incarnation is registered), fence it and replace the log
-    /// by one claimed by this process. Otherwise nothing: the load takes the
-    /// lock and claims as usual (docs/design/fencing.md).
+    /// Before a load takes the log's lock: if the log's last claim names
+    /// another process this broker takes the log over from, fence it (if
+    /// it may still write: its incarnation is registered) and replace the
+    /// log by one claimed by this process. Otherwise nothing: the load
+    /// takes the lock and claims as usual (docs/design/fencing.md).
     pub(super) fn take_over_if_needed(&self, paths: &LogPaths) -> Result<(), StoreError> {
         let Some(owner) = &self.owner else {
             return Ok(());
@@ -76,7 +76,7 @@ impl Logs {
             let Some(claim) = seen.scan.table.claim.clone() else {
                 return Ok(());
             };
-            if !must_fence(owner, &me, &claim, ours) {
+            if !must_take_over(owner, &me, &claim, ours) {
                 return Ok(());
             }
             match self.replace_fenced(owner, &me, paths, &claim, &seen, ours)? {
@@ -102,7 +102,10 @@ impl Logs {
             by_broker: owner.broker,
             at_version: ours,
         };
-        incarnation::fence(&owner.cluster_dir, claim.broker, &claim.incarnation, fence)?;
+        // A process that ended writes nothing more: no fence needed.
+        if incarnation::is_live(&owner.cluster_dir, claim.broker, &claim.incarnation) {
+            incarnation::fence(&owner.cluster_dir, claim.broker, &claim.incarnation, fence)?;
+        }
         // A snapshot the claimant was about to rename in can no longer land.
         remove_if_exists(&paths.tmp_of(&claim.incarnation))?;
         let log_id = seen.scan.log_id;
@@ -171,8 +174,8 @@ impl Logs {
         info!(group_id = %paths.group_id, from = claim.broker, from_incarnation = %claim.incarnation,
               from_version = claim.assignment_version, to = owner.broker,
               to_version = fence.at_version, restored_from_journal = added,
-              "took the log over from a fenced broker process (it kept the log's lock or may \
-               still write); the log is a new file");
+              "took the log over from another broker process (fenced if it may still \
+               write); the log is a new file");
         Ok(Outcome::Done)
     }
 
@@ -255,21 +258,20 @@ impl FencedJournals {
     }
 }
 
-/// Whether `claim` names a process this broker must fence rather than wait
-/// for: another process (an incarnation is named, and it is not ours) that
-/// may still write (its incarnation's lock is held), of this broker or of a
-/// broker the assignment counts dead, under an assignment older than ours
-/// (a newer one refuses us later). A process that ended released the log's
-/// lock too, and its journal is an orphan the usual replay puts back.
-fn must_fence(owner: &Owner, me: &Incarnation, claim: &ClaimBody, ours: u64) -> bool {
+/// Whether the log must be taken over rather than claimed where it is:
+/// its claim names another process (an incarnation is named, and it is not
+/// ours), of this broker or of a broker the assignment counts dead, under
+/// an assignment older than ours (a newer one refuses us later). Also when
+/// that process ended: another broker may be taking the same file over
+/// meanwhile (under the assignment before ours, its rename yet to land),
+/// and only the takeover markers keep the two apart, so a claim in place
+/// could be replaced under us (found by takeover_model_tests.rs).
+fn must_take_over(owner: &Owner, me: &Incarnation, claim: &ClaimBody, ours: u64) -> bool {
     if claim.incarnation.is_empty() || claim.incarnation == me.id() {
         return false;
     }
     let own_earlier = claim.broker == owner.broker;
-    if !own_earlier && ((owner.alive)(claim.broker) || claim.assignment_version >= ours) {
-        return false;
-    }
-    incarnation::is_live(&owner.cluster_dir, claim.broker, &claim.incarnation)
+    own_earlier || !((owner.alive)(claim.broker) || claim.assignment_version >= ours)
 }
 
 /// The valid records `valid` (ending with the record whose checksum is
