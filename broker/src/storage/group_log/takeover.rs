@@ -79,9 +79,13 @@ impl Logs {
             if !must_take_over(owner, &me, &claim, ours) {
                 return Ok(());
             }
-            match self.replace_fenced(owner, &me, paths, &claim, &seen, ours)? {
-                Outcome::Done => return Ok(()),
-                Outcome::Changed => continue,
+            match self.replace_fenced(owner, &me, paths, &claim, &seen, ours) {
+                Ok(Outcome::Done) => return Ok(()),
+                Ok(Outcome::Changed) => continue,
+                // Nothing can be written, ours included: the load serves
+                // the log as it is on disk.
+                Err(StoreError::Io(e)) if crate::storage::is_read_only(&e) => return Ok(()),
+                Err(e) => return Err(e),
             }
         }
         Err(busy("the group log kept changing while it was taken over"))
