@@ -682,8 +682,21 @@ async fn a_sasl_ssl_cluster_is_probed_over_tls_as_the_admin_of_its_secret() {
     let mut c = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin)
         .await
         .unwrap();
-    let md = c.send(&metadata, 12).await.unwrap();
-    assert_eq!(md.brokers.len(), 2);
+    // The broker follows the assignment the operator publishes from its
+    // own source, so its first answer may still list only itself.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let md = c.send(&metadata, 12).await.unwrap();
+        if md.brokers.len() == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "metadata lists {} brokers",
+            md.brokers.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// librdkafka's settings for `user` / `password` over SASL_PLAINTEXT.
