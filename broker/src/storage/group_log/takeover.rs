@@ -79,7 +79,7 @@ impl Logs {
             if !must_take_over(owner, &me, &claim, ours) {
                 return Ok(());
             }
-            match self.replace_fenced(owner, &me, paths, &claim, &seen, ours) {
+            match self.replace_log(owner, &me, paths, &claim, &seen, ours) {
                 Ok(Outcome::Done) => return Ok(()),
                 Ok(Outcome::Changed) => continue,
                 // Nothing can be written, ours included: the load serves
@@ -91,9 +91,10 @@ impl Logs {
         Err(busy("the group log kept changing while it was taken over"))
     }
 
-    /// Fences the claimant, wins the right to replace the file it wrote,
-    /// and replaces it by what the claimant acknowledged, claimed by us.
-    fn replace_fenced(
+    /// Fences the claimant (if it may still write), wins the right to
+    /// replace the file it wrote, and replaces it by what the claimant
+    /// acknowledged, claimed by us.
+    fn replace_log(
         &self,
         owner: &Owner,
         me: &Incarnation,
