@@ -33,6 +33,11 @@ pub(crate) struct Run {
 pub(crate) fn client(bootstrap: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap);
+    // librdkafka's own debug contexts (e.g. `broker,topic,msg`), logged
+    // with RUST_LOG=librdkafka=debug: what a client did in a figure.
+    if let Ok(contexts) = std::env::var("KAAS_BENCH_RDKAFKA_DEBUG") {
+        c.set("debug", contexts);
+    }
     c
 }
 

@@ -12,7 +12,9 @@
 //! broker is killed (a node that vanished: the server keeps its locks);
 //! its broker process is paused. And a subscribed consumer group whose
 //! coordinator is on the stalled mount consumes on through the other
-//! broker. Runs where `KAAS_GLUSTER_A`,
+//! broker. Throughout a stall, the stalled broker answers or closes every
+//! new connection at once (its requests wait on the volume, its sockets do
+//! not). Runs where `KAAS_GLUSTER_A`,
 //! `KAAS_GLUSTER_B` and `KAAS_GLUSTER_A_PID` name the mounts and mount A's
 //! client (`scripts/test` sets them); without them it says so and passes,
 //! unless `KAAS_GLUSTER_REQUIRED` is set. `KAAS_STALL_SECS` sets how long
@@ -104,7 +106,7 @@ async fn produce_until(
     let producer: FutureProducer = config.create().expect("producer");
     let mut sent = Vec::new();
     for n in 0.. {
-        if *stop.borrow() {
+        if *stop.borrow() || stop.has_changed().is_err() {
             break;
         }
         let payload = format!("r{n}");
@@ -163,7 +165,9 @@ fn commit_until(
     let consumer: BaseConsumer = config.create().expect("consumer");
     let mut commits = Vec::new();
     for offset in 1.. {
-        if *stop.borrow() {
+        // Or the test ended (a failed assertion drops the sender): a
+        // blocking task left running would hold the test's runtime open.
+        if *stop.borrow() || stop.has_changed().is_err() {
             break;
         }
         let mut tpl = rdkafka::TopicPartitionList::new();
@@ -274,6 +278,10 @@ async fn failover(failure: Failure) {
 
     let failed_at = Instant::now();
     let broker0 = cluster.pid(0).expect("broker 0 runs");
+    // A stalled broker still answers its sockets (below).
+    let (stall_over, stall_ended) = tokio::sync::watch::channel(false);
+    let answers = (failure == Failure::Stall)
+        .then(|| tokio::spawn(connections_answered(cluster.addr(0), stall_ended.clone())));
     let stall = match failure {
         Failure::Stall => Some(Stall::begin(m.a_client)),
         Failure::NodeLoss => {
@@ -294,6 +302,10 @@ async fn failover(failure: Failure) {
     );
     let detected = failed_at.elapsed();
     tokio::time::sleep(lasts.saturating_sub(failed_at.elapsed())).await;
+    stall_over.send(true).unwrap();
+    if let Some(answers) = answers {
+        assert_every_connection_answered(answers.await.unwrap(), failed_at, &cluster);
+    }
     drop(stall);
     match failure {
         Failure::Pause => signal("-CONT", broker0),
@@ -476,6 +488,15 @@ async fn a_subscribed_group_coordinated_on_a_stalled_mount_consumes_on_through_t
     let consumed = Arc::new(Mutex::new(Vec::<Consumed>::new()));
     let commits = Arc::new(Mutex::new(Vec::<Instant>::new()));
     let stop = Arc::new(AtomicBool::new(false));
+    // Set when the test ends, even by a failed assertion: the consumer's
+    // blocking task would hold the test's runtime open.
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let _stop_at_the_end = SetOnDrop(stop.clone());
     let consumer = tokio::task::spawn_blocking({
         let (bootstrap, group) = (bootstrap.clone(), group.clone());
         let (consumed, commits, stop) = (consumed.clone(), commits.clone(), stop.clone());
@@ -492,6 +513,8 @@ async fn a_subscribed_group_coordinated_on_a_stalled_mount_consumes_on_through_t
     )
     .await;
 
+    let (stall_over, stall_ended) = tokio::sync::watch::channel(false);
+    let answers = tokio::spawn(connections_answered(cluster.addr(0), stall_ended));
     let stall = Stall::begin(m.a_client);
     let stalled_at = Instant::now();
     assert!(
@@ -513,6 +536,8 @@ async fn a_subscribed_group_coordinated_on_a_stalled_mount_consumes_on_through_t
     )
     .await;
     let served_within = stalled_at.elapsed();
+    stall_over.send(true).unwrap();
+    assert_every_connection_answered(answers.await.unwrap(), stalled_at, &cluster);
     drop(stall);
     produced.extend(during);
     println!(
@@ -644,6 +669,83 @@ fn consume_in_group(
             Err(e) => assert!(Instant::now() < deadline, "the final commit: {e}"),
         }
         consumer.poll(Duration::from_millis(100));
+    }
+}
+
+/// How long a new connection to a broker may wait for an answer (or its
+/// end) while the broker's volume stalls, once the broker saw the stall.
+const ANSWER_BOUND: Duration = Duration::from_secs(1);
+/// When the broker sees its volume stall: the brokers' volume check timeout
+/// (`kaas.volume.check.timeout.ms`, 1.5 s by default). Until then a new
+/// connection may wait, as the open ones do, for the watchdog's cut.
+const STALL_SEEN: Duration = Duration::from_millis(1500);
+
+/// Until `over`: every 250 ms, Metadata on one connection to `addr` (what
+/// reads the topics, whose files are on the stalled mount) and, on a new
+/// connection, ApiVersions; when each new connection began and how long it
+/// took to be answered or closed (capped at 4 s). A broker whose volume
+/// stalls refuses new connections at once, so clients go elsewhere; one
+/// whose runtime waits on the volume holds them until their request
+/// timeouts (librdkafka's ApiVersions: 10 s).
+async fn connections_answered(
+    addr: String,
+    mut over: tokio::sync::watch::Receiver<bool>,
+) -> Vec<(Instant, Duration)> {
+    use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
+    const CAP: Duration = Duration::from_secs(4);
+    let metadata = tokio::spawn({
+        let addr = addr.clone();
+        async move {
+            loop {
+                if let Ok(mut c) = kaas_client::KafkaClient::connect(&addr, CAP).await {
+                    while c.send(&MetadataRequest::default(), 12).await.is_ok() {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    let mut took = Vec::new();
+    while !*over.borrow() {
+        let start = Instant::now();
+        let _ = tokio::time::timeout(CAP, async {
+            let mut c = kaas_client::KafkaClient::connect(&addr, CAP).await?;
+            c.send(&ApiVersionsRequest::default(), 3).await
+        })
+        .await;
+        took.push((start, start.elapsed()));
+        tokio::select! {
+            _ = over.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+    }
+    metadata.abort();
+    took
+}
+
+/// Every new connection tried since `stalled_at` was answered or closed
+/// within [`ANSWER_BOUND`] of its start, or of the moment the broker saw
+/// the stall ([`STALL_SEEN`]), whichever is later.
+fn assert_every_connection_answered(
+    took: Vec<(Instant, Duration)>,
+    stalled_at: Instant,
+    cluster: &ProcessCluster,
+) {
+    assert!(
+        took.len() >= 4,
+        "connections tried during the stall: {took:?}"
+    );
+    for (began, waited) in &took {
+        let bound = (*began + ANSWER_BOUND).max(stalled_at + STALL_SEEN + ANSWER_BOUND);
+        assert!(
+            *began + *waited <= bound,
+            "a new connection to the stalled broker, {:?} into the stall, waited {waited:?} \
+             (of {} tried): its runtime waits on the volume\n{}",
+            began.saturating_duration_since(stalled_at),
+            took.len(),
+            cluster.logs()
+        );
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, error, info, info_span, warn, Instrument};
 
 use super::connection::serve_connection;
 use super::listener::Listener;
@@ -25,6 +25,15 @@ pub async fn run(tcp: TcpListener, broker: Arc<Broker>, shutdown: CancellationTo
 /// Serves connections to `listener` accepted on `tcp` until `shutdown`
 /// fires, then waits for open connections to finish the requests they
 /// already read.
+///
+/// Connections are accepted on a thread of their own ([`accept`]), which
+/// never touches the volume, and served on the runtime this is called on.
+/// A request blocked in a read or write of a stalled volume holds a runtime
+/// thread, and a tokio runtime with a thread blocked in a system call may
+/// leave every socket unpolled until it returns; the acceptor still refuses
+/// new connections at once while the volume stalls (and the volume
+/// watchdog cuts the open ones), so clients go to another broker instead
+/// of waiting out their request timeouts.
 pub async fn run_listener(
     tcp: TcpListener,
     listener: Arc<Listener>,
@@ -33,20 +42,92 @@ pub async fn run_listener(
 ) {
     let tracker = TaskTracker::new();
     let local = tcp.local_addr().ok();
+    info!(broker = broker.id(), listener = listener.name(), addr = ?local, "listening");
+    // The acceptor stops with `shutdown`, or when this future is dropped
+    // (its task aborted, its runtime gone): it must not outlive what it
+    // hands connections to.
+    let stop_accepting = shutdown.child_token();
+    let _stop_on_drop = stop_accepting.clone().drop_guard();
+    let accepted = match tcp.into_std() {
+        Ok(tcp) => {
+            let (done, accepting) = tokio::sync::oneshot::channel();
+            let serving = tokio::runtime::Handle::current();
+            let (broker, listener, shutdown) = (broker.clone(), listener.clone(), shutdown.clone());
+            let (tracker, stop_accepting) = (tracker.clone(), stop_accepting.clone());
+            std::thread::Builder::new()
+                .name("kaas-accept".into())
+                .spawn(move || {
+                    let result = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map(|rt| {
+                            rt.block_on(accept(
+                                tcp,
+                                listener,
+                                broker,
+                                serving,
+                                tracker,
+                                stop_accepting,
+                                shutdown,
+                            ))
+                        });
+                    let _ = done.send(result);
+                })
+                .map(|_| accepting)
+        }
+        Err(e) => Err(e),
+    };
+    let outcome = match accepted {
+        Ok(accepting) => accepting
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = outcome {
+        error!(broker = broker.id(), listener = listener.name(), error = %e,
+               "cannot accept connections");
+    }
+    tracker.close();
+    tracker.wait().await;
+    info!(
+        broker = broker.id(),
+        listener = listener.name(),
+        "listener stopped"
+    );
+}
+
+/// The accept loop, on the acceptor's own runtime until `stop`: refuses a
+/// connection at once while the broker cannot serve, registers it with the
+/// volume watchdog, and hands it to `serving` (served until `shutdown`).
+async fn accept(
+    tcp: std::net::TcpListener,
+    listener: Arc<Listener>,
+    broker: Arc<Broker>,
+    serving: tokio::runtime::Handle,
+    tracker: TaskTracker,
+    stop: CancellationToken,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let tcp = TcpListener::from_std(tcp)?;
     // max.connections and max.connections.per.ip count the broker's
     // connections, whichever listener took them.
     let quotas = broker.connection_quotas.clone();
-    info!(broker = broker.id(), listener = listener.name(), addr = ?local, "listening");
     loop {
         // At max.connections the listener waits; clients queue in the backlog.
         tokio::select! {
-            _ = shutdown.cancelled() => break,
+            _ = stop.cancelled() => return Ok(()),
             _ = quotas.wait_for_slot() => {}
         }
         tokio::select! {
-            _ = shutdown.cancelled() => break,
+            _ = stop.cancelled() => return Ok(()),
             accepted = tcp.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    if let Err(why) = broker.tenancy.status() {
+                        // Nothing could be acknowledged: the client goes to another broker.
+                        debug!(client = %peer, reason = %why, "closing a new connection: this broker cannot serve");
+                        continue;
+                    }
                     let slot = match quotas.acquire(peer.ip()) {
                         Ok(slot) => slot,
                         Err(refused) => {
@@ -55,17 +136,29 @@ pub async fn run_listener(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    let broker = broker.clone();
-                    let listener = listener.clone();
-                    let shutdown = shutdown.clone();
+                    // Cut when the volume stalls (crate::volume); until the connection ends.
+                    let registered = broker.tenancy.sockets.register(&stream);
+                    let stream = match stream.into_std() {
+                        Ok(stream) => stream,
+                        Err(e) => {
+                            warn!(client = %peer, error = %e, "cannot hand a connection over");
+                            continue;
+                        }
+                    };
+                    let (broker, listener, shutdown) = (broker.clone(), listener.clone(), shutdown.clone());
                     // Every log line of the connection names the broker and the client.
                     let span = info_span!("connection", broker = broker.id(), client = %peer);
-                    tracker.spawn(
+                    tracker.spawn_on(
                         async move {
-                            serve(stream, peer, listener, broker, shutdown).await;
+                            let _registered = registered;
+                            match TcpStream::from_std(stream) {
+                                Ok(stream) => serve(stream, peer, listener, broker, shutdown).await,
+                                Err(e) => warn!(error = %e, "cannot serve a connection"),
+                            }
                             drop(slot);
                         }
                         .instrument(span),
+                        &serving,
                     );
                 }
                 Err(e) => {
@@ -76,13 +169,6 @@ pub async fn run_listener(
             }
         }
     }
-    tracker.close();
-    tracker.wait().await;
-    info!(
-        broker = broker.id(),
-        listener = listener.name(),
-        "listener stopped"
-    );
 }
 
 /// A TLS handshake not finished by then closes the connection.
@@ -97,13 +183,6 @@ async fn serve(
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) {
-    if let Err(why) = broker.tenancy.status() {
-        // Nothing could be acknowledged: the client goes to another broker.
-        debug!(client = %peer, reason = %why, "closing a new connection: the volume does not answer");
-        return;
-    }
-    // Cut when the volume stalls (crate::volume); until the connection ends.
-    let _registered = broker.tenancy.sockets.register(&stream);
     let Some(tls) = listener.tls.clone() else {
         // Plain TCP's owned halves: no lock between reading and writing.
         serve_connection(
