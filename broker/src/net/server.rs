@@ -48,40 +48,17 @@ pub async fn run_listener(
     // hands connections to.
     let stop_accepting = shutdown.child_token();
     let _stop_on_drop = stop_accepting.clone().drop_guard();
-    let accepted = match tcp.into_std() {
-        Ok(tcp) => {
-            let (done, accepting) = tokio::sync::oneshot::channel();
-            let serving = tokio::runtime::Handle::current();
-            let (broker, listener, shutdown) = (broker.clone(), listener.clone(), shutdown.clone());
-            let (tracker, stop_accepting) = (tracker.clone(), stop_accepting.clone());
-            std::thread::Builder::new()
-                .name("kaas-accept".into())
-                .spawn(move || {
-                    let result = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map(|rt| {
-                            rt.block_on(accept(
-                                tcp,
-                                listener,
-                                broker,
-                                serving,
-                                tracker,
-                                stop_accepting,
-                                shutdown,
-                            ))
-                        });
-                    let _ = done.send(result);
-                })
-                .map(|_| accepting)
-        }
-        Err(e) => Err(e),
-    };
-    let outcome = match accepted {
+    let outcome = match spawn_acceptor(
+        tcp,
+        listener.clone(),
+        broker.clone(),
+        tracker.clone(),
+        stop_accepting,
+        shutdown,
+    ) {
         Ok(accepting) => accepting
             .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r),
+            .unwrap_or_else(|e| Err(std::io::Error::other(e))),
         Err(e) => Err(e),
     };
     if let Err(e) = outcome {
@@ -95,6 +72,36 @@ pub async fn run_listener(
         listener = listener.name(),
         "listener stopped"
     );
+}
+
+/// Starts the acceptor's thread, with a runtime of its own, on `tcp`; it
+/// hands connections to the runtime this is called on. What its accept
+/// loop ended with comes through the receiver.
+fn spawn_acceptor(
+    tcp: TcpListener,
+    listener: Arc<Listener>,
+    broker: Arc<Broker>,
+    tracker: TaskTracker,
+    stop: CancellationToken,
+    shutdown: CancellationToken,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+    let tcp = tcp.into_std()?;
+    let serving = tokio::runtime::Handle::current();
+    let (done, accepting) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("kaas-accept".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .and_then(|rt| {
+                    rt.block_on(accept(
+                        tcp, listener, broker, serving, tracker, stop, shutdown,
+                    ))
+                });
+            let _ = done.send(result);
+        })?;
+    Ok(accepting)
 }
 
 /// The accept loop, on the acceptor's own runtime until `stop`: refuses a

@@ -679,24 +679,18 @@ async fn a_sasl_ssl_cluster_is_probed_over_tls_as_the_admin_of_its_secret() {
             password,
         }),
     };
-    let mut c = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin)
-        .await
-        .unwrap();
     // The broker follows the assignment the operator publishes from its
     // own source, so its first answer may still list only itself.
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let md = c.send(&metadata, 12).await.unwrap();
-        if md.brokers.len() == 2 {
-            break;
+    eventually(WAIT, "the admin over TLS is served both brokers", || {
+        let (addr, admin, metadata) = (addr.clone(), admin.clone(), metadata.clone());
+        async move {
+            let mut c = kaas_client::KafkaClient::connect_as(&addr, WAIT, &admin)
+                .await
+                .unwrap();
+            c.send(&metadata, 12).await.unwrap().brokers.len() == 2
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "metadata lists {} brokers",
-            md.brokers.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 /// librdkafka's settings for `user` / `password` over SASL_PLAINTEXT.
