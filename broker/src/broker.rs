@@ -269,7 +269,7 @@ impl Broker {
         ) {
             warn!(error = %e, "cannot remove the incarnation files of ended processes");
         }
-        let producer_ids = Arc::new(ProducerIdAllocator::new(storage_cluster_dir));
+        let producer_ids = Arc::new(ProducerIdAllocator::new(storage_cluster_dir, config.id));
         let txns = TxnManager::new(
             config.id,
             config.transactions.clone(),

@@ -1,36 +1,60 @@
-//! Producer ids for idempotent producers, unique across the cluster: each
-//! broker takes blocks from a counter on the shared volume, under an
-//! exclusive lock on a lock file beside it, and makes the new high mark
-//! durable before use. The counter is replaced atomically (tmp + fsync +
-//! rename), so a crash leaves the old mark or the new one, never an empty
-//! file that would hand out ids again from 0.
+//! Producer ids for idempotent and transactional producers, unique across
+//! the cluster without a lock any broker could keep from the others.
+//!
+//! Each broker process claims ranges of ids: range `n` is ids
+//! `BASE + n * RANGE ..` `BASE + (n + 1) * RANGE`, and it is claimed by
+//! creating the file `__cluster/producer_id_ranges/<n>` (written whole and
+//! linked into place: the link fails if the file exists, on every volume
+//! kaas supports). Claims are never removed, so no two processes ever hold
+//! one range, whatever they listed: a process that paused for a minute and
+//! probes from an old listing finds the ranges claimed since taken and goes
+//! on past them. A process hands its range out from memory; it claims
+//! another only when it is used up, so the volume is touched once per
+//! process start and once per `RANGE` ids.
+//!
+//! Earlier releases took blocks of 1000 from a counter under a lock file
+//! (`__cluster/producer_ids`): a broker whose node stalled or vanished
+//! inside that lock kept every other broker from a new block until the
+//! volume released it (a minute or more on a network file system). The
+//! ranges start at `BASE`, far above anything that counter handed out.
 
+use std::fs;
 use std::io;
 use std::path::PathBuf;
 
 use parking_lot::Mutex;
+use tracing::info;
 
-use super::fs::SharedCounter;
+use super::fs::create_atomic;
 
-/// Ids taken from the shared counter at a time.
-const BLOCK: i64 = 1000;
+/// The folder of range claims under `__cluster`.
+pub const FOLDER: &str = "producer_id_ranges";
+
+/// Ids in one range.
+const RANGE: i64 = 1 << 20;
+
+/// The first id of range 0: above every id the old shared counter could
+/// have handed out (2^40 producers, a thousand a second for 35 years).
+const BASE: i64 = 1 << 40;
 
 pub struct ProducerIdAllocator {
-    counter: SharedCounter,
-    /// Next id to hand out and the end of the block this broker holds.
+    folder: PathBuf,
+    broker: i32,
+    /// Next id to hand out and the end of the range this process holds.
     block: Mutex<(i64, i64)>,
 }
 
 impl ProducerIdAllocator {
-    pub fn new(cluster_dir: PathBuf) -> Self {
+    pub fn new(cluster_dir: PathBuf, broker: i32) -> Self {
         Self {
-            counter: SharedCounter::new(cluster_dir.join("producer_ids")),
+            folder: cluster_dir.join(FOLDER),
+            broker,
             block: Mutex::new((0, 0)),
         }
     }
 
-    /// A fresh producer id from the block at hand, without I/O; `None` when
-    /// the block is used up ([`Self::refill`] first).
+    /// A fresh producer id from the range at hand, without I/O; `None`
+    /// when the range is used up ([`Self::refill`] first).
     pub fn take(&self) -> Option<i64> {
         let mut block = self.block.lock();
         (block.0 < block.1).then(|| {
@@ -39,12 +63,11 @@ impl ProducerIdAllocator {
         })
     }
 
-    /// Takes a new block (blocking I/O) unless `at_least` ids are at hand.
+    /// Claims a new range (blocking I/O) unless `at_least` ids are at hand.
     pub fn refill(&self, at_least: i64) -> io::Result<()> {
         let mut block = self.block.lock();
         if block.1 - block.0 < at_least {
-            let start = self.counter.advance(BLOCK)?;
-            *block = (start, start + BLOCK);
+            *block = self.claim()?;
         }
         Ok(())
     }
@@ -55,17 +78,56 @@ impl ProducerIdAllocator {
         block.1 - block.0
     }
 
-    /// A fresh producer id (blocking I/O when a new block is needed).
+    /// A fresh producer id (blocking I/O when a new range is needed).
     pub fn allocate(&self) -> io::Result<i64> {
         let mut block = self.block.lock();
         if block.0 >= block.1 {
-            let start = self.counter.advance(BLOCK)?;
-            *block = (start, start + BLOCK);
+            *block = self.claim()?;
         }
         let id = block.0;
         block.0 += 1;
         Ok(id)
     }
+
+    /// Claims the first free range past the highest one listed, and
+    /// returns its ids.
+    fn claim(&self) -> io::Result<(i64, i64)> {
+        fs::create_dir_all(&self.folder)?;
+        self.claim_from(highest_claimed(&self.folder)?.map_or(0, |n| n + 1))
+    }
+
+    /// Claims the first free range from `n` on (`n` from a listing that
+    /// may be old by now).
+    fn claim_from(&self, mut n: i64) -> io::Result<(i64, i64)> {
+        let note = format!("broker {} process {}\n", self.broker, std::process::id());
+        loop {
+            if n >= (i64::MAX - BASE) / RANGE {
+                return Err(io::Error::other(format!(
+                    "every producer id range is claimed ({})",
+                    self.folder.display()
+                )));
+            }
+            if create_atomic(&self.folder.join(n.to_string()), note.as_bytes())? {
+                info!(range = n, "claimed a range of producer ids");
+                let start = BASE + n * RANGE;
+                return Ok((start, start + RANGE));
+            }
+            n += 1;
+        }
+    }
+}
+
+/// The highest range claimed in `folder` (its files named by number; any
+/// other name, such as a temporary file of a claim under way, is skipped).
+fn highest_claimed(folder: &std::path::Path) -> io::Result<Option<i64>> {
+    let mut highest = None;
+    for entry in fs::read_dir(folder)? {
+        let name = entry?.file_name();
+        if let Some(n) = name.to_str().and_then(|s| s.parse::<i64>().ok()) {
+            highest = highest.max(Some(n));
+        }
+    }
+    Ok(highest)
 }
 
 #[cfg(test)]
@@ -75,35 +137,54 @@ mod tests {
     #[test]
     fn two_brokers_never_hand_out_the_same_id() {
         let dir = tempfile::tempdir().unwrap();
-        let a = ProducerIdAllocator::new(dir.path().to_path_buf());
-        let b = ProducerIdAllocator::new(dir.path().to_path_buf());
+        let a = ProducerIdAllocator::new(dir.path().to_path_buf(), 0);
+        let b = ProducerIdAllocator::new(dir.path().to_path_buf(), 1);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..2500 {
             assert!(seen.insert(a.allocate().unwrap()));
             assert!(seen.insert(b.allocate().unwrap()));
         }
-        // A restarted broker continues past every block handed out.
-        let c = ProducerIdAllocator::new(dir.path().to_path_buf());
-        assert!(seen.insert(c.allocate().unwrap()));
+        // A restarted broker continues past every range handed out.
+        let c = ProducerIdAllocator::new(dir.path().to_path_buf(), 0);
+        let id = c.allocate().unwrap();
+        assert!(seen.insert(id));
+        assert_eq!(id, BASE + 2 * RANGE);
     }
 
     #[test]
-    fn the_counter_is_replaced_whole_never_rewritten_in_place() {
+    fn a_claim_from_an_old_listing_goes_past_the_ranges_claimed_since() {
+        // A process that paused between its listing and its claim probes
+        // from what it listed: it must still not reuse a range.
         let dir = tempfile::tempdir().unwrap();
-        let a = ProducerIdAllocator::new(dir.path().to_path_buf());
-        a.allocate().unwrap();
-        let counter = dir.path().join("producer_ids");
-        let first = std::fs::metadata(&counter).unwrap();
-        // A second block: the counter is a new file (renamed into place),
-        // so a crash mid-write cannot leave it empty or half written.
-        let b = ProducerIdAllocator::new(dir.path().to_path_buf());
-        assert_eq!(b.allocate().unwrap(), BLOCK);
-        let second = std::fs::metadata(&counter).unwrap();
-        use std::os::unix::fs::MetadataExt;
-        assert_ne!(first.ino(), second.ino());
-        assert_eq!(
-            std::fs::read_to_string(&counter).unwrap(),
-            (2 * BLOCK).to_string()
-        );
+        let paused = ProducerIdAllocator::new(dir.path().to_path_buf(), 0);
+        for broker in 1..4 {
+            ProducerIdAllocator::new(dir.path().to_path_buf(), broker)
+                .allocate()
+                .unwrap();
+        }
+        assert_eq!(paused.claim_from(0).unwrap().0, BASE + 3 * RANGE);
+        assert_eq!(paused.claim_from(1).unwrap().0, BASE + 4 * RANGE);
+    }
+
+    #[test]
+    fn ids_are_handed_out_from_memory_until_the_range_is_used_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ProducerIdAllocator::new(dir.path().to_path_buf(), 0);
+        assert_eq!(a.take(), None);
+        a.refill(2).unwrap();
+        assert_eq!(a.at_hand(), RANGE);
+        assert_eq!(a.take(), Some(BASE));
+        // Claimed once: one file, holding who claimed it.
+        let names: Vec<_> = fs::read_dir(dir.path().join(FOLDER))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["0".to_string()]);
+        let note = fs::read_to_string(dir.path().join(FOLDER).join("0")).unwrap();
+        assert!(note.starts_with("broker 0 process "), "{note}");
+        // Used up: the next claim is the next range.
+        *a.block.lock() = (BASE + RANGE - 1, BASE + RANGE);
+        assert_eq!(a.allocate().unwrap(), BASE + RANGE - 1);
+        assert_eq!(a.allocate().unwrap(), BASE + RANGE);
     }
 }

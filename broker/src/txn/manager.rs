@@ -622,7 +622,7 @@ mod tests {
             store,
             Arc::new(ManualClock::new(1_000_000)),
             rx,
-            Arc::new(ProducerIdAllocator::new(dir.to_path_buf())),
+            Arc::new(ProducerIdAllocator::new(dir.to_path_buf(), 0)),
         );
         let (jobs_tx, jobs) = mpsc::unbounded_channel();
         m.set_marker_writer(Arc::new(HeldMarkers(jobs_tx)));
