@@ -464,7 +464,7 @@ mod tests {
         let (served, _) = listener.accept().unwrap();
 
         let healthy = Tenancy::new(me.clone(), VolumeCheckConfig::default());
-        let _kept = healthy.sockets.register(&served).unwrap();
+        let _kept = healthy.sockets.register(&served);
         healthy.checking.store(true, Ordering::Release);
         healthy
             .last_ok_ms
@@ -476,7 +476,7 @@ mod tests {
             checking: AtomicBool::new(true),
             ..Tenancy::new(me, VolumeCheckConfig::default())
         };
-        let _cut = stalled.sockets.register(&served).unwrap();
+        let _cut = stalled.sockets.register(&served);
         assert!(stalled.watch_once(false));
         let mut buf = [0u8; 1];
         assert_eq!(client.read(&mut buf).unwrap(), 0, "the client sees the end");

@@ -143,8 +143,6 @@ async fn accept(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    // Cut when the volume stalls (crate::volume); until the connection ends.
-                    let registered = broker.tenancy.sockets.register(&stream);
                     let stream = match stream.into_std() {
                         Ok(stream) => stream,
                         Err(e) => {
@@ -152,14 +150,23 @@ async fn accept(
                             continue;
                         }
                     };
+                    // Cut when the volume stalls (crate::volume), here: the
+                    // runtime that serves it may be the one held up.
+                    let registered = broker.tenancy.sockets.register(&stream);
                     let (broker, listener, shutdown) = (broker.clone(), listener.clone(), shutdown.clone());
                     // Every log line of the connection names the broker and the client.
                     let span = info_span!("connection", broker = broker.id(), client = %peer);
                     tracker.spawn_on(
                         async move {
-                            let _registered = registered;
                             match TcpStream::from_std(stream) {
-                                Ok(stream) => serve(stream, peer, listener, broker, shutdown).await,
+                                Ok(mut stream) => {
+                                    serve(&mut stream, peer, listener, broker, shutdown).await;
+                                    // Unregistered before the socket closes (net::sockets).
+                                    drop(registered);
+                                    drop(stream);
+                                }
+                                // Closed already (a failed registration with the
+                                // runtime, which does not happen short of memory).
                                 Err(e) => warn!(error = %e, "cannot serve a connection"),
                             }
                             drop(slot);
@@ -184,16 +191,16 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// One accepted connection: the TLS handshake on a TLS listener, then the
 /// Kafka protocol.
 async fn serve(
-    stream: TcpStream,
+    stream: &mut TcpStream,
     peer: SocketAddr,
     listener: Arc<Listener>,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) {
     let Some(tls) = listener.tls.clone() else {
-        // Plain TCP's owned halves: no lock between reading and writing.
+        // Plain TCP's halves: no lock between reading and writing.
         serve_connection(
-            stream.into_split(),
+            stream.split(),
             peer,
             listener,
             Principal::anonymous(),

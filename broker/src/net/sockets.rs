@@ -5,13 +5,15 @@
 //! timeouts; cut, they fail over at once, as from a broker that died
 //! ([`crate::volume`]).
 //!
-//! Each registered socket is kept as a duplicate descriptor: `shutdown(2)`
-//! acts on the socket, whichever descriptor names it, and the duplicate is
-//! closed only when the connection ends, so a cut never reaches a number
-//! the system has given to something else.
+//! A socket is registered by its descriptor's number, and its owner
+//! unregisters it before closing it ([`Registered`] must be dropped before
+//! the socket): a cut holds the registry's lock while it shuts the
+//! sockets down, so it never reaches a number the system has given to
+//! something else since. No duplicate descriptor: a broker serving N
+//! connections holds N descriptors for them, not 2N.
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -20,10 +22,11 @@ use parking_lot::Mutex;
 #[derive(Default)]
 pub struct Sockets {
     next: AtomicU64,
-    open: Mutex<HashMap<u64, OwnedFd>>,
+    open: Mutex<HashMap<u64, RawFd>>,
 }
 
-/// A registered socket; unregistered when dropped.
+/// A registered socket; unregistered when dropped, which must come before
+/// the socket is closed.
 #[must_use = "the socket is unregistered when this is dropped"]
 pub struct Registered {
     sockets: Arc<Sockets>,
@@ -37,17 +40,15 @@ impl Drop for Registered {
 }
 
 impl Sockets {
-    /// Registers `socket` until the guard is dropped. A socket that cannot
-    /// be duplicated (out of descriptors) is served unregistered: a cut
-    /// then misses it, and its client waits for its own timeout.
-    pub fn register(self: &Arc<Self>, socket: &impl AsFd) -> Option<Registered> {
-        let dup = socket.as_fd().try_clone_to_owned().ok()?;
+    /// Registers `socket` until the guard is dropped; the caller drops the
+    /// guard before it closes the socket.
+    pub fn register(self: &Arc<Self>, socket: &impl AsRawFd) -> Registered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.open.lock().insert(id, dup);
-        Some(Registered {
+        self.open.lock().insert(id, socket.as_raw_fd());
+        Registered {
             sockets: self.clone(),
             id,
-        })
+        }
     }
 
     /// Shuts every registered socket down (both directions): their clients
@@ -55,9 +56,9 @@ impl Sockets {
     pub fn cut_all(&self) -> usize {
         let open = self.open.lock();
         for fd in open.values() {
-            // SAFETY: `fd` is an open descriptor owned by the map, held
-            // under its lock for the call.
-            unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            // SAFETY: a registered descriptor is open until its owner
+            // unregisters it, which waits for this lock.
+            unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
         }
         open.len()
     }
@@ -86,10 +87,13 @@ mod tests {
         for _ in 0..2 {
             clients.push(std::net::TcpStream::connect(addr).unwrap());
             let (served, _) = listener.accept().unwrap();
-            guards.push((sockets.register(&served).unwrap(), served));
+            guards.push((sockets.register(&served), served));
         }
-        // One connection ends on its own: it is no longer there to cut.
-        drop(guards.pop());
+        // One connection ends on its own (unregistered, then closed): it is
+        // no longer there to cut.
+        let (registered, served) = guards.pop().unwrap();
+        drop(registered);
+        drop(served);
         assert_eq!(sockets.len(), 1);
         assert_eq!(sockets.cut_all(), 1);
         // The client of the cut one sees the end of the stream.
@@ -97,7 +101,10 @@ mod tests {
         assert_eq!(clients[0].read(&mut buf).unwrap(), 0);
         // Writing on the server side fails: it is shut down.
         assert!(guards[0].1.write_all(b"x").is_err());
-        drop(guards);
+        for (registered, served) in guards {
+            drop(registered);
+            drop(served);
+        }
         assert!(sockets.is_empty());
     }
 }
