@@ -64,6 +64,7 @@ fn ctx(b: &Arc<Broker>, version: i16) -> RequestContext {
         client_addr: "127.0.0.1:1".parse().unwrap(),
         listener: b.listeners[0].clone(),
         principal: kaas_broker::auth::Principal::anonymous(),
+        applied: Default::default(),
     }
 }
 

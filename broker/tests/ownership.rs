@@ -65,6 +65,7 @@ async fn touch(broker: &Arc<Broker>, group: &str) {
         client_addr: "127.0.0.1:1".parse().unwrap(),
         listener: broker.listeners[0].clone(),
         principal: kaas_broker::auth::Principal::anonymous(),
+        applied: Default::default(),
     };
     let req = OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.into())))

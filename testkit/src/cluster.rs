@@ -176,9 +176,17 @@ impl ProcessCluster {
             .map(|id| format!("{id}={}", c.advertised_listeners(id)))
             .collect::<Vec<_>>()
             .join(",");
+        // Quick detection by default; a test's own controller flags win.
+        let defaults = [
+            ("--probe-interval-ms", "200"),
+            ("--failures-before-dead", "2"),
+        ]
+        .into_iter()
+        .filter(|(flag, _)| !opts.controller_args.iter().any(|a| a == flag))
+        .flat_map(|(flag, value)| [flag, value]);
         let controller = Command::new(&c.bin)
             .args(["controller", "--brokers", &brokers_arg])
-            .args(["--probe-interval-ms", "200", "--failures-before-dead", "2"])
+            .args(defaults)
             .args(&opts.controller_args)
             .arg("--data")
             .arg(&c.data)

@@ -48,6 +48,7 @@ pub(super) async fn call_as(
         client_addr: "127.0.0.1:1".parse().unwrap(),
         listener: broker.listeners[0].clone(),
         principal: Principal::user(user),
+        applied: Default::default(),
     };
     handle(ctx, req).await.expect("a response")
 }

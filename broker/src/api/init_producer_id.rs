@@ -1,7 +1,8 @@
 //! InitProducerId (key 22): idempotent producers get a producer id from
-//! this broker's block of the cluster's counter; transactional producers
-//! are answered by their transactional id's coordinator (a new id, an
-//! epoch bump that fences the previous producer, KIP-360 recovery).
+//! the range this broker process claimed (`storage::producer_ids`);
+//! transactional producers are answered by their transactional id's
+//! coordinator (a new id, an epoch bump that fences the previous producer,
+//! KIP-360 recovery).
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use tracing::warn;

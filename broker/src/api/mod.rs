@@ -138,6 +138,9 @@ pub struct RequestContext {
     pub listener: Arc<crate::net::listener::Listener>,
     /// Who sent it (`User:ANONYMOUS` on a PLAINTEXT listener).
     pub principal: Principal,
+    /// Fired once the request's effects are in place for the connection's
+    /// next request, before its answer is ready (`net::ordering`).
+    pub applied: crate::net::ordering::AppliedSignal,
 }
 
 impl RequestContext {

@@ -17,13 +17,48 @@ use super::{broker_endpoint, open_error_code, topic_denied, Err, RequestContext}
 use crate::auth::{Operation, ResourceType};
 use crate::storage::batch::{self, BatchError};
 use crate::storage::log::AppendError;
+use crate::storage::partition::Durable;
 use crate::storage::validator::{self, Refusal};
+use crate::storage::PartitionRef;
 use crate::txn::core::TopicPartition;
 
 struct PartitionOutcome {
     response: PartitionProduceResponse,
     /// The leader to tell the client about on NOT_LEADER_OR_FOLLOWER.
     leader_hint: Option<i32>,
+}
+
+impl PartitionOutcome {
+    fn failed(mut response: PartitionProduceResponse, code: i16, message: String) -> Self {
+        response.error_code = code;
+        response.error_message = Some(StrBytes::from_string(message));
+        PartitionOutcome {
+            response,
+            leader_hint: None,
+        }
+    }
+}
+
+/// A partition's part of a Produce once its batches are in the log, or
+/// refused.
+enum Staged {
+    Answered(PartitionOutcome),
+    Appended(Box<Appending>),
+}
+
+/// Batches in the log, acknowledged once durable.
+struct Appending {
+    partition: PartitionRef,
+    durable: Durable,
+    response: PartitionProduceResponse,
+    size: u64,
+    duplicate: bool,
+}
+
+impl From<PartitionOutcome> for Staged {
+    fn from(outcome: PartitionOutcome) -> Self {
+        Staged::Answered(outcome)
+    }
 }
 
 pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<ProduceResponse> {
@@ -57,27 +92,22 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
                 let ctx = ctx.clone();
                 let transactional_id = transactional_id.clone();
                 async move {
-                    let mut response = PartitionProduceResponse::default().with_index(p.index);
-                    if denied {
-                        response.error_code = Err::TopicAuthorizationFailed.code();
-                        return PartitionOutcome {
+                    let response = PartitionProduceResponse::default().with_index(p.index);
+                    let refused = |mut response: PartitionProduceResponse, code| {
+                        response.error_code = code;
+                        Staged::Answered(PartitionOutcome {
                             response,
                             leader_hint: None,
-                        };
+                        })
+                    };
+                    if denied {
+                        return refused(response, Err::TopicAuthorizationFailed.code());
                     }
                     let Some(meta) = meta else {
-                        response.error_code = unknown;
-                        return PartitionOutcome {
-                            response,
-                            leader_hint: None,
-                        };
+                        return refused(response, unknown);
                     };
                     if !(-1..=1).contains(&acks) {
-                        response.error_code = Err::InvalidRequiredAcks.code();
-                        return PartitionOutcome {
-                            response,
-                            leader_hint: None,
-                        };
+                        return refused(response, Err::InvalidRequiredAcks.code());
                     }
                     produce_partition(&ctx, &meta, p.index, p.records, transactional_id.as_deref())
                         .await
@@ -87,7 +117,19 @@ pub async fn handle(ctx: &RequestContext, req: ProduceRequest) -> Option<Produce
             (topic.name, topic.topic_id, parts)
         });
     }
-    let results = join_all(topic_futures).await;
+    let staged = join_all(topic_futures).await;
+    // Every batch is in its log: the connection's next Produce may append
+    // behind them while these wait to be durable.
+    ctx.applied.fire();
+    let results = join_all(
+        staged
+            .into_iter()
+            .map(|(name, topic_id, parts)| async move {
+                let parts = join_all(parts.into_iter().map(|p| acknowledged(ctx, p))).await;
+                (name, topic_id, parts)
+            }),
+    )
+    .await;
     if acks == 0 {
         return None;
     }
@@ -128,22 +170,16 @@ async fn produce_partition(
     index: i32,
     records: Option<bytes::Bytes>,
     transactional_id: Option<&str>,
-) -> PartitionOutcome {
+) -> Staged {
     let mut response = PartitionProduceResponse::default().with_index(index);
-    let fail = |mut response: PartitionProduceResponse, code: i16, message: String| {
-        response.error_code = code;
-        response.error_message = Some(StrBytes::from_string(message));
-        PartitionOutcome {
-            response,
-            leader_hint: None,
-        }
-    };
+    let fail = |response, code, message| PartitionOutcome::failed(response, code, message).into();
     if index < 0 || index >= meta.partitions {
         response.error_code = Err::UnknownTopicOrPartition.code();
         return PartitionOutcome {
             response,
             leader_hint: None,
-        };
+        }
+        .into();
     }
     let broker = &ctx.broker;
     let routing = broker.routing();
@@ -163,7 +199,8 @@ async fn produce_partition(
         return PartitionOutcome {
             response,
             leader_hint: leader,
-        };
+        }
+        .into();
     }
     if let Err(why) = broker.tenancy.status() {
         // The volume does not answer (or this process was fenced): nothing
@@ -250,26 +287,25 @@ async fn produce_partition(
         Err(refusal) => {
             debug!(partition = %tp, error = %refusal.message, client = %ctx.client_id,
                    "refusing records");
-            return refused(response, refusal);
+            return refused(response, refusal).into();
         }
     };
     let size = validated.data.len() as u64;
     // The leader check's routing names this broker, so it is there.
     let epoch = routing.as_ref().map_or(0, |r| r.leader_epoch());
-    match partition.append(validated.data, epoch).await {
-        Ok(appended) => {
-            if !appended.duplicate {
-                broker.metrics.produce_bytes.inc_by(size);
-            }
+    match partition.append_unsynced(validated.data, epoch).await {
+        Ok((appended, durable)) => {
             debug!(topic = %meta.name, partition = index, base = appended.base_offset,
                    last = appended.last_offset, "appended");
             response.base_offset = appended.base_offset;
             response.log_append_time_ms = validated.log_append_time_ms;
-            response.log_start_offset = partition.log_start_offset();
-            PartitionOutcome {
+            Staged::Appended(Box::new(Appending {
+                partition,
+                durable,
                 response,
-                leader_hint: None,
-            }
+                size,
+                duplicate: appended.duplicate,
+            }))
         }
         Err(AppendError::Refused(code)) => {
             response.error_code = code;
@@ -277,6 +313,7 @@ async fn produce_partition(
                 response,
                 leader_hint: None,
             }
+            .into()
         }
         Err(AppendError::TooLarge { size, max }) => fail(
             response,
@@ -291,6 +328,30 @@ async fn produce_partition(
             // WouldBlock: another generation took the partition over.
             fail(response, open_error_code(&e), format!("write failed: {e}"))
         }
+    }
+}
+
+/// A partition's outcome once its append is durable (or failed to be).
+async fn acknowledged(ctx: &RequestContext, staged: Staged) -> PartitionOutcome {
+    let mut a = match staged {
+        Staged::Answered(outcome) => return outcome,
+        Staged::Appended(a) => *a,
+    };
+    if let Err(e) = a.partition.made_durable(a.durable).await {
+        warn!(topic = %a.partition.topic, partition = a.partition.index, error = %e, "append failed");
+        return PartitionOutcome::failed(
+            a.response,
+            open_error_code(&e),
+            format!("write failed: {e}"),
+        );
+    }
+    if !a.duplicate {
+        ctx.broker.metrics.produce_bytes.inc_by(a.size);
+    }
+    a.response.log_start_offset = a.partition.log_start_offset();
+    PartitionOutcome {
+        response: a.response,
+        leader_hint: None,
     }
 }
 

@@ -497,6 +497,7 @@ fn context(broker: Arc<Broker>, version: i16) -> RequestContext {
         client_id: "test".into(),
         client_addr: "127.0.0.1:1".parse().unwrap(),
         principal: crate::auth::Principal::anonymous(),
+        applied: Default::default(),
     }
 }
 

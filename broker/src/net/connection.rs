@@ -1,5 +1,7 @@
-//! One client connection: read frames, run handlers concurrently, write
-//! responses strictly in request order (Kafka clients rely on it).
+//! One client connection: read frames, start each request once the ones
+//! before it allow (`net::ordering`: each sees the effects of those before
+//! it), write responses strictly in request order (Kafka clients rely on
+//! both).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -11,6 +13,7 @@ use futures::stream::{FuturesOrdered, StreamExt};
 use futures::{Future, FutureExt};
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, debug_span, error, info, warn, Instrument};
 
@@ -18,6 +21,7 @@ use crate::api::{self, Incoming, RequestContext};
 use crate::auth::Principal;
 use crate::broker::Broker;
 use crate::net::listener::Listener;
+use crate::net::ordering::{self, AppliedSignal, InFlight, Overlap};
 use crate::net::sasl::{Authenticator, Session, Step};
 use kaas_client::frame::FrameReader;
 
@@ -37,6 +41,77 @@ const MAX_IN_FLIGHT: usize = 128;
 
 type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
 
+/// A request read and decoded, its answer not started: a future does
+/// nothing until it is polled.
+struct Ready {
+    overlap: Overlap,
+    answer: Pending,
+    /// A Produce's signal that its batches are in the log.
+    applied: Option<oneshot::Receiver<()>>,
+}
+
+impl Ready {
+    /// An answer that changes nothing (ApiVersions, a SASL step): it runs
+    /// alone all the same, as everything did in Apache.
+    fn alone(answer: Pending) -> Ready {
+        Ready {
+            overlap: Overlap::Alone,
+            answer,
+            applied: None,
+        }
+    }
+}
+
+/// A connection's requests: started in order, each once the ones before
+/// it allow ([`InFlight`]), answered in order.
+#[derive(Default)]
+struct Requests {
+    pending: FuturesOrdered<Pending>,
+    in_flight: InFlight,
+    /// The next request, read, waiting for the ones before it.
+    next: Option<Ready>,
+    /// The newest Produce's signal that it appended its batches.
+    produce_applied: Option<oneshot::Receiver<()>>,
+}
+
+impl Requests {
+    /// Starts the next request if it may start now.
+    fn start_next(&mut self) -> bool {
+        if let Some(rx) = self.produce_applied.as_mut() {
+            if !matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+                self.produce_applied();
+            }
+        }
+        match &self.next {
+            Some(ready) if self.in_flight.may_start(ready.overlap) => {}
+            _ => return false,
+        }
+        let Some(ready) = self.next.take() else {
+            return false;
+        };
+        self.in_flight.started(ready.overlap);
+        if ready.applied.is_some() {
+            self.produce_applied = ready.applied;
+        }
+        self.pending.push_back(ready.answer);
+        true
+    }
+
+    fn produce_applied(&mut self) {
+        self.in_flight.produce_applied();
+        self.produce_applied = None;
+    }
+
+    /// Whether another request may be read now.
+    fn room(&self) -> bool {
+        self.next.is_none() && self.pending.len() < MAX_IN_FLIGHT
+    }
+
+    fn idle(&self) -> bool {
+        self.next.is_none() && self.pending.is_empty()
+    }
+}
+
 /// Serves one connection given its two halves (plain TCP's own split
 /// halves, or a TLS stream's). `principal` is who the transport says the
 /// client is (anonymous, or a client certificate's subject); a SASL
@@ -54,7 +129,7 @@ pub async fn serve_connection<R, W>(
 {
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
-    let mut pending: FuturesOrdered<Pending> = FuturesOrdered::new();
+    let mut requests = Requests::default();
     // On a SASL listener nobody until the exchange names a user.
     let mut authenticating = listener.sasl().map(Authenticator::new);
     // The SASL session, and when it expires (KIP-368).
@@ -67,105 +142,136 @@ pub async fn serve_connection<R, W>(
     let mut reading = true;
     // A refused login's answer must be read before the connection closes.
     let mut linger = false;
+    // A frame read, not looked at yet.
+    let mut arrived = None;
+    // Answers ready, to go out in one write.
+    let mut answers: Vec<Bytes> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     loop {
-        // Requests already read (pipelined behind one another) are started
-        // before any answer goes out, so their answers share one write.
-        let start_buffered =
-            reading && pending.len() < MAX_IN_FLIGHT && reader.has_buffered_frame();
-        tokio::select! {
-            // Then finish responses first: they free room for more requests.
-            biased;
-            Some(response) = pending.next(), if !pending.is_empty() && !start_buffered => {
-                // Responses already finished behind this one go out in the
-                // same write.
-                let mut batch: Vec<Bytes> = response.into_iter().collect();
-                while let Some(Some(more)) = pending.next().now_or_never() {
-                    batch.extend(more);
+        // Without waiting: take the requests already read (pipelined behind
+        // one another), start each that may start, gather the answers that
+        // are ready; so answers of requests that finish at once share a
+        // write.
+        loop {
+            let mut progress = false;
+            if reading && requests.room() {
+                if arrived.is_none() && reader.has_buffered_frame() {
+                    // Cancellation safe: a frame read halfway stays in the reader.
+                    arrived = reader.next().now_or_never();
                 }
-                if let Err(e) = write_batch(&mut writer, &batch, &mut out).await {
-                    debug!(%peer, error = %e, "client went away while we wrote");
-                    return;
-                }
-            }
-            // Cancellation safe: a frame read halfway stays in the reader.
-            frame = reader.next(), if reading && pending.len() < MAX_IN_FLIGHT => {
-                match frame {
-                    Ok(Some(frame)) => {
-                        let frame = frame.freeze();
-                        if let (None, Some((s, expires))) = (&authenticating, &session) {
-                            // As Apache's SocketServer: a SaslHandshake
-                            // re-authenticates, even after the session's
-                            // end (clients re-authenticate before their next
-                            // request, however long they were idle); any
-                            // other request after the end closes.
-                            if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
-                                let settings = listener.sasl().expect("a SASL session");
-                                authenticating = Some(Authenticator::reauthenticate(settings, s));
-                            } else if expires.is_some_and(|at| Instant::now() >= at) {
-                                info!(%peer, user = %s.user,
-                                      "SASL session expired (connections.max.reauth.ms); closing the connection");
-                                broker.metrics.expired_sessions.inc();
-                                reading = false;
-                                continue;
-                            }
-                        }
-                        let prepared = match authenticating.as_mut() {
-                            Some(authenticator) => authenticate(
-                                frame,
-                                authenticator,
-                                &broker,
-                                peer,
-                                &listener,
-                            ),
-                            None => prepare(frame, &broker, peer, &listener, &principal)
-                                .map(|f| Gate::Pass(f, None)),
-                        };
-                        match prepared {
-                            Ok(Gate::Pass(fut, authenticated)) => {
-                                pending.extend(fut);
-                                if let Some(user) = authenticated {
-                                    let done = authenticating.take().and_then(|a| a.session(user));
-                                    if let Some(s) = done {
-                                        if session.is_some() {
-                                            broker.metrics.reauthentications.inc();
-                                        }
-                                        principal = Principal::user(&s.user);
-                                        let lifetime = Duration::from_millis(s.lifetime_ms);
-                                        let expires = (s.lifetime_ms > 0).then(|| Instant::now() + lifetime);
-                                        session = Some((s, expires));
-                                    }
-                                    reader.set_max(broker.config.max_frame_bytes);
+                if let Some(frame) = arrived.take() {
+                    progress = true;
+                    match frame {
+                        Ok(Some(frame)) => {
+                            let frame = frame.freeze();
+                            if let (None, Some((s, expires))) = (&authenticating, &session) {
+                                // As Apache's SocketServer: a SaslHandshake
+                                // re-authenticates, even after the session's
+                                // end (clients re-authenticate before their next
+                                // request, however long they were idle); any
+                                // other request after the end closes.
+                                if s.supports_reauthentication
+                                    && api_key_of(&frame) == Some(ApiKey::SaslHandshake)
+                                {
+                                    let settings = listener.sasl().expect("a SASL session");
+                                    authenticating =
+                                        Some(Authenticator::reauthenticate(settings, s));
+                                } else if expires.is_some_and(|at| Instant::now() >= at) {
+                                    info!(%peer, user = %s.user,
+                                          "SASL session expired (connections.max.reauth.ms); closing the connection");
+                                    broker.metrics.expired_sessions.inc();
+                                    reading = false;
+                                    continue;
                                 }
                             }
-                            Ok(Gate::Close(fut)) => {
-                                // Answer what came before (and this, when
-                                // there is an answer), then close.
-                                linger |= fut.is_some();
-                                pending.extend(fut);
-                                reading = false;
-                            }
-                            Err(e) => {
-                                warn!(%peer, error = %e, "closing the connection after a bad request");
-                                reading = false;
+                            let prepared = match authenticating.as_mut() {
+                                Some(authenticator) => {
+                                    authenticate(frame, authenticator, &broker, peer, &listener)
+                                }
+                                None => prepare(frame, &broker, peer, &listener, &principal)
+                                    .map(|f| Gate::Pass(f, None)),
+                            };
+                            match prepared {
+                                Ok(Gate::Pass(ready, authenticated)) => {
+                                    requests.next = ready;
+                                    if let Some(user) = authenticated {
+                                        let done =
+                                            authenticating.take().and_then(|a| a.session(user));
+                                        if let Some(s) = done {
+                                            if session.is_some() {
+                                                broker.metrics.reauthentications.inc();
+                                            }
+                                            principal = Principal::user(&s.user);
+                                            let lifetime = Duration::from_millis(s.lifetime_ms);
+                                            let expires = (s.lifetime_ms > 0)
+                                                .then(|| Instant::now() + lifetime);
+                                            session = Some((s, expires));
+                                        }
+                                        reader.set_max(broker.config.max_frame_bytes);
+                                    }
+                                }
+                                Ok(Gate::Close(ready)) => {
+                                    // Answer what came before (and this, when
+                                    // there is an answer), then close.
+                                    linger |= ready.is_some();
+                                    requests.next = ready;
+                                    reading = false;
+                                }
+                                Err(e) => {
+                                    warn!(%peer, error = %e, "closing the connection after a bad request");
+                                    reading = false;
+                                }
                             }
                         }
-                    }
-                    Ok(None) => reading = false,
-                    Err(e) => {
-                        warn!(%peer, error = %e, "closing the connection after a bad frame");
-                        reading = false;
+                        Ok(None) => reading = false,
+                        Err(e) => {
+                            warn!(%peer, error = %e, "closing the connection after a bad frame");
+                            reading = false;
+                        }
                     }
                 }
             }
+            progress |= requests.start_next();
+            while let Some(Some(answer)) = requests.pending.next().now_or_never() {
+                requests.in_flight.answered();
+                answers.extend(answer);
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
+        }
+        if !answers.is_empty() {
+            if let Err(e) = write_batch(&mut writer, &answers, &mut out).await {
+                debug!(%peer, error = %e, "client went away while we wrote");
+                return;
+            }
+            answers.clear();
+        }
+        if !reading && requests.idle() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            // The newest Produce appended: the next one may start.
+            _ = async {
+                match requests.produce_applied.as_mut() {
+                    Some(rx) => { let _ = rx.await; }
+                    None => std::future::pending().await,
+                }
+            }, if requests.produce_applied.is_some() && requests.next.is_some() => {
+                requests.produce_applied();
+            }
+            Some(answer) = requests.pending.next(), if !requests.pending.is_empty() => {
+                requests.in_flight.answered();
+                answers.extend(answer);
+            }
+            frame = reader.next(), if reading && requests.room() => arrived = Some(frame),
             _ = shutdown.cancelled(), if reading => {
                 // Stop taking requests; answer the ones already read.
                 reading = false;
             }
             else => break,
-        }
-        if !reading && pending.is_empty() {
-            break;
         }
     }
     if linger {
@@ -222,9 +328,9 @@ async fn write_batch(
 /// What a frame of a connection that is still authenticating leads to.
 enum Gate {
     /// Answer (if any) and go on; `Some(user)` once authenticated.
-    Pass(Option<Pending>, Option<String>),
+    Pass(Option<Ready>, Option<String>),
     /// Answer (if any), then close the connection.
-    Close(Option<Pending>),
+    Close(Option<Ready>),
 }
 
 /// A request before authentication: ApiVersions is served, the SASL
@@ -248,9 +354,9 @@ fn authenticate(
     };
     let (version, correlation_id) = (header.request_api_version, header.correlation_id);
     let users = broker.scram_users.current();
-    let answer = |response: &ResponseKind| -> Option<Pending> {
+    let answer = |response: &ResponseKind| -> Option<Ready> {
         let frame = api::encode_response(*api_key, version, correlation_id, response).ok();
-        Some(Box::pin(async move { frame }))
+        Some(Ready::alone(Box::pin(async move { frame })))
     };
     Ok(
         match authenticator.step(
@@ -277,10 +383,10 @@ fn authenticate(
                     .map_or(0, |s| s.failed_authentication_delay_ms);
                 let frame = api::encode_response(*api_key, version, correlation_id, &response).ok();
                 // Slow a guesser down; the connection serves nothing meanwhile.
-                Gate::Close(Some(Box::pin(async move {
+                Gate::Close(Some(Ready::alone(Box::pin(async move {
                     tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
                     frame
-                })))
+                }))))
             }
             Step::Close(why) => {
                 warn!(%peer, reason = %why, "closing the connection");
@@ -303,12 +409,12 @@ fn prepare(
     peer: SocketAddr,
     listener: &Arc<Listener>,
     principal: &Principal,
-) -> Result<Option<Pending>, api::RequestError> {
+) -> Result<Option<Ready>, api::RequestError> {
     match api::decode(frame)? {
         Incoming::UnsupportedApiVersions { correlation_id } => {
             let resp = ResponseKind::ApiVersions(api::api_versions::unsupported_version());
             let frame = api::encode_response(ApiKey::ApiVersions, 0, correlation_id, &resp);
-            Ok(Some(Box::pin(async move { frame.ok() })))
+            Ok(Some(Ready::alone(Box::pin(async move { frame.ok() }))))
         }
         Incoming::Request {
             header,
@@ -317,6 +423,14 @@ fn prepare(
         } => {
             let version = header.request_api_version;
             broker.metrics.count_request(api_key);
+            let overlap = ordering::overlap_of(&request, broker.config.auto_create_topics);
+            let (applied, applied_rx) = match overlap {
+                Overlap::Produce => {
+                    let (signal, rx) = AppliedSignal::new();
+                    (signal, Some(rx))
+                }
+                _ => (AppliedSignal::default(), None),
+            };
             let ctx = RequestContext {
                 broker: broker.clone(),
                 api_version: version,
@@ -328,24 +442,28 @@ fn prepare(
                 client_addr: peer,
                 listener: listener.clone(),
                 principal: principal.clone(),
+                applied,
             };
             let correlation_id = header.correlation_id;
             // At debug level (a span per request costs at the default one).
             let span = debug_span!("request", api = ?api_key, version, correlation_id,
                                    client_id = %ctx.client_id);
-            Ok(Some(Box::pin(
-                async move {
-                    let response = api::handle(ctx, *request).await?;
-                    match api::encode_response(api_key, version, correlation_id, &response) {
-                        Ok(frame) => Some(frame),
-                        Err(e) => {
-                            error!(?api_key, version, error = %e, "cannot encode a response");
-                            None
-                        }
+            let answer = async move {
+                let response = api::handle(ctx, *request).await?;
+                match api::encode_response(api_key, version, correlation_id, &response) {
+                    Ok(frame) => Some(frame),
+                    Err(e) => {
+                        error!(?api_key, version, error = %e, "cannot encode a response");
+                        None
                     }
                 }
-                .instrument(span),
-            )))
+            }
+            .instrument(span);
+            Ok(Some(Ready {
+                overlap,
+                answer: Box::pin(answer),
+                applied: applied_rx,
+            }))
         }
     }
 }

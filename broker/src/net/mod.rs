@@ -4,6 +4,7 @@
 
 pub mod connection;
 pub mod listener;
+pub mod ordering;
 pub mod peers;
 pub mod quotas;
 pub mod sasl;

@@ -65,6 +65,14 @@ pub enum DeleteRecordsError {
     Io(#[from] io::Error),
 }
 
+/// Batches in a partition's log that are not durable yet: what an append
+/// waits on before its acknowledgement ([`Partition::append_unsynced`]).
+#[must_use = "an append is acknowledged only once it is durable"]
+pub struct Durable {
+    /// The log's end after the append.
+    end: i64,
+}
+
 pub struct Partition {
     pub topic: String,
     pub index: i32,
@@ -420,11 +428,21 @@ impl Partition {
     /// roll's fsyncs and file creation, the fsync) runs on blocking
     /// threads, without the lock, so fetches of the log go on meanwhile.
     /// `leader_epoch` is the partition's ([`kaas_shared::Routing::leader_epoch`]).
-    pub async fn append(
+    pub async fn append(&self, data: Vec<u8>, leader_epoch: i32) -> Result<Appended, AppendError> {
+        let (appended, durable) = self.append_unsynced(data, leader_epoch).await?;
+        self.made_durable(durable).await?;
+        Ok(appended)
+    }
+
+    /// [`Self::append`] in its two steps: returns once the batches are in
+    /// the log (offsets given, producer state updated: the next append
+    /// sees them), with what to wait on before acknowledging them. Readers
+    /// see them only once they are durable.
+    pub async fn append_unsynced(
         &self,
         mut data: Vec<u8>,
         leader_epoch: i32,
-    ) -> Result<Appended, AppendError> {
+    ) -> Result<(Appended, Durable), AppendError> {
         let appending = self.append_lock.lock().await;
         let epoch = self.prepare_append(&data, leader_epoch).await?;
         let (appended, end) = {
@@ -433,9 +451,14 @@ impl Partition {
             (appended, log.next_offset())
         };
         drop(appending);
-        // A duplicate's original may still be waiting for its fsync.
-        self.sync_until(end).await?;
-        Ok(appended)
+        // A duplicate's original may still be waiting for its fsync: the
+        // wait is up to the log's end, not the batch's.
+        Ok((appended, Durable { end }))
+    }
+
+    /// Returns once an append [`Self::append_unsynced`] made is durable.
+    pub async fn made_durable(&self, append: Durable) -> io::Result<()> {
+        self.sync_until(append.end).await
     }
 
     /// Appends a transaction marker for the producer (WriteTxnMarkers) and

@@ -2,7 +2,8 @@
 (configs) and the Java admin's TopicAdmin.java: confluent-kafka
 (librdkafka 2.16) and kafka-python 3 each create a topic with configs,
 add partitions and are refused a decrease with INVALID_PARTITIONS, delete
-records (the low watermark and ListOffsets earliest move), and describe
+records (the low watermark and ListOffsets earliest move, also when the
+ListOffsets is pipelined behind the DeleteRecords), and describe
 the cluster; kafka-python alters configs incrementally with each
 operation (SET, DELETE, APPEND, SUBTRACT), is refused a bad value with
 INVALID_CONFIG, and describes the log dirs (each partition's bytes on its
@@ -56,6 +57,18 @@ def confluent():
     earliest = next(iter(admin.list_offsets(
         {CkPartition(topic, 0): OffsetSpec.earliest()}).values())).result(20).offset
     check(earliest == 4, f"confluent-kafka: ListOffsets earliest is the new start: {earliest}")
+    # As confluent-kafka's own test_delete_records: ListOffsets asked
+    # before DeleteRecords is answered (both go to the leader on one
+    # connection, pipelined) must see the deletion, as Apache runs a
+    # connection's requests in order.
+    for to in (5, 6, 7):
+        deleted = admin.delete_records([CkPartition(topic, 0, to)])
+        listed = admin.list_offsets({CkPartition(topic, 0): OffsetSpec.earliest()})
+        low = next(iter(deleted.values())).result(20).low_watermark
+        earliest = next(iter(listed.values())).result(20).offset
+        check(low == to and earliest == to,
+              f"confluent-kafka: ListOffsets pipelined behind DeleteRecords to {to} sees it: "
+              f"low watermark {low}, earliest {earliest}")
 
     cluster = admin.describe_cluster().result(20)
     check(len(cluster.nodes) == 3 and cluster.cluster_id and cluster.controller is not None,
