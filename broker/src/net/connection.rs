@@ -112,6 +112,100 @@ impl Requests {
     }
 }
 
+/// Who is at the other end of a connection, and where its SASL exchange
+/// stands: what a request read from it is prepared with.
+struct Client {
+    broker: Arc<Broker>,
+    listener: Arc<Listener>,
+    peer: SocketAddr,
+    principal: Principal,
+    /// Until the exchange names a user (a SASL listener), or again while a
+    /// client re-authenticates.
+    authenticating: Option<Authenticator>,
+    /// The SASL session, and when it expires (KIP-368).
+    session: Option<(Session, Option<Instant>)>,
+}
+
+/// What a frame leads to.
+enum Then {
+    /// Serve it (if it has an answer) and read on; `authenticated`: the
+    /// exchange just named a user, so frames up to the broker's limit may
+    /// come.
+    Read {
+        ready: Option<Ready>,
+        authenticated: bool,
+    },
+    /// Serve it (if it has an answer), then close; `linger`: wait for the
+    /// client to read that answer first.
+    Close { ready: Option<Ready>, linger: bool },
+}
+
+impl Client {
+    /// Prepares the request `frame` holds, as the SASL state allows.
+    fn take(&mut self, frame: Bytes) -> Then {
+        let (broker, listener, peer) = (&self.broker, &self.listener, self.peer);
+        if let (None, Some((s, expires))) = (&self.authenticating, &self.session) {
+            // As Apache's SocketServer: a SaslHandshake re-authenticates,
+            // even after the session's end (clients re-authenticate before
+            // their next request, however long they were idle); any other
+            // request after the end closes.
+            if s.supports_reauthentication && api_key_of(&frame) == Some(ApiKey::SaslHandshake) {
+                let settings = listener.sasl().expect("a SASL session");
+                self.authenticating = Some(Authenticator::reauthenticate(settings, s));
+            } else if expires.is_some_and(|at| Instant::now() >= at) {
+                info!(%peer, user = %s.user,
+                      "SASL session expired (connections.max.reauth.ms); closing the connection");
+                broker.metrics.expired_sessions.inc();
+                return Then::Close {
+                    ready: None,
+                    linger: false,
+                };
+            }
+        }
+        let prepared = match self.authenticating.as_mut() {
+            Some(authenticator) => authenticate(frame, authenticator, broker, peer, listener),
+            None => {
+                prepare(frame, broker, peer, listener, &self.principal).map(|f| Gate::Pass(f, None))
+            }
+        };
+        match prepared {
+            Ok(Gate::Pass(ready, None)) => Then::Read {
+                ready,
+                authenticated: false,
+            },
+            Ok(Gate::Pass(ready, Some(user))) => {
+                let done = self.authenticating.take().and_then(|a| a.session(user));
+                if let Some(s) = done {
+                    if self.session.is_some() {
+                        self.broker.metrics.reauthentications.inc();
+                    }
+                    self.principal = Principal::user(&s.user);
+                    let lifetime = Duration::from_millis(s.lifetime_ms);
+                    let expires = (s.lifetime_ms > 0).then(|| Instant::now() + lifetime);
+                    self.session = Some((s, expires));
+                }
+                Then::Read {
+                    ready,
+                    authenticated: true,
+                }
+            }
+            // Answer what came before (and this, when there is an answer),
+            // then close.
+            Ok(Gate::Close(ready)) => Then::Close {
+                linger: ready.is_some(),
+                ready,
+            },
+            Err(e) => {
+                warn!(%peer, error = %e, "closing the connection after a bad request");
+                Then::Close {
+                    ready: None,
+                    linger: false,
+                }
+            }
+        }
+    }
+}
+
 /// Serves one connection given its two halves (plain TCP's own split
 /// halves, or a TLS stream's). `principal` is who the transport says the
 /// client is (anonymous, or a client certificate's subject); a SASL
@@ -120,7 +214,7 @@ pub async fn serve_connection<R, W>(
     (reader, mut writer): (R, W),
     peer: SocketAddr,
     listener: Arc<Listener>,
-    mut principal: Principal,
+    principal: Principal,
     broker: Arc<Broker>,
     shutdown: CancellationToken,
 ) where
@@ -130,15 +224,18 @@ pub async fn serve_connection<R, W>(
     broker.metrics.connections.inc();
     let _open = scopeguard(&broker);
     let mut requests = Requests::default();
-    // On a SASL listener nobody until the exchange names a user.
-    let mut authenticating = listener.sasl().map(Authenticator::new);
-    // The SASL session, and when it expires (KIP-368).
-    let mut session: Option<(Session, Option<Instant>)> = None;
     let max_before_authentication = listener.sasl().map_or(usize::MAX, |s| s.max_receive_bytes);
-    let mut reader = FrameReader::new(
-        reader,
-        broker.config.max_frame_bytes.min(max_before_authentication),
-    );
+    let max_frame_bytes = broker.config.max_frame_bytes;
+    let mut client = Client {
+        // On a SASL listener nobody until the exchange names a user.
+        authenticating: listener.sasl().map(Authenticator::new),
+        session: None,
+        principal,
+        peer,
+        listener,
+        broker: broker.clone(),
+    };
+    let mut reader = FrameReader::new(reader, max_frame_bytes.min(max_before_authentication));
     let mut reading = true;
     // A refused login's answer must be read before the connection closes.
     let mut linger = false;
@@ -162,67 +259,25 @@ pub async fn serve_connection<R, W>(
                 if let Some(frame) = arrived.take() {
                     progress = true;
                     match frame {
-                        Ok(Some(frame)) => {
-                            let frame = frame.freeze();
-                            if let (None, Some((s, expires))) = (&authenticating, &session) {
-                                // As Apache's SocketServer: a SaslHandshake
-                                // re-authenticates, even after the session's
-                                // end (clients re-authenticate before their next
-                                // request, however long they were idle); any
-                                // other request after the end closes.
-                                if s.supports_reauthentication
-                                    && api_key_of(&frame) == Some(ApiKey::SaslHandshake)
-                                {
-                                    let settings = listener.sasl().expect("a SASL session");
-                                    authenticating =
-                                        Some(Authenticator::reauthenticate(settings, s));
-                                } else if expires.is_some_and(|at| Instant::now() >= at) {
-                                    info!(%peer, user = %s.user,
-                                          "SASL session expired (connections.max.reauth.ms); closing the connection");
-                                    broker.metrics.expired_sessions.inc();
-                                    reading = false;
-                                    continue;
+                        Ok(Some(frame)) => match client.take(frame.freeze()) {
+                            Then::Read {
+                                ready,
+                                authenticated,
+                            } => {
+                                requests.next = ready;
+                                if authenticated {
+                                    reader.set_max(max_frame_bytes);
                                 }
                             }
-                            let prepared = match authenticating.as_mut() {
-                                Some(authenticator) => {
-                                    authenticate(frame, authenticator, &broker, peer, &listener)
-                                }
-                                None => prepare(frame, &broker, peer, &listener, &principal)
-                                    .map(|f| Gate::Pass(f, None)),
-                            };
-                            match prepared {
-                                Ok(Gate::Pass(ready, authenticated)) => {
-                                    requests.next = ready;
-                                    if let Some(user) = authenticated {
-                                        let done =
-                                            authenticating.take().and_then(|a| a.session(user));
-                                        if let Some(s) = done {
-                                            if session.is_some() {
-                                                broker.metrics.reauthentications.inc();
-                                            }
-                                            principal = Principal::user(&s.user);
-                                            let lifetime = Duration::from_millis(s.lifetime_ms);
-                                            let expires = (s.lifetime_ms > 0)
-                                                .then(|| Instant::now() + lifetime);
-                                            session = Some((s, expires));
-                                        }
-                                        reader.set_max(broker.config.max_frame_bytes);
-                                    }
-                                }
-                                Ok(Gate::Close(ready)) => {
-                                    // Answer what came before (and this, when
-                                    // there is an answer), then close.
-                                    linger |= ready.is_some();
-                                    requests.next = ready;
-                                    reading = false;
-                                }
-                                Err(e) => {
-                                    warn!(%peer, error = %e, "closing the connection after a bad request");
-                                    reading = false;
-                                }
+                            Then::Close {
+                                ready,
+                                linger: answer_first,
+                            } => {
+                                requests.next = ready;
+                                linger |= answer_first;
+                                reading = false;
                             }
-                        }
+                        },
                         Ok(None) => reading = false,
                         Err(e) => {
                             warn!(%peer, error = %e, "closing the connection after a bad frame");
