@@ -112,6 +112,9 @@ fn serve_security_from_flags_and_from_server_properties() {
         users.contains("admin") && !users.contains("\"pw\""),
         "{users}"
     );
+    for (key, _) in flags.effective() {
+        assert!(settings::setting_type(key).is_some(), "{key} has no type");
+    }
     let line = settings::effective_line(&flags.effective());
     assert!(
         line.contains("listeners=SASL_SSL://127.0.0.1:9092 "),

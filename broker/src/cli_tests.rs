@@ -636,3 +636,44 @@ fn secrets_are_masked_in_the_effective_configuration() {
         "{line}"
     );
 }
+
+/// DescribeConfigs gives every broker setting a type (from v3): each
+/// setting a broker lists, every optional one given, and each that
+/// AlterConfigs changes at run time.
+#[test]
+fn every_broker_setting_has_a_type() {
+    use crate::storage::topic_config::{broker_settings, ConfigType};
+    let file = config_file(
+        "log.retention.minutes=5\nlog.retention.ms=60000\nlog.cleanup.policy=compact\n",
+    );
+    let s = serve(&[
+        "serve",
+        "--id",
+        "0",
+        "--data",
+        "/d",
+        "--config",
+        file.path().to_str().unwrap(),
+        "--http",
+        "127.0.0.1:8080",
+    ]);
+    let listed: Vec<&str> = s.effective().into_iter().map(|(k, _)| k).collect();
+    assert!(listed.contains(&"log.retention.minutes") && listed.contains(&"kaas.http.listen"));
+    for key in listed.into_iter().chain(broker_settings()) {
+        assert!(settings::setting_type(key).is_some(), "{key} has no type");
+    }
+    for (key, kind) in [
+        ("num.partitions", ConfigType::Int),
+        ("log.retention.hours", ConfigType::Int),
+        ("log.retention.ms", ConfigType::Long),
+        ("log.roll.hours", ConfigType::Int),
+        ("log.cleanup.policy", ConfigType::List),
+        ("auto.create.topics.enable", ConfigType::Boolean),
+        ("log.cleaner.io.max.bytes.per.second", ConfigType::Double),
+        ("log.cleaner.dedupe.buffer.size", ConfigType::Long),
+        ("sasl.jaas.config", ConfigType::Password),
+    ] {
+        assert_eq!(settings::setting_type(key), Some(kind), "{key}");
+    }
+    assert_eq!(settings::setting_type("no.such.setting"), None);
+}

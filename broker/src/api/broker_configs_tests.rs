@@ -161,6 +161,31 @@ async fn broker_configs_change_at_run_time_for_every_broker_and_for_one() {
             vec![DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT]
         )
     );
+    // Each with its type (v3+): BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6.
+    let kind = |name: &str| {
+        own.configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .map(|c| c.config_type)
+    };
+    assert_eq!(
+        [
+            "log.segment.bytes",
+            "log.cleaner.backoff.ms",
+            "log.cleaner.io.max.bytes.per.second",
+            "auto.create.topics.enable",
+            "log.dirs"
+        ]
+        .map(kind),
+        [Some(3), Some(5), Some(6), Some(1), Some(2)]
+    );
+    let untyped: Vec<&str> = own
+        .configs
+        .iter()
+        .filter(|c| c.config_type == 0)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(untyped.is_empty(), "no type: {untyped:?}");
     let t = describe(&broker, TOPIC, "t").await;
     assert_eq!(config(&t, "segment.bytes").1, DYNAMIC_BROKER);
 

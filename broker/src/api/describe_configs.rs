@@ -190,7 +190,8 @@ fn describe_group(ctx: &RequestContext, name: &str) -> Outcome {
 /// Apache's BROKER branch: Cluster DESCRIBE_CONFIGS; an empty name (the
 /// settings changed at run time for every broker) or this broker's id
 /// (every setting in force: [`dynamic::describe`]); secrets sensitive
-/// with no value; read-only where kaas does not change it at run time.
+/// with no value; read-only where kaas does not change it at run time;
+/// each with its type ([`settings::setting_type`]).
 fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
     if !ctx.authorized(
         Operation::DescribeConfigs,
@@ -216,15 +217,19 @@ fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
         Scope::Broker(id)
     };
     let defaults = BrokerConfig::new(config.id, config.data_dir.clone(), "", 0);
+    // A broker's id and folder are always given (Apache has no default).
+    let mut defaults = settings::effective(&defaults, &[], None);
+    defaults.retain(|(k, _)| !matches!(*k, "node.id" | "log.dirs"));
     let described = dynamic::describe(
         &settings::effective(config, &[], None),
-        &settings::effective(&defaults, &[], None),
+        &defaults,
         &ctx.broker.dynamic_configs.current(),
         scope,
     );
     Ok(described
         .into_iter()
         .map(|e| Described {
+            kind: settings::setting_type(&e.name).map_or(0, |k| k.code()),
             name: e.name,
             value: e.value,
             read_only: e.read_only,
@@ -235,7 +240,6 @@ fn describe_broker(ctx: &RequestContext, name: &str) -> Outcome {
                 .into_iter()
                 .map(|(name, value, source)| (name, value, source.code()))
                 .collect(),
-            kind: 0,
             doc: None,
         })
         .collect())

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use super::{is_secret, security, sync_name};
 use crate::net::listener::ListenerConfig;
-use crate::storage::topic_config;
+use crate::storage::topic_config::{self, ConfigType};
 use crate::BrokerConfig;
 
 /// A broker's effective configuration by `server.properties` key, in the
@@ -21,6 +21,7 @@ pub fn effective(
         n => n.to_string(),
     };
     let g = &c.groups;
+    let consumer = &g.core.consumer;
     let each = |f: &dyn Fn(&ListenerConfig) -> String| {
         c.listeners.iter().map(f).collect::<Vec<_>>().join(",")
     };
@@ -102,6 +103,48 @@ pub fn effective(
         ),
         ("group.max.size", unlimited(g.core.max_group_size)),
         (
+            "group.consumer.session.timeout.ms",
+            consumer.session_timeout_ms.to_string(),
+        ),
+        (
+            "group.consumer.min.session.timeout.ms",
+            consumer.min_session_timeout_ms.to_string(),
+        ),
+        (
+            "group.consumer.max.session.timeout.ms",
+            consumer.max_session_timeout_ms.to_string(),
+        ),
+        (
+            "group.consumer.heartbeat.interval.ms",
+            consumer.heartbeat_interval_ms.to_string(),
+        ),
+        (
+            "group.consumer.min.heartbeat.interval.ms",
+            consumer.min_heartbeat_interval_ms.to_string(),
+        ),
+        (
+            "group.consumer.max.heartbeat.interval.ms",
+            consumer.max_heartbeat_interval_ms.to_string(),
+        ),
+        ("group.consumer.max.size", unlimited(consumer.max_size)),
+        (
+            "group.consumer.assignors",
+            consumer
+                .assignors
+                .iter()
+                .map(|a| a.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        (
+            "group.consumer.migration.policy",
+            format!("{:?}", consumer.migration_policy).to_lowercase(),
+        ),
+        (
+            "group.consumer.regex.refresh.interval.ms",
+            consumer.regex_refresh_interval_ms.to_string(),
+        ),
+        (
             "offsets.retention.minutes",
             (g.core.offsets_retention_ms / 60_000).to_string(),
         ),
@@ -175,6 +218,83 @@ pub fn effective(
     );
     out.extend(security::effective(c));
     masked(out)
+}
+
+/// The type DescribeConfigs gives a broker setting [`effective`] lists or
+/// AlterConfigs changes: Apache's `KafkaConfig` type where Apache has the
+/// setting, the type of its value for kaas's own (`kaas.*`); None for a
+/// key kaas does not know.
+pub fn setting_type(key: &str) -> Option<ConfigType> {
+    use ConfigType::*;
+    if let Some(kind) = topic_config::broker_setting_type(key) {
+        return Some(kind);
+    }
+    if is_secret(key) {
+        return Some(Password);
+    }
+    Some(match key {
+        "auto.create.topics.enable" | "log.cleaner.enable" | "allow.everyone.if.no.acl.found" => {
+            Boolean
+        }
+        "node.id"
+        | "socket.request.max.bytes"
+        | "max.connections"
+        | "max.connections.per.ip"
+        | "num.partitions"
+        | "log.cleaner.threads"
+        | "kaas.lag.metrics.max.partitions"
+        | "group.initial.rebalance.delay.ms"
+        | "group.min.session.timeout.ms"
+        | "group.max.session.timeout.ms"
+        | "group.max.size"
+        | "group.consumer.session.timeout.ms"
+        | "group.consumer.min.session.timeout.ms"
+        | "group.consumer.max.session.timeout.ms"
+        | "group.consumer.heartbeat.interval.ms"
+        | "group.consumer.min.heartbeat.interval.ms"
+        | "group.consumer.max.heartbeat.interval.ms"
+        | "group.consumer.max.size"
+        | "group.consumer.regex.refresh.interval.ms"
+        | "offsets.retention.minutes"
+        | "kaas.max.loaded.groups"
+        | "transaction.max.timeout.ms"
+        | "transactional.id.expiration.ms"
+        | "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        | "transaction.remove.expired.transaction.cleanup.interval.ms"
+        | "producer.id.expiration.ms"
+        | "producer.id.expiration.check.interval.ms"
+        | "connection.failed.authentication.delay.ms"
+        | "sasl.server.max.receive.size" => Int,
+        "log.retention.check.interval.ms"
+        | "log.cleaner.backoff.ms"
+        | "log.cleaner.dedupe.buffer.size"
+        | "offsets.retention.check.interval.ms"
+        | "kaas.group.idle.unload.ms"
+        | "kaas.shutdown.drain.ms"
+        | "kaas.volume.check.interval.ms"
+        | "kaas.volume.check.timeout.ms"
+        | "kaas.assignment.confirm.timeout.ms"
+        | "connections.max.reauth.ms" => Long,
+        "log.cleaner.io.max.bytes.per.second" => Double,
+        "sasl.enabled.mechanisms" | "group.consumer.assignors" => List,
+        "listeners"
+        | "advertised.listeners"
+        | "listener.security.protocol.map"
+        | "inter.broker.listener.name"
+        | "log.dirs"
+        | "kaas.group.log.sync"
+        | "kaas.volume.self.check"
+        | "group.consumer.migration.policy"
+        | "kaas.http.listen"
+        | "ssl.keystore.location"
+        | "ssl.truststore.location"
+        | "ssl.client.auth"
+        | "sasl.mechanism.inter.broker.protocol"
+        | "kaas.inter.broker.user"
+        | "authorizer.class.name"
+        | "super.users" => String,
+        _ => return None,
+    })
 }
 
 /// `entries` with the values of secret keys ([`is_secret`]) hidden.

@@ -18,7 +18,7 @@ mod effective;
 pub mod group_configs;
 pub mod security;
 
-pub use effective::{effective, effective_line, masked};
+pub use effective::{effective, effective_line, masked, setting_type};
 
 use crate::group::assignor::BuiltinAssignor;
 use crate::group::consumer::heartbeat::{ConsumerGroupConfig, MigrationPolicy};

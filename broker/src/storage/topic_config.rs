@@ -15,8 +15,9 @@ use super::validator::RecordPolicy;
 mod broker_settings;
 
 pub use broker_settings::{
-    broker_setting_default, broker_settings, broker_synonyms, check_broker_setting,
-    is_broker_setting, is_list_broker_setting, synonym_chain, topic_config_of, BrokerTopicDefaults,
+    broker_setting_default, broker_setting_type, broker_settings, broker_synonyms,
+    check_broker_setting, is_broker_setting, is_list_broker_setting, synonym_chain,
+    topic_config_of, BrokerTopicDefaults,
 };
 
 /// `DescribeConfigsResponse.ConfigType` (v3+).
@@ -28,6 +29,7 @@ pub enum ConfigType {
     Long,
     Double,
     List,
+    Password,
 }
 
 impl ConfigType {
@@ -39,6 +41,7 @@ impl ConfigType {
             ConfigType::Long => 5,
             ConfigType::Double => 6,
             ConfigType::List => 7,
+            ConfigType::Password => 9,
         }
     }
 
@@ -51,6 +54,7 @@ impl ConfigType {
             ConfigType::Long => "LONG",
             ConfigType::Double => "DOUBLE",
             ConfigType::List => "LIST",
+            ConfigType::Password => "PASSWORD",
         }
     }
 }
@@ -476,7 +480,7 @@ fn parse(def: &TopicConfigDef, raw: &str) -> Result<Parsed, InvalidConfig> {
             "false" => Parsed::Boolean(false),
             _ => return Err(invalid("Expected value to be either true or false".into())),
         },
-        ConfigType::String => Parsed::String(value.to_string()),
+        ConfigType::String | ConfigType::Password => Parsed::String(value.to_string()),
         ConfigType::Int => Parsed::Number(value.parse::<i32>().map_err(|_| not_a_number())? as i64),
         ConfigType::Long => Parsed::Number(value.parse::<i64>().map_err(|_| not_a_number())?),
         ConfigType::Double => Parsed::Double(value.parse::<f64>().map_err(|_| not_a_number())?),

@@ -4,8 +4,9 @@ rest as defaults, with synonyms; an unknown config name or a bad value is
 refused with INVALID_CONFIG and Apache's message, and no topic is made; a
 broker describes its settings. IncrementalAlterConfigs (confluent-kafka)
 sets, appends to, subtracts from and deletes a topic's configs and refuses
-a bad value; AlterConfigs (kafka-python) sets one and refuses a bad one. Exits non-zero on the first difference;
-prints "all checks passed"."""
+a bad value; AlterConfigs (kafka-python) sets one and refuses a bad one;
+kafka-python sees each of a broker's settings with its type. Exits
+non-zero on the first difference; prints "all checks passed"."""
 
 import sys
 
@@ -113,6 +114,18 @@ def main():
     except Exception as e:  # kafka-python raises some errors, returns others
         refused = e
     check("InvalidConfig" in repr(refused), f"kafka-python AlterConfigs refused: {refused!r}")
+    # kafka-python's test_describe_configs_broker_resource_returns_configs:
+    # every setting of a broker carries its type (DescribeConfigs v3+).
+    described = kp.describe_configs([KpResource(ConfigResourceType.BROKER, "0")],
+                                    config_filter="all")["broker"]["0"]
+    untyped = [n for n, c in described.items() if c["config_type"] in (0, "UNKNOWN")]
+    check(len(described) > 40 and not untyped, f"{len(described)} broker settings, untyped: {untyped}")
+    types = {n: described[n]["config_type"] for n in
+             ("node.id", "log.dirs", "auto.create.topics.enable", "log.retention.bytes")}
+    check(types == {"node.id": "INT", "log.dirs": "STRING", "auto.create.topics.enable": "BOOLEAN",
+                    "log.retention.bytes": "LONG"}, f"broker settings' types: {types}")
+    static = described["node.id"]["config_source"]
+    check(static == "STATIC_BROKER_CONFIG", f"node.id is static, as in Apache: {static}")
     kp.close()
     entries = admin.describe_configs([res])[res].result(20)
     own = sorted(n for n, e in entries.items()

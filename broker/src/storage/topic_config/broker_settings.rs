@@ -56,6 +56,19 @@ pub fn broker_setting_default(name: &str) -> Option<&'static str> {
         .and_then(|s| s.default)
 }
 
+/// The type of a broker setting that defaults a topic config, as Apache's
+/// `KafkaConfig` defines it: the topic config's, but INT for a setting in
+/// hours or minutes (`log.retention.hours`, `log.roll.hours`).
+pub fn broker_setting_type(name: &str) -> Option<ConfigType> {
+    TOPIC_CONFIGS.iter().find_map(|d| {
+        let synonym = d.synonyms.iter().find(|s| s.name == name)?;
+        Some(match synonym.factor {
+            1 => d.kind,
+            _ => ConfigType::Int,
+        })
+    })
+}
+
 /// The broker settings for the same thing as `name`, in priority order
 /// (Apache's `brokerSynonyms`: `log.retention.ms`, `log.retention.minutes`,
 /// `log.retention.hours`); `name` alone for any other setting.
