@@ -85,6 +85,7 @@ enum Api {
     DeleteRecords,
     CreatePartitions,
     DescribeLogDirs,
+    ListConfigResources,
     DescribeTopicPartitions,
     CreateTopics,
     DeleteGroups,
@@ -156,12 +157,16 @@ impl Api {
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
             CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
             DescribeLogDirs => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
+            ListConfigResources => (
+                vec![(DescribeConfigs, Cluster)],
+                E::ClusterAuthorizationFailed,
+            ),
             DescribeTopicPartitions => (vec![(Describe, Topic)], E::TopicAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 33] = [
+const APIS: [Api; 34] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -191,6 +196,7 @@ const APIS: [Api; 33] = [
     Api::DeleteRecords,
     Api::CreatePartitions,
     Api::DescribeLogDirs,
+    Api::ListConfigResources,
     Api::DescribeTopicPartitions,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
@@ -678,6 +684,19 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 user,
                 4,
                 RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(None)),
+            )
+            .await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::ListConfigResources => {
+            let ResponseKind::ListConfigResources(r) = call_as(
+                broker,
+                user,
+                1,
+                RequestKind::ListConfigResources(ListConfigResourcesRequest::default()),
             )
             .await
             else {

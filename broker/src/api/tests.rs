@@ -474,6 +474,9 @@ fn request(
                         .with_value(Some(StrBytes::from_static_str("3600000")))]),
             ]))
         }
+        ApiKey::ListConfigResources => {
+            RequestKind::ListConfigResources(ListConfigResourcesRequest::default())
+        }
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

@@ -61,7 +61,8 @@ pub fn overlap_of(request: &RequestKind, auto_create_topics: bool) -> Overlap {
         | RequestKind::DescribeTransactions(_)
         | RequestKind::ListTransactions(_)
         | RequestKind::DescribeTopicPartitions(_)
-        | RequestKind::DescribeUserScramCredentials(_) => Overlap::Read,
+        | RequestKind::DescribeUserScramCredentials(_)
+        | RequestKind::ListConfigResources(_) => Overlap::Read,
         // Fetch too: a fetch session's epochs move with each fetch.
         _ => Overlap::Alone,
     }

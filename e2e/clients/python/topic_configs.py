@@ -5,7 +5,8 @@ refused with INVALID_CONFIG and Apache's message, and no topic is made; a
 broker describes its settings. IncrementalAlterConfigs (confluent-kafka)
 sets, appends to, subtracts from and deletes a topic's configs and refuses
 a bad value; AlterConfigs (kafka-python) sets one and refuses a bad one;
-kafka-python sees each of a broker's settings with its type. Exits
+kafka-python sees each of a broker's settings with its type and lists
+the config resources (ListConfigResources). Exits
 non-zero on the first difference; prints "all checks passed"."""
 
 import sys
@@ -126,6 +127,18 @@ def main():
                     "log.retention.bytes": "LONG"}, f"broker settings' types: {types}")
     static = described["node.id"]["config_source"]
     check(static == "STATIC_BROKER_CONFIG", f"node.id is static, as in Apache: {static}")
+    # ListConfigResources (Kafka 4.1's, which kafka-python reads kaas as).
+    check(kp.get_broker_version_data(0).broker_version == (4, 1), "kafka-python sees Kafka 4.1")
+    listed = kp.list_config_resources()
+    brokers = sorted(str(b["broker_id"]) for b in kp.describe_cluster()["brokers"])
+    check(sorted(listed.get("broker", [])) == brokers and "cfg-a" in listed.get("topic", []),
+          f"every config resource listed: {listed}")
+    check(list(kp.list_config_resources(["TOPIC"])) == ["topic"], "listed by type")
+    try:
+        kp.list_config_resources(["BROKER_LOGGER"])
+        check(False, "BROKER_LOGGER is refused")
+    except Exception as e:
+        check("UnsupportedVersion" in repr(e), f"a type kaas does not list: {e!r}")
     kp.close()
     entries = admin.describe_configs([res])[res].result(20)
     own = sorted(n for n, e in entries.items()
