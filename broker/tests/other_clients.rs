@@ -188,6 +188,14 @@ async fn python_admin_clients_manage_topics() {
     run_script("python3", "python/topic_admin.py").await;
 }
 
+/// Replicas and leadership with kafka-python: a manual replica assignment
+/// kept and led by each first replica, a reassignment listed and made by
+/// the controller, a preferred election that needs none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_reassigns_partitions_and_elects_leaders() {
+    run_script("python3", "python/reassignments.py").await;
+}
+
 /// Topic configs: created, described with sources and synonyms, refused
 /// with INVALID_CONFIG; a broker's settings described.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

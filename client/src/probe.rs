@@ -1,9 +1,13 @@
 //! What the controller asks each broker: are you alive, which groups do you
-//! coordinate.
+//! coordinate, which partitions are to move (their replicas want another
+//! leader: ListPartitionReassignments).
 
 use std::time::Duration;
 
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ListGroupsRequest};
+use kaas_shared::PartitionReplicas;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::{KafkaClient, Security};
@@ -16,10 +20,13 @@ const ACTIVE_STATES: [&str; 3] = ["PreparingRebalance", "CompletingRebalance", "
 pub struct ProbeResult {
     /// Group ids the broker coordinates (empty if it serves no ListGroups).
     pub groups: Vec<String>,
+    /// The partitions whose replicas want another leader (empty if it
+    /// serves no ListPartitionReassignments).
+    pub moving: Vec<PartitionReplicas>,
 }
 
 /// Connects as `security` says (TLS, SASL), asks ApiVersions and, where
-/// served, ListGroups.
+/// served, ListGroups and ListPartitionReassignments.
 pub async fn probe(
     addr: &str,
     timeout: Duration,
@@ -61,7 +68,24 @@ pub async fn probe(
                 .map(|g| g.group_id.0.to_string())
                 .collect();
         }
-        Ok(ProbeResult { groups })
+        let mut moving = Vec::new();
+        let served = |key: ApiKey| versions.api_keys.iter().any(|k| k.api_key == key as i16);
+        if served(ApiKey::ListPartitionReassignments) {
+            let req = ListPartitionReassignmentsRequest::default().with_topics(None);
+            let resp = client.send(&req, 0).await?;
+            // Refused (a principal without Cluster DESCRIBE): no moves are
+            // known, and the broker is no less alive.
+            for t in resp.topics.into_iter().filter(|_| resp.error_code == 0) {
+                for p in t.partitions {
+                    moving.push(PartitionReplicas {
+                        topic: t.name.to_string(),
+                        partition: p.partition_index,
+                        replicas: p.replicas.iter().map(|b| b.0).collect(),
+                    });
+                }
+            }
+        }
+        Ok(ProbeResult { groups, moving })
     })
     .await?
 }

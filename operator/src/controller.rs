@@ -7,9 +7,10 @@
 //!    claim, PodDisruptionBudget and StatefulSet;
 //! 3. list the broker pods and the headless Service's EndpointSlices and
 //!    decide the broker set ([`crate::observe`]);
-//! 4. ask every alive broker for its active groups (ListGroups, the same
-//!    probe the local controller uses);
-//! 5. `recompute` from the published document and write the ConfigMap
+//! 4. ask every alive broker for its active groups and the partitions to
+//!    move (ListGroups, ListPartitionReassignments: the same probe the
+//!    local controller uses);
+//! 5. `recompute_with` from the published document and write the ConfigMap
 //!    only when the content changed (recompute bumps the version exactly
 //!    then);
 //! 6. status conditions, and Events for failures and publications.
@@ -28,8 +29,9 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kaas_client::probe::ProbeResult;
 use kaas_shared::configmap;
-use kaas_shared::{recompute, Assignment, BrokerInfo};
+use kaas_shared::{recompute_with, Assignment, BrokerInfo, PartitionReplicas};
 use kube::api::{
     ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
 };
@@ -68,21 +70,19 @@ impl Error {
 
 /// Asks one broker (`host:port`), connecting as the given security (the
 /// cluster's: its admin login on a SCRAM listener), for the groups it
-/// coordinates that have members. Injected so unit tests need no brokers.
+/// coordinates that have members and the partitions to move. Injected so
+/// unit tests need no brokers.
 pub type Prober = Arc<
-    dyn Fn(String, kaas_client::Security) -> BoxFuture<'static, anyhow::Result<Vec<String>>>
+    dyn Fn(String, kaas_client::Security) -> BoxFuture<'static, anyhow::Result<ProbeResult>>
         + Send
         + Sync,
 >;
 
-/// The real prober: ApiVersions + ListGroups (active states) on the broker.
+/// The real prober: ApiVersions, ListGroups (active states) and
+/// ListPartitionReassignments on the broker.
 pub fn kafka_prober(timeout: Duration) -> Prober {
     Arc::new(move |addr: String, security: kaas_client::Security| {
-        Box::pin(async move {
-            Ok(kaas_client::probe::probe(&addr, timeout, &security)
-                .await?
-                .groups)
-        })
+        Box::pin(async move { kaas_client::probe::probe(&addr, timeout, &security).await })
     })
 }
 
@@ -414,13 +414,24 @@ async fn observe_brokers(
     Ok(observe::brokers(kc, replicas, &pods.items, &slices))
 }
 
-/// Step 4: active groups of every alive broker, and the alive brokers that
-/// did not answer.
-async fn active_groups(
+/// What step 4 learned from the alive brokers.
+#[derive(Debug, Default)]
+struct Probed {
+    /// Active groups of every broker that answered.
+    groups: Vec<String>,
+    /// The partitions to move, as the first broker that answered lists
+    /// them (every broker reads the same volume).
+    moving: Vec<PartitionReplicas>,
+    /// The alive brokers that did not answer.
+    failed: Vec<i32>,
+}
+
+/// Step 4: probes every alive broker.
+async fn probe_brokers(
     brokers: &[BrokerInfo],
     prober: &Prober,
     security: &kaas_client::Security,
-) -> (Vec<String>, Vec<i32>) {
+) -> Probed {
     let alive: Vec<&BrokerInfo> = brokers.iter().filter(|b| b.state.is_alive()).collect();
     let answers = join_all(
         alive
@@ -428,20 +439,24 @@ async fn active_groups(
             .map(|b| prober(format!("{}:{}", b.host, b.port), security.clone())),
     )
     .await;
-    let mut groups = Vec::new();
-    let mut failed = Vec::new();
+    let mut probed = Probed::default();
+    let mut moving = None;
     for (b, answer) in alive.iter().zip(answers) {
         match answer {
-            Ok(g) => groups.extend(g),
+            Ok(r) => {
+                probed.groups.extend(r.groups);
+                moving.get_or_insert(r.moving);
+            }
             Err(e) => {
                 warn!(broker = b.id, error = %e, "ListGroups probe failed");
-                failed.push(b.id);
+                probed.failed.push(b.id);
             }
         }
     }
-    groups.sort();
-    groups.dedup();
-    (groups, failed)
+    probed.groups.sort();
+    probed.groups.dedup();
+    probed.moving = moving.unwrap_or_default();
+    probed
 }
 
 /// The published document, if any. A ConfigMap that cannot be decoded
@@ -474,7 +489,7 @@ async fn publish_assignment(
     kc: &KaasCluster,
     ctx: &Context,
     observed: &[BrokerInfo],
-    groups: &[String],
+    probed: &Probed,
 ) -> Result<(Assignment, usize), Error> {
     let names = Names::of(kc);
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &names.namespace);
@@ -483,7 +498,7 @@ async fn publish_assignment(
         .await
         .map_err(Error::kube("reading the assignment ConfigMap"))?;
     let previous = previous_assignment(cm.as_ref());
-    let next = recompute(previous.as_ref(), observed, groups);
+    let next = recompute_with(previous.as_ref(), observed, &probed.groups, &probed.moving);
     if previous.as_ref().is_some_and(|p| p.version == next.version) {
         return Ok((next, 0));
     }
@@ -508,7 +523,8 @@ async fn publish_assignment(
         ?alive,
         brokers = next.brokers.len(),
         entries = next.consumer_groups.len(),
-        active_groups = groups.len(),
+        active_groups = probed.groups.len(),
+        moved = probed.moving.len(),
         trimmed,
         "published assignment"
     );
@@ -620,18 +636,21 @@ pub async fn reconcile(kc: Arc<KaasCluster>, ctx: Arc<Context>) -> Result<Action
 
     let published = async {
         let observed = observe_brokers(&kc, &ctx, replicas).await?;
-        let (groups, failed) = match broker_security(&kc, &ctx).await {
-            Ok(security) => active_groups(&observed, &ctx.prober, &security).await,
+        let probed = match broker_security(&kc, &ctx).await {
+            Ok(security) => probe_brokers(&observed, &ctx.prober, &security).await,
             // No probe can connect (a TLS Secret not there yet, say): the
             // assignment is still published, the brokers reported unprobed.
             Err(e) => {
                 warn!(error = %e, "cannot connect to the brokers to probe them");
                 let alive = observed.iter().filter(|b| b.state.is_alive());
-                (Vec::new(), alive.map(|b| b.id).collect())
+                Probed {
+                    failed: alive.map(|b| b.id).collect(),
+                    ..Probed::default()
+                }
             }
         };
-        let (doc, trimmed) = publish_assignment(&kc, &ctx, &observed, &groups).await?;
-        Ok::<_, Error>((doc, trimmed, groups.len(), failed))
+        let (doc, trimmed) = publish_assignment(&kc, &ctx, &observed, &probed).await?;
+        Ok::<_, Error>((doc, trimmed, probed.groups.len(), probed.failed))
     }
     .await;
     let doc;

@@ -182,9 +182,13 @@ fn prober(answers: &[(&str, &[&str])]) -> Prober {
     let answers = Arc::new(Mutex::new(answers));
     Arc::new(move |addr: String, _security| {
         let answer = answers.lock().unwrap().get(&addr).cloned();
-        Box::pin(
-            async move { answer.ok_or_else(|| anyhow::anyhow!("{addr} refused the connection")) },
-        )
+        Box::pin(async move {
+            let groups = answer.ok_or_else(|| anyhow::anyhow!("{addr} refused the connection"))?;
+            Ok(kaas_client::probe::ProbeResult {
+                groups,
+                moving: Vec::new(),
+            })
+        })
     })
 }
 

@@ -157,6 +157,20 @@ pub struct PartitionEntry {
     pub broker: BrokerId,
 }
 
+/// A partition's replicas as a user assigned them (CreateTopics,
+/// CreatePartitions, AlterPartitionReassignments): the brokers that may
+/// lead it, preferred first. Every broker reads the same volume, so each is
+/// in sync; the first alive one leads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PartitionReplicas {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// The replicas, preferred leader first.
+    pub replicas: Vec<BrokerId>,
+}
+
 /// Hash-tier key of a partition: `"{topic}/{partition}"`.
 ///
 /// [`Routing`] hashes this text without building it; this function is the
@@ -297,6 +311,13 @@ impl Routing {
     #[must_use]
     pub fn is_alive(&self, id: BrokerId) -> bool {
         self.table.is_alive(id)
+    }
+
+    /// The first of `replicas` that is alive: a partition's preferred
+    /// leader now.
+    #[must_use]
+    pub fn first_alive(&self, replicas: &[BrokerId]) -> Option<BrokerId> {
+        replicas.iter().copied().find(|&b| self.is_alive(b))
     }
 
     /// The alive brokers, ascending by id.

@@ -25,9 +25,9 @@ pub mod route;
 
 pub use assignment::{
     partition_key, Assignment, BrokerInfo, BrokerState, Endpoint, GroupEntry, PartitionEntry,
-    Routing,
+    PartitionReplicas, Routing,
 };
 pub use fnv::{fnv1a32, Fnv1a32};
 pub use ordinal::{parse_ordinal, pod_ordinal};
-pub use recompute::recompute;
+pub use recompute::{recompute, recompute_with};
 pub use route::{route, BrokerId, RouteTable};

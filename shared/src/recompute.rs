@@ -11,7 +11,9 @@
 
 use std::collections::HashSet;
 
-use crate::assignment::{Assignment, BrokerInfo, GroupEntry, PartitionEntry, Routing};
+use crate::assignment::{
+    Assignment, BrokerInfo, GroupEntry, PartitionEntry, PartitionReplicas, Routing,
+};
 use crate::fnv::fnv1a32;
 use crate::route::RouteTable;
 
@@ -46,6 +48,25 @@ where
     I: IntoIterator,
     I::Item: AsRef<str>,
 {
+    recompute_with(previous, observed, active_groups, &[])
+}
+
+/// [`recompute`], and each partition of `moving` (those whose leader is not
+/// where their replicas want it: ListPartitionReassignments) gets an entry
+/// naming its first alive replica, replacing the entry it had; one with no
+/// replica alive loses its entry and falls to the hash tier. A partition
+/// named twice keeps its first.
+#[must_use]
+pub fn recompute_with<I>(
+    previous: Option<&Assignment>,
+    observed: &[BrokerInfo],
+    active_groups: I,
+    moving: &[PartitionReplicas],
+) -> Assignment
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
     let brokers = canonical_brokers(observed);
     let next = RouteTable::new(brokers.iter().map(|b| b.id), |id| {
         brokers
@@ -60,7 +81,7 @@ where
             version: 1,
             brokers,
             consumer_groups: Vec::new(),
-            partitions: Vec::new(),
+            partitions: placed(Vec::new(), moving, &next),
             partitions_version: 1,
         };
     };
@@ -103,14 +124,14 @@ where
     groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     groups.dedup_by(|a, b| a.group_id == b.group_id);
 
-    let mut partitions: Vec<PartitionEntry> = Vec::new();
+    let mut kept: Vec<PartitionEntry> = Vec::new();
     let mut seen: HashSet<(&str, i32)> = HashSet::new();
     for entry in &previous.partitions {
         if seen.insert((entry.topic.as_str(), entry.partition)) && next.is_alive(entry.broker) {
-            partitions.push(entry.clone());
+            kept.push(entry.clone());
         }
     }
-    partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    let partitions = placed(kept, moving, &next);
 
     let partitions_unchanged = brokers == previous.brokers && partitions == previous.partitions;
     let unchanged = partitions_unchanged && groups == previous.consumer_groups;
@@ -132,6 +153,32 @@ where
         partitions,
         partitions_version,
     }
+}
+
+/// `entries` with each partition of `moving` led by its first alive
+/// replica over `table` (no entry when none is alive), sorted by topic
+/// then partition.
+fn placed(
+    mut entries: Vec<PartitionEntry>,
+    moving: &[PartitionReplicas],
+    table: &RouteTable,
+) -> Vec<PartitionEntry> {
+    let mut seen: HashSet<(&str, i32)> = HashSet::new();
+    for m in moving {
+        if !seen.insert((m.topic.as_str(), m.partition)) {
+            continue;
+        }
+        entries.retain(|e| (e.topic.as_str(), e.partition) != (m.topic.as_str(), m.partition));
+        if let Some(&broker) = m.replicas.iter().find(|&&b| table.is_alive(b)) {
+            entries.push(PartitionEntry {
+                topic: m.topic.clone(),
+                partition: m.partition,
+                broker,
+            });
+        }
+    }
+    entries.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    entries
 }
 
 /// `observed` sorted by id, first occurrence of each id kept.
@@ -408,6 +455,56 @@ mod tests {
         let next = recompute(Some(&same), &with_state(all_alive(3), 2, Draining), NONE);
         assert_eq!(next.partitions, vec![entry("a", 0, 0), entry("b", 0, 1)]);
         assert_eq!(next.version, 5);
+    }
+
+    /// A partition whose leader is not where its replicas want it gets an
+    /// entry naming its first alive replica (replacing the entry it had),
+    /// bumping the leader epoch; none alive leaves it to the hash tier; a
+    /// partition named twice keeps its first; a move already in place
+    /// changes nothing.
+    #[test]
+    fn moving_partitions_are_led_by_their_first_alive_replica() {
+        let entry = |topic: &str, partition, broker| PartitionEntry {
+            topic: topic.into(),
+            partition,
+            broker,
+        };
+        let moving = |topic: &str, partition, replicas: &[BrokerId]| PartitionReplicas {
+            topic: topic.into(),
+            partition,
+            replicas: replicas.to_vec(),
+        };
+        let v1 = recompute(None, &all_alive(3), NONE);
+        let v2 = recompute_with(
+            Some(&v1),
+            &all_alive(3),
+            NONE,
+            &[
+                moving("t", 0, &[2, 1]),
+                moving("t", 1, &[0]),
+                moving("t", 0, &[1]),
+            ],
+        );
+        assert_eq!(v2.partitions, vec![entry("t", 0, 2), entry("t", 1, 0)]);
+        assert_eq!((v2.version, v2.partitions_version), (2, 2));
+        // In place: kept without being named again, and naming it again
+        // changes nothing.
+        assert_eq!(recompute(Some(&v2), &all_alive(3), NONE), v2);
+        let again = recompute_with(Some(&v2), &all_alive(3), NONE, &[moving("t", 1, &[0])]);
+        assert_eq!(again, v2);
+        // Its first replica dead: the next; none alive: the hash tier.
+        let two_dead = with_state(with_state(all_alive(3), 2, Dead), 0, Dead);
+        let v3 = recompute_with(
+            Some(&v2),
+            &two_dead,
+            NONE,
+            &[moving("t", 0, &[2, 1]), moving("t", 1, &[0, 2])],
+        );
+        assert_eq!(v3.partitions, vec![entry("t", 0, 1)]);
+        assert_eq!((v3.version, v3.partitions_version), (3, 3));
+        // A first document places them too.
+        let first = recompute_with(None, &all_alive(2), NONE, &[moving("u", 3, &[5, 1])]);
+        assert_eq!(first.partitions, vec![entry("u", 3, 1)]);
     }
 
     #[test]

@@ -120,15 +120,6 @@ mod tests {
             ApiKey::AlterReplicaLogDirs,
             "issue #33: replica-era admin APIs",
         ),
-        (ApiKey::ElectLeaders, "issue #33: replica-era admin APIs"),
-        (
-            ApiKey::AlterPartitionReassignments,
-            "issue #33: replica-era admin APIs",
-        ),
-        (
-            ApiKey::ListPartitionReassignments,
-            "issue #33: replica-era admin APIs",
-        ),
         (ApiKey::DescribeQuorum, "issue #33: replica-era admin APIs"),
         (ApiKey::DescribeClientQuotas, "issue #33: client quotas"),
         (ApiKey::AlterClientQuotas, "issue #33: client quotas"),

@@ -2,17 +2,18 @@
 //! `ControllerApis.createPartitions` and `ReplicationControlManager`
 //! check it: each topic once, Topic ALTER, the topic known, a count above
 //! the current one, as many assignments as new partitions when any are
-//! given. The new count is written to the topic on the shared volume; each
-//! new partition's leader is the broker `route` names, as for every
-//! partition (a given assignment's broker ids are not used: there are no
-//! replicas to place), and the existing ones stay where they are.
+//! given, each checked as CreateTopics checks them (`api::replicas`: the
+//! topic's replication factor, brokers the cluster has, one alive). The
+//! new count and assignments are written to the topic on the shared
+//! volume; a new partition without an assignment is led where the
+//! controller's hash puts it, and the existing ones stay where they are.
 
 use std::collections::HashMap;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
-use super::{str_bytes, Err, RequestContext};
+use super::{replicas, str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::topics::{TopicError, MAX_PARTITIONS};
 
@@ -44,7 +45,11 @@ pub async fn handle(
                 ctx,
                 &name,
                 topic.count,
-                topic.assignments.map(|a| a.len()),
+                topic.assignments.map(|a| {
+                    a.into_iter()
+                        .map(|a| a.broker_ids.into_iter().map(|b| b.0).collect())
+                        .collect()
+                }),
                 req.validate_only,
             )
             .await
@@ -67,10 +72,11 @@ async fn add_partitions(
     ctx: &RequestContext,
     name: &str,
     count: i32,
-    assignments: Option<usize>,
+    assignments: Option<Vec<Vec<i32>>>,
     validate_only: bool,
 ) -> Result<(), (Err, Option<String>)> {
     let owned = name.to_string();
+    let members = replicas::Members::of(&ctx.broker);
     let updated = ctx
         .broker
         .storage
@@ -98,13 +104,21 @@ async fn add_partitions(
                 ));
             }
             let additional = count - current;
-            if let Some(given) = assignments.filter(|n| *n as i32 != additional) {
+            let wrong_count = assignments.as_ref().map(Vec::len).filter(|n| *n as i32 != additional);
+            if let Some(given) = wrong_count {
                 return Err((
                     Err::InvalidReplicaAssignment,
                     format!(
                         "Attempted to add {additional} additional partition(s), but only {given} assignment(s) were specified."
                     ),
                 ));
+            }
+            let factor = replicas::replication_factor(meta);
+            for (partition, assigned) in (current..).zip(assignments.unwrap_or_default()) {
+                members
+                    .check(partition, &assigned, Some(factor))
+                    .map_err(|m| (Err::InvalidReplicaAssignment, m))?;
+                meta.replicas.insert(partition, assigned);
             }
             meta.partitions = count;
             Ok(())

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -10,7 +11,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
-use super::{Err, RequestContext};
+use super::{replicas, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::{topic_config, TopicError};
 
@@ -23,9 +24,12 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
     // Cluster CREATE, else the topic's CREATE (after the duplicate check).
     let may_create_any = ctx.authorized(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut resp = CreateTopicsResponse::default();
+    let members = replicas::Members::of(broker);
     for t in req.topics {
         let name = t.name.0.to_string();
-        let mut result = CreatableTopicResult::default().with_name(t.name.clone());
+        let mut result = CreatableTopicResult::default()
+            .with_name(t.name.clone())
+            .with_error_message(None);
         let fail = |mut r: CreatableTopicResult, code: i16, msg: String| {
             r.error_code = code;
             r.error_message = Some(StrBytes::from_string(msg));
@@ -49,15 +53,13 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
             ));
             continue;
         }
-        if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
-            resp.topics.push(fail(
-                result,
-                Err::InvalidRequest.code(),
-                "both manual assignments and a partition count or replication factor were given"
-                    .into(),
-            ));
-            continue;
-        }
+        let assigned = match manual_assignment(&members, &t) {
+            Ok(assigned) => assigned,
+            Err((code, message)) => {
+                resp.topics.push(fail(result, code.code(), message));
+                continue;
+            }
+        };
         if t.replication_factor == 0 || t.replication_factor < -1 {
             resp.topics.push(fail(
                 result,
@@ -110,7 +112,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
         match broker
             .storage
             .topics
-            .create(&name, partitions, configs, req.validate_only)
+            .create_assigned(&name, partitions, configs, assigned, req.validate_only)
             .await
         {
             Ok(meta) => {
@@ -119,8 +121,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
                 }
                 result.topic_id = meta.id;
                 result.num_partitions = meta.partitions;
-                // Replicas are the shared volume's business: one log, one leader.
-                result.replication_factor = 1;
+                result.replication_factor = replicas::replication_factor(&meta) as i16;
                 // v5+: every config of the new topic, as DescribeConfigs
                 // would describe it.
                 result.configs = (ctx.api_version >= 5).then(|| {
@@ -151,4 +152,55 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
         }
     }
     resp
+}
+
+/// A topic's manual assignment as Apache's controller checks it
+/// (`ReplicationControlManager.createTopic`): no partition count nor
+/// replication factor beside it, each partition once, each assignment
+/// valid and as long as the others with a broker alive, the partitions
+/// numbered from 0 without a gap. The replicas by partition, none when
+/// none were given.
+fn manual_assignment(
+    members: &replicas::Members,
+    t: &CreatableTopic,
+) -> Result<BTreeMap<i32, Vec<i32>>, (Err, String)> {
+    let mut assigned: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    if t.assignments.is_empty() {
+        return Ok(assigned);
+    }
+    let refused = |m: &str| {
+        Err((
+            Err::InvalidRequest,
+            format!("A manual partition assignment was specified, but {m} was not set to -1."),
+        ))
+    };
+    if t.replication_factor != -1 {
+        return refused("replication factor");
+    }
+    if t.num_partitions != -1 {
+        return refused("numPartitions");
+    }
+    let mut factor = None;
+    for a in &t.assignments {
+        let p = a.partition_index;
+        if assigned.contains_key(&p) {
+            return Err((
+                Err::InvalidReplicaAssignment,
+                format!("Found multiple manual partition assignments for partition {p}"),
+            ));
+        }
+        let brokers: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+        members
+            .check(p, &brokers, factor)
+            .map_err(|m| (Err::InvalidReplicaAssignment, m))?;
+        factor = Some(brokers.len());
+        assigned.insert(p, brokers);
+    }
+    if !assigned.keys().copied().eq(0..assigned.len() as i32) {
+        return Err((
+            Err::InvalidReplicaAssignment,
+            "partitions should be a consecutive 0-based integer sequence".into(),
+        ));
+    }
+    Ok(assigned)
 }

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
     BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicName,
 };
 
-use super::metadata::{leader_on_listener, TOPIC_OPERATIONS};
+use super::metadata::{leader_on_listener, replica_nodes, TOPIC_OPERATIONS};
 use super::{str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
 use crate::storage::topics::validate_topic_name;
@@ -129,13 +129,13 @@ pub fn handle(
                 let leader = routing
                     .as_deref()
                     .and_then(|r| leader_on_listener(r, &name, p, listener).ok());
-                let replicas: Vec<BrokerId> = leader.map(BrokerId).into_iter().collect();
+                let (replicas, in_sync) = replica_nodes(meta, p, leader, routing.as_deref());
                 DescribeTopicPartitionsResponsePartition::default()
                     .with_partition_index(p)
                     .with_leader_id(BrokerId(leader.unwrap_or(-1)))
                     .with_leader_epoch(routing.as_deref().map_or(-1, |r| r.leader_epoch()))
-                    .with_replica_nodes(replicas.clone())
-                    .with_isr_nodes(replicas)
+                    .with_replica_nodes(replicas)
+                    .with_isr_nodes(in_sync)
                     .with_eligible_leader_replicas(Some(Vec::new()))
                     .with_last_known_elr(Some(Vec::new()))
             })

@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 use uuid::Uuid;
 
-use super::{Err, RequestContext};
+use super::{replicas, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
 use crate::storage::{TopicError, TopicMeta};
 
@@ -252,6 +252,23 @@ pub(super) fn leader_on_listener(
     }
 }
 
+/// `partition`'s replicas and in-sync replicas as Metadata and
+/// DescribeTopicPartitions report them (`api::replicas`).
+pub(super) fn replica_nodes(
+    meta: &TopicMeta,
+    partition: i32,
+    leader: Option<i32>,
+    routing: Option<&Routing>,
+) -> (Vec<BrokerId>, Vec<BrokerId>) {
+    let reported = replicas::reported(meta, partition, leader);
+    let in_sync = match routing {
+        Some(r) => replicas::in_sync(&reported, r),
+        None => Vec::new(),
+    };
+    let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect();
+    (ids(reported), ids(in_sync))
+}
+
 pub fn describe_topic(
     meta: &TopicMeta,
     routing: Option<&Routing>,
@@ -267,11 +284,13 @@ pub fn describe_topic(
                 Some(r) => leader_on_listener(r, &meta.name, p, listener),
                 None => Err(NoLeader::None),
             };
+            let (reported, in_sync) =
+                replica_nodes(meta, p, leader.as_ref().ok().copied(), routing);
+            part.replica_nodes = reported;
+            part.isr_nodes = in_sync;
             match leader {
                 Ok(id) => {
                     part.leader_id = BrokerId(id);
-                    part.replica_nodes = vec![BrokerId(id)];
-                    part.isr_nodes = vec![BrokerId(id)];
                 }
                 // A leader without this listener: LISTENER_NOT_FOUND from
                 // version 6, as Apache.

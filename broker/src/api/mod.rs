@@ -27,6 +27,7 @@ pub mod describe_producers;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -43,7 +44,9 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
+pub mod partition_reassignments;
 pub mod produce;
+pub mod replicas;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
@@ -113,6 +116,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::ListConfigResources, 0, 1),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::ElectLeaders, 0, 2),
     // The exchange runs before requests reach `handle` (`net::sasl`).
     // v0 is advertised as Apache does (librdkafka requires it before it
     // uses SaslAuthenticate); a client that then sends raw SASL tokens
@@ -376,6 +382,15 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r))
         }
+        RequestKind::AlterPartitionReassignments(r) => {
+            ResponseKind::AlterPartitionReassignments(partition_reassignments::alter(&ctx, r).await)
+        }
+        RequestKind::ListPartitionReassignments(r) => {
+            ResponseKind::ListPartitionReassignments(partition_reassignments::list(&ctx, r))
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(&ctx, r).await)
+        }
         RequestKind::ListConfigResources(r) => {
             ResponseKind::ListConfigResources(list_config_resources::handle(&ctx, r))
         }
@@ -505,6 +520,8 @@ mod broker_configs_tests;
 mod group_configs_tests;
 #[cfg(test)]
 mod produce_tests;
+#[cfg(test)]
+mod replica_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

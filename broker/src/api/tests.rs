@@ -477,6 +477,30 @@ fn request(
         ApiKey::ListConfigResources => {
             RequestKind::ListConfigResources(ListConfigResourcesRequest::default())
         }
+        ApiKey::ListPartitionReassignments => RequestKind::ListPartitionReassignments(
+            ListPartitionReassignmentsRequest::default().with_topics(None),
+        ),
+        ApiKey::AlterPartitionReassignments => {
+            use alter_partition_reassignments_request::*;
+            RequestKind::AlterPartitionReassignments(
+                AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                    ReassignableTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(Some(vec![BrokerId(0)]))]),
+                ]),
+            )
+        }
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(
+            ElectLeadersRequest::default()
+                .with_election_type(if version == 0 { 0 } else { 1 })
+                .with_topic_partitions(Some(vec![
+                    elect_leaders_request::TopicPartitions::default()
+                        .with_topic(name("t"))
+                        .with_partitions(vec![0]),
+                ])),
+        ),
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }
@@ -812,7 +836,7 @@ fn unknown_keys_and_versions_are_refused() {
     ));
     // A key Kafka knows but this broker does not serve.
     assert!(matches!(
-        decode(frame(ApiKey::ElectLeaders as i16, 0)),
+        decode(frame(ApiKey::CreateDelegationToken as i16, 0)),
         Err(RequestError::UnknownApiKey(_))
     ));
     assert!(matches!(
@@ -2204,10 +2228,11 @@ async fn create_partitions_answers_as_apache_does() {
                             CreatePartitionsTopic::default()
                                 .with_name(name(t))
                                 .with_count(count)
-                                .with_assignments(
-                                    assignments
-                                        .map(|n| vec![CreatePartitionsAssignment::default(); n]),
-                                )
+                                .with_assignments(assignments.map(|n| {
+                                    let on_0 = CreatePartitionsAssignment::default()
+                                        .with_broker_ids(vec![BrokerId(0)]);
+                                    vec![on_0; n]
+                                }))
                         })
                         .collect(),
                 );

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::join_all;
-use kaas_shared::{recompute, BrokerInfo, BrokerState, Endpoint};
+use kaas_shared::{recompute_with, BrokerInfo, BrokerState, Endpoint};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -129,11 +129,14 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
         .await;
         let mut observed = Vec::with_capacity(config.brokers.len());
         let mut active_groups = Vec::new();
+        // Every broker reads the same volume: the first answer will do.
+        let mut moving = None;
         for (i, (b, result)) in config.brokers.iter().zip(probes).enumerate() {
             match result {
                 Ok(r) => {
                     failures[i] = 0;
                     active_groups.extend(r.groups);
+                    moving.get_or_insert(r.moving);
                 }
                 Err(e) => {
                     failures[i] = failures[i].saturating_add(1);
@@ -157,7 +160,8 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
         }
         active_groups.sort();
         active_groups.dedup();
-        let next = recompute(previous.as_ref(), &observed, &active_groups);
+        let moving = moving.unwrap_or_default();
+        let next = recompute_with(previous.as_ref(), &observed, &active_groups, &moving);
         if previous.as_ref().map(|p| p.version) != Some(next.version) {
             match assignment_file::write(&config.assignment_path, &next) {
                 Ok(()) => {
@@ -171,6 +175,7 @@ pub async fn run(config: ControllerConfig, shutdown: CancellationToken) {
                         version = next.version,
                         ?alive,
                         entries = next.consumer_groups.len(),
+                        moved = moving.len(),
                         "published assignment"
                     );
                     previous = Some(next);

@@ -49,4 +49,9 @@ impl ClusterView {
     pub fn subscribe(&self) -> watch::Receiver<Option<Arc<Routing>>> {
         self.tx.subscribe()
     }
+
+    /// How many wait for the next assignment ([`ClusterView::subscribe`]).
+    pub fn watchers(&self) -> usize {
+        self.tx.receiver_count()
+    }
 }

@@ -62,7 +62,8 @@ pub fn overlap_of(request: &RequestKind, auto_create_topics: bool) -> Overlap {
         | RequestKind::ListTransactions(_)
         | RequestKind::DescribeTopicPartitions(_)
         | RequestKind::DescribeUserScramCredentials(_)
-        | RequestKind::ListConfigResources(_) => Overlap::Read,
+        | RequestKind::ListConfigResources(_)
+        | RequestKind::ListPartitionReassignments(_) => Overlap::Read,
         // Fetch too: a fetch session's epochs move with each fetch.
         _ => Overlap::Alone,
     }

@@ -41,6 +41,14 @@ pub struct TopicMeta {
     pub partitions: i32,
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
+    /// The replicas users assigned, by partition (`api::replicas`); a
+    /// partition without is led where the controller's hash puts it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replicas: BTreeMap<i32, Vec<i32>>,
+    /// Each partition's replicas before its latest reassignment, which a
+    /// cancelled reassignment goes back to.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replicas_before: BTreeMap<i32, Vec<i32>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -226,8 +234,24 @@ impl TopicRegistry {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<Arc<TopicMeta>, TopicError> {
+        self.create_assigned(name, partitions, configs, BTreeMap::new(), validate_only)
+            .await
+    }
+
+    /// [`TopicRegistry::create_assigned_blocking`] on a blocking thread.
+    pub async fn create_assigned(
+        self: &Arc<Self>,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        replicas: BTreeMap<i32, Vec<i32>>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, TopicError> {
         let (me, name) = (self.clone(), name.to_string());
-        off_runtime(move || me.create_blocking(&name, partitions, configs, validate_only)).await
+        off_runtime(move || {
+            me.create_assigned_blocking(&name, partitions, configs, replicas, validate_only)
+        })
+        .await
     }
 
     /// [`TopicRegistry::delete_blocking`] on a blocking thread.
@@ -244,6 +268,19 @@ impl TopicRegistry {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<Arc<TopicMeta>, TopicError> {
+        self.create_assigned_blocking(name, partitions, configs, BTreeMap::new(), validate_only)
+    }
+
+    /// Creates a topic atomically with the replicas users assigned its
+    /// partitions; fails if it exists.
+    pub fn create_assigned_blocking(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        replicas: BTreeMap<i32, Vec<i32>>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, TopicError> {
         validate_topic_name(name)?;
         if !(1..=MAX_PARTITIONS).contains(&partitions) {
             return Err(TopicError::InvalidPartitions(partitions));
@@ -257,6 +294,8 @@ impl TopicRegistry {
             id: Uuid::new_v4(),
             partitions,
             configs,
+            replicas,
+            replicas_before: BTreeMap::new(),
         };
         if validate_only {
             return Ok(Arc::new(meta));
