@@ -86,6 +86,10 @@ enum Api {
     CreatePartitions,
     DescribeLogDirs,
     ListConfigResources,
+    ListPartitionReassignments,
+    AlterPartitionReassignments,
+    ElectLeaders,
+    AlterReplicaLogDirs,
     DescribeTopicPartitions,
     CreateTopics,
     DeleteGroups,
@@ -161,12 +165,18 @@ impl Api {
                 vec![(DescribeConfigs, Cluster)],
                 E::ClusterAuthorizationFailed,
             ),
+            ListPartitionReassignments => {
+                (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed)
+            }
+            AlterPartitionReassignments | ElectLeaders | AlterReplicaLogDirs => {
+                (vec![(Alter, Cluster)], E::ClusterAuthorizationFailed)
+            }
             DescribeTopicPartitions => (vec![(Describe, Topic)], E::TopicAuthorizationFailed),
         }
     }
 }
 
-const APIS: [Api; 34] = [
+const APIS: [Api; 38] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -197,6 +207,10 @@ const APIS: [Api; 34] = [
     Api::CreatePartitions,
     Api::DescribeLogDirs,
     Api::ListConfigResources,
+    Api::ListPartitionReassignments,
+    Api::AlterPartitionReassignments,
+    Api::ElectLeaders,
+    Api::AlterReplicaLogDirs,
     Api::DescribeTopicPartitions,
     Api::CreateTopics,
     // Last: when allowed they remove what the others use.
@@ -677,6 +691,73 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.topics[0].error_code
+        }
+        Api::ListPartitionReassignments => {
+            let req = ListPartitionReassignmentsRequest::default().with_topics(None);
+            let ResponseKind::ListPartitionReassignments(r) = call_as(
+                broker,
+                user,
+                0,
+                RequestKind::ListPartitionReassignments(req),
+            )
+            .await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::AlterPartitionReassignments => {
+            use alter_partition_reassignments_request::*;
+            let req = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                ReassignableTopic::default()
+                    .with_name(TopicName(s(&n.topic)))
+                    .with_partitions(vec![ReassignablePartition::default()
+                        .with_partition_index(0)
+                        .with_replicas(Some(vec![BrokerId(0)]))]),
+            ]);
+            let ResponseKind::AlterPartitionReassignments(r) = call_as(
+                broker,
+                user,
+                1,
+                RequestKind::AlterPartitionReassignments(req),
+            )
+            .await
+            else {
+                panic!()
+            };
+            r.responses[0].partitions[0].error_code
+        }
+        Api::ElectLeaders => {
+            use elect_leaders_request::TopicPartitions;
+            // UNCLEAN: an allowed election needs no controller's move.
+            let req = ElectLeadersRequest::default()
+                .with_election_type(1)
+                .with_topic_partitions(Some(vec![TopicPartitions::default()
+                    .with_topic(TopicName(s(&n.topic)))
+                    .with_partitions(vec![0])]));
+            let ResponseKind::ElectLeaders(r) =
+                call_as(broker, user, 2, RequestKind::ElectLeaders(req)).await
+            else {
+                panic!()
+            };
+            r.replica_election_results[0].partition_result[0].error_code
+        }
+        Api::AlterReplicaLogDirs => {
+            use alter_replica_log_dirs_request::*;
+            let path = broker.storage.data_dir().display().to_string();
+            let req =
+                AlterReplicaLogDirsRequest::default().with_dirs(vec![AlterReplicaLogDir::default(
+                )
+                .with_path(s(&path))
+                .with_topics(vec![AlterReplicaLogDirTopic::default()
+                    .with_name(TopicName(s(&n.topic)))
+                    .with_partitions(vec![0])])]);
+            let ResponseKind::AlterReplicaLogDirs(r) =
+                call_as(broker, user, 2, RequestKind::AlterReplicaLogDirs(req)).await
+            else {
+                panic!()
+            };
+            r.results[0].partitions[0].error_code
         }
         Api::DescribeLogDirs => {
             let ResponseKind::DescribeLogDirs(r) = call_as(

@@ -7,6 +7,7 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
+pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod consumer_group_describe;
@@ -119,6 +120,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
     // The exchange runs before requests reach `handle` (`net::sasl`).
     // v0 is advertised as Apache does (librdkafka requires it before it
     // uses SaslAuthenticate); a client that then sends raw SASL tokens
@@ -387,6 +389,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::ListPartitionReassignments(r) => {
             ResponseKind::ListPartitionReassignments(partition_reassignments::list(&ctx, r))
+        }
+        RequestKind::AlterReplicaLogDirs(r) => {
+            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(&ctx, r))
         }
         RequestKind::ElectLeaders(r) => {
             ResponseKind::ElectLeaders(elect_leaders::handle(&ctx, r).await)

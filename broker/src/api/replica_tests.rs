@@ -433,3 +433,66 @@ async fn preferred_elections_wait_for_the_controllers_move() {
     assert_eq!(waiting.await.unwrap(), (0, vec![("t".to_string(), 0, 0)]));
     assert_eq!(metadata(&broker, "t").await[0].0, 1);
 }
+
+/// AlterReplicaLogDirs as Apache's ReplicaManager answers it, on a broker
+/// whose one log directory is the volume: a replica asked into it is there
+/// (NONE), another directory LOG_DIR_NOT_FOUND, a partition this broker is
+/// no replica of NOT_LEADER_OR_FOLLOWER, one that does not exist
+/// UNKNOWN_TOPIC_OR_PARTITION.
+#[tokio::test]
+async fn replicas_are_already_in_the_one_log_dir() {
+    use alter_replica_log_dirs_request::*;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    assert_eq!(create(&broker, "t", &[&[0, 1], &[1, 2]]).await.0, 0);
+    let own = broker.storage.data_dir().display().to_string();
+    let asked = |path: &str| {
+        AlterReplicaLogDir::default()
+            .with_path(kafka_protocol::protocol::StrBytes::from_string(
+                path.to_string(),
+            ))
+            .with_topics(vec![
+                AlterReplicaLogDirTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![0, 1, 7]),
+                AlterReplicaLogDirTopic::default()
+                    .with_name(name("u"))
+                    .with_partitions(vec![0]),
+            ])
+    };
+    let answers = |dir: &str| {
+        let req = AlterReplicaLogDirsRequest::default().with_dirs(vec![asked(dir)]);
+        let broker = broker.clone();
+        async move {
+            let ResponseKind::AlterReplicaLogDirs(r) =
+                call_at(&broker, 2, RequestKind::AlterReplicaLogDirs(req)).await
+            else {
+                panic!("not AlterReplicaLogDirs")
+            };
+            let mut codes = Vec::new();
+            for t in r.results {
+                for p in t.partitions {
+                    codes.push((t.topic_name.to_string(), p.partition_index, p.error_code));
+                }
+            }
+            codes
+        }
+    };
+    let at = |t: &str, p, code: i16| (t.to_string(), p, code);
+    assert_eq!(
+        answers(&own).await,
+        [
+            at("t", 0, 0),
+            at("t", 1, Err::NotLeaderOrFollower.code()),
+            at("t", 7, Err::UnknownTopicOrPartition.code()),
+            at("u", 0, Err::UnknownTopicOrPartition.code()),
+        ]
+    );
+    let elsewhere = answers("/somewhere/else").await;
+    assert!(
+        elsewhere
+            .iter()
+            .all(|(_, _, c)| *c == Err::LogDirNotFound.code()),
+        "{elsewhere:?}"
+    );
+}

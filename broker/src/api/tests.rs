@@ -492,6 +492,16 @@ fn request(
                 ]),
             )
         }
+        ApiKey::AlterReplicaLogDirs => {
+            use alter_replica_log_dirs_request::*;
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                AlterReplicaLogDir::default()
+                    .with_path(StrBytes::from_static_str("/elsewhere"))
+                    .with_topics(vec![AlterReplicaLogDirTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![0])]),
+            ]))
+        }
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(
             ElectLeadersRequest::default()
                 .with_election_type(if version == 0 { 0 } else { 1 })
