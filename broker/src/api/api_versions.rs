@@ -116,7 +116,6 @@ mod tests {
 
     /// What Apache 4.1 serves that kaas does not (yet), each with why.
     const NOT_SERVED: &[(ApiKey, &str)] = &[
-        (ApiKey::DescribeQuorum, "issue #33: replica-era admin APIs"),
         (ApiKey::DescribeClientQuotas, "issue #33: client quotas"),
         (ApiKey::AlterClientQuotas, "issue #33: client quotas"),
         (ApiKey::CreateDelegationToken, "delegation tokens"),

@@ -87,6 +87,7 @@ enum Api {
     DescribeLogDirs,
     ListConfigResources,
     ListPartitionReassignments,
+    DescribeQuorum,
     AlterPartitionReassignments,
     ElectLeaders,
     AlterReplicaLogDirs,
@@ -165,7 +166,7 @@ impl Api {
                 vec![(DescribeConfigs, Cluster)],
                 E::ClusterAuthorizationFailed,
             ),
-            ListPartitionReassignments => {
+            ListPartitionReassignments | DescribeQuorum => {
                 (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed)
             }
             AlterPartitionReassignments | ElectLeaders | AlterReplicaLogDirs => {
@@ -176,7 +177,7 @@ impl Api {
     }
 }
 
-const APIS: [Api; 38] = [
+const APIS: [Api; 39] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -208,6 +209,7 @@ const APIS: [Api; 38] = [
     Api::DescribeLogDirs,
     Api::ListConfigResources,
     Api::ListPartitionReassignments,
+    Api::DescribeQuorum,
     Api::AlterPartitionReassignments,
     Api::ElectLeaders,
     Api::AlterReplicaLogDirs,
@@ -701,6 +703,18 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 RequestKind::ListPartitionReassignments(req),
             )
             .await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::DescribeQuorum => {
+            use describe_quorum_request::*;
+            let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+                .with_topic_name(TopicName(s("__cluster_metadata")))
+                .with_partitions(vec![PartitionData::default()])]);
+            let ResponseKind::DescribeQuorum(r) =
+                call_as(broker, user, 2, RequestKind::DescribeQuorum(req)).await
             else {
                 panic!()
             };

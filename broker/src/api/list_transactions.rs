@@ -38,9 +38,7 @@ pub async fn handle(
         Ok(all) => all,
         Err(e) => return resp.with_error_code(e.0),
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = crate::storage::log::wall_clock_ms();
     for m in all {
         let listed = m.state != State::Dead
             && (states.is_empty() || states.contains(&m.state))

@@ -25,6 +25,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
@@ -121,6 +122,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterReplicaLogDirs, 1, 2),
+    (ApiKey::DescribeQuorum, 0, 2),
     // The exchange runs before requests reach `handle` (`net::sasl`).
     // v0 is advertised as Apache does (librdkafka requires it before it
     // uses SaslAuthenticate); a client that then sends raw SASL tokens
@@ -392,6 +394,9 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         }
         RequestKind::AlterReplicaLogDirs(r) => {
             ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(&ctx, r))
+        }
+        RequestKind::DescribeQuorum(r) => {
+            ResponseKind::DescribeQuorum(describe_quorum::handle(&ctx, r))
         }
         RequestKind::ElectLeaders(r) => {
             ResponseKind::ElectLeaders(elect_leaders::handle(&ctx, r).await)

@@ -496,3 +496,84 @@ async fn replicas_are_already_in_the_one_log_dir() {
         "{elsewhere:?}"
     );
 }
+
+/// DescribeQuorum in Apache's terms over kaas's metadata (the controller's
+/// assignment): partition 0 of `__cluster_metadata` only, else
+/// UNKNOWN_TOPIC_OR_PARTITION on each partition asked; the broker Metadata
+/// names as controller the one voter, at the version this broker follows
+/// (the high watermark), the document's partition epoch as the leader
+/// epoch; the other brokers observers at -1 (unknown), this one at the
+/// version it holds.
+#[tokio::test]
+async fn the_quorum_is_the_controllers_assignment() {
+    use describe_quorum_request::{PartitionData, TopicData};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    let ask = |topic: &str, partitions: &[i32]| {
+        let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+            .with_topic_name(name(topic))
+            .with_partitions(
+                partitions
+                    .iter()
+                    .map(|&p| PartitionData::default().with_partition_index(p))
+                    .collect(),
+            )]);
+        let broker = broker.clone();
+        async move {
+            match call_at(&broker, 2, RequestKind::DescribeQuorum(req)).await {
+                ResponseKind::DescribeQuorum(r) => r,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    for (topic, partitions) in [
+        ("__cluster_metadata", vec![1]),
+        ("t", vec![0]),
+        ("__cluster_metadata", vec![0, 1]),
+    ] {
+        let r = ask(topic, &partitions).await;
+        let codes: Vec<i16> = r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        assert_eq!(
+            codes,
+            vec![Err::UnknownTopicOrPartition.code(); partitions.len()],
+            "{topic} {partitions:?}"
+        );
+    }
+    // Broker 0 dead in the document: broker 1 is the controller Metadata names.
+    let routing = broker.routing().unwrap();
+    let mut doc = routing.assignment().as_ref().clone();
+    doc.version += 1;
+    doc.partitions_version = doc.version;
+    doc.brokers[0].state = BrokerState::Dead;
+    broker.apply_assignment(doc);
+    let r = ask("__cluster_metadata", &[0]).await;
+    assert_eq!(r.error_code, 0);
+    let p = &r.topics[0].partitions[0];
+    let routing = broker.routing().unwrap();
+    assert_eq!(
+        (
+            p.error_code,
+            p.leader_id.0,
+            p.leader_epoch,
+            p.high_watermark
+        ),
+        (0, 1, routing.leader_epoch(), routing.version() as i64)
+    );
+    let states = |v: &[describe_quorum_response::ReplicaState]| {
+        v.iter()
+            .map(|s| (s.replica_id.0, s.log_end_offset))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(states(&p.current_voters), [(1, routing.version() as i64)]);
+    assert_eq!(states(&p.observers), [(2, -1)]);
+    let node = &r.nodes[0];
+    let listener = &node.listeners[0];
+    assert_eq!(
+        (node.node_id.0, listener.host.as_str(), listener.port),
+        (1, "127.0.0.1", 9093)
+    );
+}

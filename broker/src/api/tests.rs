@@ -502,6 +502,14 @@ fn request(
                         .with_partitions(vec![0])]),
             ]))
         }
+        ApiKey::DescribeQuorum => {
+            use describe_quorum_request::*;
+            RequestKind::DescribeQuorum(DescribeQuorumRequest::default().with_topics(vec![
+                TopicData::default()
+                    .with_topic_name(name("__cluster_metadata"))
+                    .with_partitions(vec![PartitionData::default()]),
+            ]))
+        }
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(
             ElectLeadersRequest::default()
                 .with_election_type(if version == 0 { 0 } else { 1 })

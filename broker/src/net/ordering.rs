@@ -63,7 +63,8 @@ pub fn overlap_of(request: &RequestKind, auto_create_topics: bool) -> Overlap {
         | RequestKind::DescribeTopicPartitions(_)
         | RequestKind::DescribeUserScramCredentials(_)
         | RequestKind::ListConfigResources(_)
-        | RequestKind::ListPartitionReassignments(_) => Overlap::Read,
+        | RequestKind::ListPartitionReassignments(_)
+        | RequestKind::DescribeQuorum(_) => Overlap::Read,
         // Fetch too: a fetch session's epochs move with each fetch.
         _ => Overlap::Alone,
     }

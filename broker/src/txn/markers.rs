@@ -69,9 +69,7 @@ pub async fn append_marker_here(
         commit,
         coordinator_epoch,
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = crate::storage::log::wall_clock_ms();
     match part
         .append_marker(
             producer_id,

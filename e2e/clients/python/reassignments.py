@@ -5,7 +5,8 @@ partition's first replica once the controller has placed it; a
 reassignment is listed while in progress and ends with the new first
 replica leading; a preferred election where it already leads needs none;
 cancelling what is not in progress and assigning an unknown broker are
-refused with Apache's errors. Exits non-zero on the first difference;
+refused with Apache's errors; the metadata quorum's one voter is the
+controller Metadata names. Exits non-zero on the first difference;
 prints "all checks passed"."""
 
 import sys
@@ -73,6 +74,13 @@ def main():
     codes = sorted(p.error_code for r in elected.replica_election_results
                    for p in r.partition_result)
     check(codes == [ELECTION_NOT_NEEDED] * 3, f"preferred replicas lead: {codes}")
+    # kafka-metadata-quorum's view: the controller's assignment.
+    quorum = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+    controller = admin.describe_cluster()["controller_id"]
+    voters = [v["replica_id"] for v in quorum["current_voters"]]
+    check(quorum["leader_id"] == controller and voters == [controller]
+          and quorum["high_watermark"] >= 1,
+          f"the quorum's one voter is the controller Metadata names: {quorum}")
     admin.close()
     print("all checks passed")
 
