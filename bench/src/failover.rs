@@ -65,7 +65,7 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
 
 /// The `kaas-broker` binary beside this one (`cargo build --release -p
 /// kaas-broker`).
-fn broker_binary() -> anyhow::Result<PathBuf> {
+pub(crate) fn broker_binary() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe()?;
     let bin = me.with_file_name("kaas-broker");
     anyhow::ensure!(

@@ -12,6 +12,7 @@ mod controller;
 mod dataplane;
 mod failover;
 mod memory;
+mod reassign;
 mod rebalance;
 mod report;
 mod retention;
@@ -87,6 +88,10 @@ enum Cmd {
     /// through the new leader. Needs the `kaas-broker` binary built beside
     /// this one.
     Failover,
+    /// A partition of hundreds of MiB and an empty one reassigned to
+    /// another broker: to the first ack at the new leader. Needs the
+    /// `kaas-broker` binary built beside this one.
+    Reassign,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -223,6 +228,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         consumer_groups::run(&env)
     );
     bench!(Cmd::Failover, "failover", failover::run(&env));
+    bench!(Cmd::Reassign, "reassign", reassign::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(
