@@ -49,7 +49,9 @@ pub async fn run(env: &Env) -> anyhow::Result<()> {
     let bin = crate::failover::broker_binary()?;
     let dir = env.dir("reassign");
     let cluster = ProcessCluster::start(Some(&dir), ClusterOptions::new(&bin, 3)).await?;
-    cluster.wait_alive(&[0, 1, 2], Duration::from_secs(30)).await?;
+    cluster
+        .wait_alive(&[0, 1, 2], Duration::from_secs(30))
+        .await?;
     let mut admin = KafkaClient::connect(&cluster.addr(0), Duration::from_secs(5)).await?;
     create(&mut admin).await?;
     wait_led(&cluster, &[(FULL, 0), (EMPTY, 0)]).await?;

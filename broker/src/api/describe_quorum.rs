@@ -53,7 +53,9 @@ pub fn handle(ctx: &RequestContext, req: DescribeQuorumRequest) -> DescribeQuoru
                 .with_topic_name(t.topic_name)
                 .with_partitions(partitions.collect())
         });
-        return DescribeQuorumResponse::default().with_topics(topics.collect());
+        return DescribeQuorumResponse::default()
+            .with_error_message(None)
+            .with_topics(topics.collect());
     }
     let Some(routing) = ctx.broker.routing() else {
         return DescribeQuorumResponse::default()

@@ -38,6 +38,7 @@ pub async fn alter(
     // v0 has no flag: the replication factor may change.
     let allow_rf_change = ctx.api_version == 0 || req.allow_replication_factor_change;
     let response = AlterPartitionReassignmentsResponse::default()
+        .with_error_message(None)
         .with_allow_replication_factor_change(req.allow_replication_factor_change);
     if !ctx.authorized(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME) {
         let message = format!("{} may not alter the cluster", ctx.principal);
@@ -193,7 +194,7 @@ pub fn list(
     ctx: &RequestContext,
     req: ListPartitionReassignmentsRequest,
 ) -> ListPartitionReassignmentsResponse {
-    let response = ListPartitionReassignmentsResponse::default();
+    let response = ListPartitionReassignmentsResponse::default().with_error_message(None);
     if !ctx.authorized(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
         return response
             .with_error_code(Err::ClusterAuthorizationFailed.code())

@@ -158,7 +158,7 @@ async fn list(broker: &Arc<Broker>, only: Option<(&str, &[i32])>) -> Vec<(String
     else {
         panic!("not ListPartitionReassignments")
     };
-    assert_eq!(r.error_code, 0);
+    assert_eq!((r.error_code, &r.error_message), (0, &None));
     let mut listed = Vec::new();
     for t in r.topics {
         for p in t.partitions {
@@ -293,6 +293,7 @@ async fn reassignments_move_leaders_at_the_controllers_next_round() {
         false,
     )
     .await;
+    assert_eq!((r.error_code, &r.error_message), (0, &None));
     assert_eq!(
         outcomes(&r),
         [
