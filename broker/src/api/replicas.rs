@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use kaas_shared::{PartitionReplicas, Routing};
+use kaas_shared::Routing;
 
 use crate::broker::Broker;
 use crate::storage::TopicMeta;
@@ -136,17 +136,6 @@ pub fn moving<'a>(
                 .is_some_and(|want| routing.owner_of_partition(&meta.name, p) != Some(want))
         })
         .map(|(&p, replicas)| (p, replicas))
-}
-
-/// [`moving`] as the controller takes it.
-pub fn moving_as_controller_input(meta: &TopicMeta, routing: &Routing) -> Vec<PartitionReplicas> {
-    moving(meta, routing)
-        .map(|(partition, replicas)| PartitionReplicas {
-            topic: meta.name.clone(),
-            partition,
-            replicas: replicas.clone(),
-        })
-        .collect()
 }
 
 #[cfg(test)]
