@@ -400,6 +400,12 @@ async fn preferred_elections_wait_for_the_controllers_move() {
         [t(1, Err::ElectionNotNeeded)]
     );
     assert_eq!(elect(&broker, PREFERRED, None, 1000).await, (0, vec![]));
+    // An election type Apache does not know: INVALID_REQUEST, on the
+    // response and each partition.
+    assert_eq!(
+        elect(&broker, 7, Some(&[("t", 0)]), 1000).await,
+        (Err::InvalidRequest.code(), vec![t(0, Err::InvalidRequest)])
+    );
 
     // Broker 1 dead and back: partition 0 is led by 2 until an election.
     controller_round(&broker, &[1]).await;
