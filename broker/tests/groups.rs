@@ -550,3 +550,99 @@ async fn the_consumer_protocol_owns_each_partition_once_and_commits_every_record
     }
     cluster.shutdown().await;
 }
+
+/// Counts a cooperative consumer's assign calls (the default rebalance
+/// does the incremental assign and unassign).
+#[derive(Default)]
+struct CountAssigns(std::sync::atomic::AtomicUsize);
+
+impl rdkafka::ClientContext for CountAssigns {}
+
+impl rdkafka::consumer::ConsumerContext for CountAssigns {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &rdkafka::consumer::Rebalance<'_>) {
+        if matches!(rebalance, rdkafka::consumer::Rebalance::Assign(_)) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// librdkafka's 0113 `h_delete_topic`: a cooperative-sticky consumer of two
+/// topics, assigned both in one call, sees one of them deleted through its
+/// own handle, loses that partition alone, and then closes and is
+/// destroyed promptly (the same flow with Debian's librdkafka 2.0.2 is
+/// `other_clients::librdkafka_2_0_closes_a_cooperative_consumer_after_a_topic_is_deleted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cooperative_consumer_closes_after_a_subscribed_topic_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, "h-delete-1", 1).await;
+    create_topic(&bootstrap, "h-delete-2", 1).await;
+    let flow = tokio::task::spawn_blocking(move || {
+        let consumer: BaseConsumer<CountAssigns> = client_config(&bootstrap)
+            .set("group.id", "h-delete-topic")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("topic.metadata.refresh.interval.ms", "3000")
+            .set("session.timeout.ms", "15000")
+            .set("auto.offset.reset", "earliest")
+            .create_with_context(CountAssigns::default())
+            .unwrap();
+        consumer.subscribe(&["h-delete-1", "h-delete-2"]).unwrap();
+        let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let topics = |c: &BaseConsumer<CountAssigns>| {
+            let assignment = c.assignment().unwrap();
+            let mut topics: Vec<String> = assignment
+                .elements()
+                .iter()
+                .map(|e| e.topic().to_string())
+                .collect();
+            topics.sort();
+            topics
+        };
+        let started = std::time::Instant::now();
+        let mut deleted = false;
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(40),
+                "the assignment never settled: {:?}",
+                topics(&consumer)
+            );
+            if let Some(Err(e)) = consumer.poll(Duration::from_millis(500)) {
+                // The deleted topic's partition reports it is gone.
+                assert!(
+                    matches!(
+                        e,
+                        KafkaError::MessageConsumption(
+                            RDKafkaErrorCode::UnknownTopicOrPartition
+                                | RDKafkaErrorCode::UnknownPartition
+                        )
+                    ),
+                    "{e:?}"
+                );
+            }
+            let assigned = topics(&consumer);
+            if assigned.len() == 2 && !deleted {
+                assert_eq!(consumer.context().0.load(Ordering::SeqCst), 1);
+                let results = runtime
+                    .block_on(admin.delete_topics(&["h-delete-2"], &AdminOptions::new()))
+                    .unwrap();
+                assert!(results[0].is_ok(), "{results:?}");
+                deleted = true;
+            }
+            if deleted && assigned == ["h-delete-1"] {
+                break;
+            }
+        }
+        // Dropping a group consumer closes it, then destroys the handle.
+        drop(consumer);
+    });
+    tokio::time::timeout(Duration::from_secs(60), flow)
+        .await
+        .expect("the consumer closed and was destroyed within 60 s")
+        .unwrap();
+    cluster.shutdown().await;
+}

@@ -20,6 +20,7 @@ use super::{
     broker_endpoint, leader_epoch_error, open_error_code, topic_denied, Err, RequestContext,
 };
 use crate::auth::Operation;
+use crate::client_quotas::enforce::{Client, QuotaType};
 
 pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
     if req.session_id != 0 {
@@ -29,7 +30,13 @@ pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
             .with_session_id(0);
     }
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    // A new assignment may move a fetched partition's leadership (or drop
+    // a deleted topic's): as Apache completes a delayed fetch when a
+    // partition leaves its leader, the wait ends and the next round
+    // answers what changed.
+    let mut assignments = ctx.broker.cluster.subscribe();
     loop {
+        assignments.borrow_and_update();
         let round = read_once(ctx, &req).await;
         let done = round.bytes >= req.min_bytes.max(0) as usize
             || round.has_error
@@ -40,9 +47,13 @@ pub async fn handle(ctx: &RequestContext, req: FetchRequest) -> FetchResponse {
         }
         // Wait for any fetched partition's high watermark to move.
         let mut waiters = round.waiters;
-        let changed = select_all(waiters.iter_mut().map(|w| Box::pin(w.changed())));
-        if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            return read_once(ctx, &req).await.response;
+        let appended = select_all(waiters.iter_mut().map(|w| Box::pin(w.changed())));
+        tokio::select! {
+            _ = appended => {}
+            Ok(()) = assignments.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                return read_once(ctx, &req).await.response;
+            }
         }
     }
 }
@@ -64,6 +75,19 @@ async fn read_once(ctx: &RequestContext, req: &FetchRequest) -> Round {
     } else {
         usize::MAX
     };
+    // A client with a consumer byte-rate quota asks for no more than the
+    // quota lets through from a standstill (Apache's
+    // `getMaxValueInQuotaWindow`): more would be throttled, answered with
+    // nothing, and asked again.
+    if broker.quotas.any() {
+        let client = Client {
+            user: &ctx.principal.name,
+            client_id: &ctx.client_id,
+        };
+        if let Some(max) = broker.quotas.max_in_window(QuotaType::Fetch, &client) {
+            budget = budget.min(max as usize);
+        }
+    }
     let mut round = Round {
         response: FetchResponse::default().with_session_id(0),
         bytes: 0,

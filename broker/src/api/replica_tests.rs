@@ -441,6 +441,60 @@ async fn preferred_elections_wait_for_the_controllers_move() {
     assert_eq!(metadata(&broker, "t").await[0].0, 1);
 }
 
+/// A long-poll Fetch parked on a partition ends when the partition leaves
+/// its leader, as Apache completes a delayed fetch on a leadership change:
+/// NOT_LEADER_OR_FOLLOWER with the new leader, not an empty answer after
+/// the fetch's whole max wait.
+#[tokio::test]
+async fn a_parked_fetch_ends_when_its_partition_moves() {
+    use fetch_request::{FetchPartition, FetchTopic};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    assert_eq!(create(&broker, "f", &[&[0]]).await.0, 0);
+    controller_round(&broker, &[]).await;
+    assert_eq!(metadata(&broker, "f").await[0].0, 0);
+    let fetch = FetchRequest::default()
+        .with_max_wait_ms(60_000)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name("f"))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let watchers = broker.cluster.watchers();
+    let parked = tokio::spawn({
+        let broker = broker.clone();
+        async move { call_at(&broker, 12, RequestKind::Fetch(fetch)).await }
+    });
+    // Parked: it watches for the next assignment.
+    let parking = async {
+        while broker.cluster.watchers() == watchers {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), parking)
+        .await
+        .expect("the fetch waits for the next assignment too");
+    assert!(!parked.is_finished(), "nothing to read: the fetch waits");
+    assert_eq!(
+        outcomes(&reassign(&broker, 0, "f", &[(0, Some(&[1]))], false).await)[0].1,
+        0
+    );
+    controller_round(&broker, &[]).await;
+    // Bounded far below the fetch's 60 s: the move, not the wait, ends it.
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(10), parked)
+        .await
+        .expect("the move ends the parked fetch")
+        .unwrap();
+    let ResponseKind::Fetch(r) = answered else {
+        panic!("not Fetch")
+    };
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, Err::NotLeaderOrFollower.code());
+    assert_eq!(p.current_leader.leader_id.0, 1);
+}
+
 /// AlterReplicaLogDirs as Apache's ReplicaManager answers it, on a broker
 /// whose one log directory is the volume: a replica asked into it is there
 /// (NONE), another directory LOG_DIR_NOT_FOUND, a partition this broker is

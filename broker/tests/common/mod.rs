@@ -234,6 +234,27 @@ pub fn run_checks(program: &str, args: &[String]) {
     );
 }
 
+/// Compiles `e2e/clients/c/{name}.c` against the system librdkafka
+/// (Debian's librdkafka-dev, 2.0.2; scripts/install-test-deps installs it)
+/// into a fresh folder; returns the folder and the program's path.
+pub fn compile_c(name: &str) -> (tempfile::TempDir, String) {
+    let out = tempfile::tempdir().unwrap();
+    let program = out.path().join(name).to_string_lossy().into_owned();
+    let compiled = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&program)
+        .arg(clients_dir().join(format!("c/{name}.c")))
+        .arg("-lrdkafka")
+        .output()
+        .expect("cc (scripts/install-test-deps installs librdkafka-dev)");
+    assert!(
+        compiled.status.success(),
+        "cc failed (scripts/install-test-deps installs librdkafka-dev): {}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    (out, program)
+}
+
 /// Compiles `e2e/clients/java/{class}.java`, and the classes it uses from
 /// that folder, against the Java client's jars (kafka-clients 3.9.1;
 /// scripts/install-test-deps fetches them and a JDK) into a fresh folder;
