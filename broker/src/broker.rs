@@ -11,6 +11,8 @@ use crate::acls::Acls;
 use crate::auth::scram_users::ScramUsers;
 use crate::auth::standard::AuthorizerSettings;
 use crate::auth::{AllowAll, Authorizer};
+use crate::client_quotas::enforce::Enforcer;
+use crate::client_quotas::ClientQuotas;
 use crate::cluster::ClusterView;
 use crate::followed::Followed;
 use crate::group::configs::GroupConfigs;
@@ -46,6 +48,9 @@ pub struct BrokerConfig {
     pub max_connections: usize,
     /// Kafka's `max.connections.per.ip`: beyond it a new connection is closed.
     pub max_connections_per_ip: usize,
+    /// Kafka's `quota.window.num` and `quota.window.size.seconds`: the
+    /// windows client quotas measure rates over.
+    pub quota_window: crate::client_quotas::rate::RateConfig,
     /// The transaction coordinator's settings.
     pub transactions: TxnManagerConfig,
     /// Kafka's `auto.create.topics.enable`.
@@ -108,6 +113,7 @@ impl BrokerConfig {
             max_frame_bytes: 100 * 1024 * 1024,
             max_connections: usize::MAX,
             max_connections_per_ip: usize::MAX,
+            quota_window: Default::default(),
             transactions: TxnManagerConfig::default(),
             auto_create_topics: true,
             default_partitions: 1,
@@ -156,6 +162,11 @@ pub struct Broker {
     /// The groups' own configs (`__cluster/group_configs`), installed in
     /// the group coordinator as they change.
     pub group_configs: Arc<Followed<GroupConfigs>>,
+    /// The client quotas (`__cluster/client_quotas`), put in force in
+    /// `quotas` as they change.
+    pub client_quotas: Arc<Followed<ClientQuotas>>,
+    /// Who is over its client quota, and for how long.
+    pub quotas: Arc<Enforcer>,
     /// Why the stored dynamic cleaner settings were last ignored: said
     /// once per reason, not at every cleaning.
     cleaner_settings_ignored: parking_lot::Mutex<Option<String>>,
@@ -317,6 +328,15 @@ impl Broker {
                 move |c: &GroupConfigs| groups.set_group_configs(c)
             },
         )?);
+        let quotas = Arc::new(Enforcer::new(config.quota_window));
+        let client_quotas = Arc::new(Followed::open(
+            &storage.cluster_dir(),
+            crate::client_quotas::DOCUMENT,
+            {
+                let quotas = quotas.clone();
+                move |q: &ClientQuotas| quotas.install(q)
+            },
+        )?);
         let authorizer: Arc<dyn Authorizer> = match &acls {
             Some(acls) => acls.authorizer.clone(),
             None => config.authorizer.clone(),
@@ -327,6 +347,8 @@ impl Broker {
             scram_users,
             dynamic_configs,
             group_configs,
+            client_quotas,
+            quotas,
             cleaner_settings_ignored: parking_lot::Mutex::new(None),
             listeners,
             connection_quotas: ConnectionQuotas::new(

@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod broker;
 pub mod cli;
+pub mod client_quotas;
 pub mod cluster;
 pub mod followed;
 #[doc(hidden)]

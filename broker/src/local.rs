@@ -67,6 +67,7 @@ pub fn spawn_serving(
     tasks.spawn(broker.scram_users.clone().follow(shutdown.clone()));
     tasks.spawn(broker.dynamic_configs.clone().follow(shutdown.clone()));
     tasks.spawn(broker.group_configs.clone().follow(shutdown.clone()));
+    tasks.spawn(broker.client_quotas.clone().follow(shutdown.clone()));
     tasks.spawn(server::run(listener, broker, shutdown));
 }
 

@@ -11,6 +11,12 @@ pub struct ApiLabel {
     pub api: String,
 }
 
+/// What a client was throttled for: `produce`, `fetch` or `request`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QuotaLabel {
+    pub quota: &'static str,
+}
+
 /// A group's committed offset of one partition.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct GroupPartitionLabels {
@@ -48,6 +54,10 @@ pub struct Metrics {
     pub reauthentications: Counter,
     /// Connections closed because their SASL session expired.
     pub expired_sessions: Counter,
+    /// Responses that throttled a client over its quota, and for how long
+    /// in total (ms), by the quota it was over.
+    pub throttled_responses: Family<QuotaLabel, Counter>,
+    pub throttle_time_ms: Family<QuotaLabel, Counter>,
     /// Log segments retention deleted, and their bytes.
     pub retention_deleted_segments: Counter,
     pub retention_deleted_bytes: Counter,
@@ -76,6 +86,13 @@ pub struct Metrics {
 const API_KEYS: usize = 128;
 
 impl Metrics {
+    /// Counts a response that throttles its client for `ms`.
+    pub fn count_throttle(&self, quota: &'static str, ms: u64) {
+        let label = QuotaLabel { quota };
+        self.throttled_responses.get_or_create(&label).inc();
+        self.throttle_time_ms.get_or_create(&label).inc_by(ms);
+    }
+
     /// Counts one request of `api_key`.
     pub fn count_request(&self, api_key: kafka_protocol::messages::ApiKey) {
         let counter = || {
@@ -102,6 +119,8 @@ impl Default for Metrics {
         let failed_authentications = Counter::default();
         let reauthentications = Counter::default();
         let expired_sessions = Counter::default();
+        let throttled_responses = Family::<QuotaLabel, Counter>::default();
+        let throttle_time_ms = Family::<QuotaLabel, Counter>::default();
         let retention_deleted_segments = Counter::default();
         let retention_deleted_bytes = Counter::default();
         let cleaner_runs = Counter::default();
@@ -147,6 +166,16 @@ impl Default for Metrics {
             "expired_sessions",
             "Connections closed because their SASL session expired (connections.max.reauth.ms)",
             expired_sessions.clone(),
+        );
+        registry.register(
+            "throttled_responses",
+            "Responses that throttled a client over its quota (KIP-219), by quota",
+            throttled_responses.clone(),
+        );
+        registry.register(
+            "throttle_time_ms",
+            "Milliseconds clients over their quotas were throttled for, by quota",
+            throttle_time_ms.clone(),
         );
         registry.register(
             "retention_deleted_segments",
@@ -241,6 +270,8 @@ impl Default for Metrics {
             failed_authentications,
             reauthentications,
             expired_sessions,
+            throttled_responses,
+            throttle_time_ms,
             retention_deleted_segments,
             retention_deleted_bytes,
             cleaner_runs,

@@ -116,8 +116,6 @@ mod tests {
 
     /// What Apache 4.1 serves that kaas does not (yet), each with why.
     const NOT_SERVED: &[(ApiKey, &str)] = &[
-        (ApiKey::DescribeClientQuotas, "issue #33: client quotas"),
-        (ApiKey::AlterClientQuotas, "issue #33: client quotas"),
         (ApiKey::CreateDelegationToken, "delegation tokens"),
         (ApiKey::RenewDelegationToken, "delegation tokens"),
         (ApiKey::ExpireDelegationToken, "delegation tokens"),

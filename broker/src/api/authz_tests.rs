@@ -86,6 +86,8 @@ enum Api {
     CreatePartitions,
     DescribeLogDirs,
     ListConfigResources,
+    DescribeClientQuotas,
+    AlterClientQuotas,
     ListPartitionReassignments,
     DescribeQuorum,
     AlterPartitionReassignments,
@@ -162,10 +164,11 @@ impl Api {
             DeleteRecords => (vec![(Delete, Topic)], E::TopicAuthorizationFailed),
             CreatePartitions => (vec![(Alter, Topic)], E::TopicAuthorizationFailed),
             DescribeLogDirs => (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed),
-            ListConfigResources => (
+            ListConfigResources | DescribeClientQuotas => (
                 vec![(DescribeConfigs, Cluster)],
                 E::ClusterAuthorizationFailed,
             ),
+            AlterClientQuotas => (vec![(AlterConfigs, Cluster)], E::ClusterAuthorizationFailed),
             ListPartitionReassignments | DescribeQuorum => {
                 (vec![(Describe, Cluster)], E::ClusterAuthorizationFailed)
             }
@@ -177,7 +180,7 @@ impl Api {
     }
 }
 
-const APIS: [Api; 39] = [
+const APIS: [Api; 41] = [
     Api::FindGroupCoordinator,
     Api::FindTxnCoordinator,
     Api::JoinGroup,
@@ -208,6 +211,8 @@ const APIS: [Api; 39] = [
     Api::CreatePartitions,
     Api::DescribeLogDirs,
     Api::ListConfigResources,
+    Api::DescribeClientQuotas,
+    Api::AlterClientQuotas,
     Api::ListPartitionReassignments,
     Api::DescribeQuorum,
     Api::AlterPartitionReassignments,
@@ -798,6 +803,35 @@ async fn run(api: Api, broker: &Arc<Broker>, user: &str, n: &Names) -> i16 {
                 panic!()
             };
             r.error_code
+        }
+        Api::DescribeClientQuotas => {
+            let ResponseKind::DescribeClientQuotas(r) = call_as(
+                broker,
+                user,
+                1,
+                RequestKind::DescribeClientQuotas(DescribeClientQuotasRequest::default()),
+            )
+            .await
+            else {
+                panic!()
+            };
+            r.error_code
+        }
+        Api::AlterClientQuotas => {
+            use alter_client_quotas_request::{EntityData, EntryData, OpData};
+            let req = AlterClientQuotasRequest::default().with_entries(vec![EntryData::default()
+                .with_entity(vec![EntityData::default()
+                    .with_entity_type(s("client-id"))
+                    .with_entity_name(Some(s(&n.group)))])
+                .with_ops(vec![OpData::default()
+                    .with_key(s("consumer_byte_rate"))
+                    .with_value(1e9)])]);
+            let ResponseKind::AlterClientQuotas(r) =
+                call_as(broker, user, 1, RequestKind::AlterClientQuotas(req)).await
+            else {
+                panic!()
+            };
+            r.entries[0].error_code
         }
         Api::AlterTopicConfigs => {
             use alter_configs_request::{AlterConfigsResource, AlterableConfig};

@@ -6,6 +6,7 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
@@ -20,6 +21,7 @@ pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_acls;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -50,6 +52,7 @@ pub mod partition_reassignments;
 pub mod produce;
 pub mod replicas;
 pub mod sync_group;
+pub mod throttle;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
@@ -117,6 +120,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::ListConfigResources, 0, 1),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
@@ -443,6 +448,12 @@ pub async fn handle(ctx: RequestContext, request: RequestKind) -> Option<Respons
         RequestKind::AlterUserScramCredentials(r) => ResponseKind::AlterUserScramCredentials(
             alter_user_scram_credentials::handle(&ctx, r).await,
         ),
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(&ctx, r))
+        }
+        RequestKind::AlterClientQuotas(r) => {
+            ResponseKind::AlterClientQuotas(alter_client_quotas::handle(&ctx, r).await)
+        }
         other => {
             // decode() only lets SUPPORTED keys through; reaching this is a
             // bug in the table, which the dispatch test guards.

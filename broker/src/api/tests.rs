@@ -519,6 +519,28 @@ fn request(
                         .with_partitions(vec![0]),
                 ])),
         ),
+        ApiKey::AlterClientQuotas => {
+            use alter_client_quotas_request::*;
+            RequestKind::AlterClientQuotas(AlterClientQuotasRequest::default().with_entries(vec![
+                EntryData::default()
+                    .with_entity(vec![EntityData::default()
+                        .with_entity_type(StrBytes::from_static_str("user"))
+                        .with_entity_name(Some(StrBytes::from_static_str("alice")))])
+                    .with_ops(vec![OpData::default()
+                        .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                        .with_value(1e9)]),
+            ]))
+        }
+        ApiKey::DescribeClientQuotas => {
+            use describe_client_quotas_request::*;
+            RequestKind::DescribeClientQuotas(
+                DescribeClientQuotasRequest::default().with_components(vec![
+                    ComponentData::default()
+                        .with_entity_type(StrBytes::from_static_str("user"))
+                        .with_match_type(2),
+                ]),
+            )
+        }
         other => panic!("the test does not know how to build a {other:?} request: add it"),
     }
 }

@@ -17,9 +17,11 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, debug_span, error, info, warn, Instrument};
 
+use crate::api::throttle::{self, Usage};
 use crate::api::{self, Incoming, RequestContext};
 use crate::auth::Principal;
 use crate::broker::Broker;
+use crate::client_quotas::enforce::Client as QuotaClient;
 use crate::net::listener::Listener;
 use crate::net::ordering::{self, AppliedSignal, InFlight, Overlap};
 use crate::net::sasl::{Authenticator, Session, Step};
@@ -39,7 +41,23 @@ fn scopeguard(broker: &Broker) -> OpenConnection<'_> {
 /// Requests one connection may have in flight before we stop reading.
 const MAX_IN_FLIGHT: usize = 128;
 
-type Pending = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
+type Pending = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+/// A request's answer: the response frame (none for acks=0), and how long
+/// the connection stays muted after it for a client over its quota.
+struct Answer {
+    frame: Option<Bytes>,
+    throttle: Duration,
+}
+
+impl From<Option<Bytes>> for Answer {
+    fn from(frame: Option<Bytes>) -> Answer {
+        Answer {
+            frame,
+            throttle: Duration::ZERO,
+        }
+    }
+}
 
 /// A request read and decoded, its answer not started: a future does
 /// nothing until it is polled.
@@ -72,11 +90,20 @@ struct Requests {
     next: Option<Ready>,
     /// The newest Produce's signal that it appended its batches.
     produce_applied: Option<oneshot::Receiver<()>>,
+    /// Until when a client over its quota is not served (KIP-219: Apache
+    /// mutes the channel for the throttle time).
+    muted_until: Option<tokio::time::Instant>,
 }
 
 impl Requests {
     /// Starts the next request if it may start now.
     fn start_next(&mut self) -> bool {
+        if let Some(until) = self.muted_until {
+            if tokio::time::Instant::now() < until {
+                return false;
+            }
+            self.muted_until = None;
+        }
         if let Some(rx) = self.produce_applied.as_mut() {
             if !matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
                 self.produce_applied();
@@ -95,6 +122,17 @@ impl Requests {
         }
         self.pending.push_back(ready.answer);
         true
+    }
+
+    /// Takes a request's answer: its frame to `out`, its throttle into the
+    /// mute.
+    fn answered(&mut self, answer: Answer, out: &mut Vec<Bytes>) {
+        self.in_flight.answered();
+        out.extend(answer.frame);
+        if !answer.throttle.is_zero() {
+            let until = tokio::time::Instant::now() + answer.throttle;
+            self.muted_until = Some(self.muted_until.map_or(until, |m| m.max(until)));
+        }
     }
 
     fn produce_applied(&mut self) {
@@ -288,8 +326,7 @@ pub async fn serve_connection<R, W>(
             }
             progress |= requests.start_next();
             while let Some(Some(answer)) = requests.pending.next().now_or_never() {
-                requests.in_flight.answered();
-                answers.extend(answer);
+                requests.answered(answer, &mut answers);
                 progress = true;
             }
             if !progress {
@@ -318,9 +355,15 @@ pub async fn serve_connection<R, W>(
                 requests.produce_applied();
             }
             Some(answer) = requests.pending.next(), if !requests.pending.is_empty() => {
-                requests.in_flight.answered();
-                answers.extend(answer);
+                requests.answered(answer, &mut answers);
             }
+            // A throttled client's mute ends: its next request may start.
+            _ = async {
+                match requests.muted_until {
+                    Some(until) => tokio::time::sleep_until(until).await,
+                    None => std::future::pending().await,
+                }
+            }, if requests.muted_until.is_some() && requests.next.is_some() => {}
             frame = reader.next(), if reading && requests.room() => arrived = Some(frame),
             _ = shutdown.cancelled(), if reading => {
                 // Stop taking requests; answer the ones already read.
@@ -411,7 +454,7 @@ fn authenticate(
     let users = broker.scram_users.current();
     let answer = |response: &ResponseKind| -> Option<Ready> {
         let frame = api::encode_response(*api_key, version, correlation_id, response).ok();
-        Some(Ready::alone(Box::pin(async move { frame })))
+        Some(Ready::alone(Box::pin(async move { frame.into() })))
     };
     Ok(
         match authenticator.step(
@@ -440,7 +483,7 @@ fn authenticate(
                 // Slow a guesser down; the connection serves nothing meanwhile.
                 Gate::Close(Some(Ready::alone(Box::pin(async move {
                     tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-                    frame
+                    frame.into()
                 }))))
             }
             Step::Close(why) => {
@@ -465,11 +508,14 @@ fn prepare(
     listener: &Arc<Listener>,
     principal: &Principal,
 ) -> Result<Option<Ready>, api::RequestError> {
+    let request_bytes = frame.len();
     match api::decode(frame)? {
         Incoming::UnsupportedApiVersions { correlation_id } => {
             let resp = ResponseKind::ApiVersions(api::api_versions::unsupported_version());
             let frame = api::encode_response(ApiKey::ApiVersions, 0, correlation_id, &resp);
-            Ok(Some(Ready::alone(Box::pin(async move { frame.ok() }))))
+            Ok(Some(Ready::alone(Box::pin(
+                async move { frame.ok().into() },
+            ))))
         }
         Incoming::Request {
             header,
@@ -503,15 +549,40 @@ fn prepare(
             // At debug level (a span per request costs at the default one).
             let span = debug_span!("request", api = ?api_key, version, correlation_id,
                                    client_id = %ctx.client_id);
+            // Client quotas, when any is in force: who the client is.
+            let quotas = broker.quotas.any().then(|| {
+                (
+                    broker.clone(),
+                    principal.name.clone(),
+                    ctx.client_id.clone(),
+                )
+            });
             let answer = async move {
-                let response = api::handle(ctx, *request).await?;
-                match api::encode_response(api_key, version, correlation_id, &response) {
-                    Ok(frame) => Some(frame),
-                    Err(e) => {
-                        error!(?api_key, version, error = %e, "cannot encode a response");
-                        None
+                let handled = api::handle(ctx, *request);
+                let (mut response, spent) = throttle::polled(handled, quotas.is_some()).await;
+                let throttle = match &quotas {
+                    Some((broker, user, client_id)) => {
+                        let client = QuotaClient { user, client_id };
+                        let usage = Usage {
+                            api_key,
+                            api_version: version,
+                            request_bytes,
+                            spent,
+                        };
+                        throttle::apply(broker, &client, &usage, response.as_mut())
                     }
-                }
+                    None => Duration::ZERO,
+                };
+                let frame = response.and_then(|response| {
+                    match api::encode_response(api_key, version, correlation_id, &response) {
+                        Ok(frame) => Some(frame),
+                        Err(e) => {
+                            error!(?api_key, version, error = %e, "cannot encode a response");
+                            None
+                        }
+                    }
+                });
+                Answer { frame, throttle }
             }
             .instrument(span);
             Ok(Some(Ready {

@@ -64,7 +64,8 @@ pub fn overlap_of(request: &RequestKind, auto_create_topics: bool) -> Overlap {
         | RequestKind::DescribeUserScramCredentials(_)
         | RequestKind::ListConfigResources(_)
         | RequestKind::ListPartitionReassignments(_)
-        | RequestKind::DescribeQuorum(_) => Overlap::Read,
+        | RequestKind::DescribeQuorum(_)
+        | RequestKind::DescribeClientQuotas(_) => Overlap::Read,
         // Fetch too: a fetch session's epochs move with each fetch.
         _ => Overlap::Alone,
     }

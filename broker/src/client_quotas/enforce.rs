@@ -1,0 +1,446 @@
+//! Enforcing client quotas on one broker, as Apache's `ClientQuotaManager`
+//! (and its `DefaultQuotaCallback`) does: a request's (user, client id)
+//! finds its quota in Apache's eight-level order, the quota's entity
+//! decides who shares the rate (a user's quota is shared by all its
+//! clients; a default one is each user's own), and a client over its
+//! quota is told how long to stay away (`throttle_time_ms`, KIP-219).
+//! Pure but for the lock around the rates: callers give the time.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::rate::{Rate, RateConfig};
+use super::{
+    ClientQuotas, CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, USER,
+};
+
+/// What a quota limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QuotaType {
+    /// Bytes of Produce requests per second.
+    Produce,
+    /// Bytes of Fetch responses per second.
+    Fetch,
+    /// Percent of one thread's time spent on the client's requests.
+    Request,
+}
+
+impl QuotaType {
+    pub const ALL: [QuotaType; 3] = [QuotaType::Produce, QuotaType::Fetch, QuotaType::Request];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            QuotaType::Produce => PRODUCER_BYTE_RATE,
+            QuotaType::Fetch => CONSUMER_BYTE_RATE,
+            QuotaType::Request => REQUEST_PERCENTAGE,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            QuotaType::Produce => "produce",
+            QuotaType::Fetch => "fetch",
+            QuotaType::Request => "request",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One part of a quota entity: absent, the type's default, or a name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Part {
+    Absent,
+    Default,
+    Named(String),
+}
+
+impl Part {
+    fn of(name: Option<&Option<String>>) -> Part {
+        match name {
+            None => Part::Absent,
+            Some(None) => Part::Default,
+            Some(Some(n)) => Part::Named(n.clone()),
+        }
+    }
+}
+
+/// One quota type's bounds by (user part, client-id part).
+#[derive(Debug, Default)]
+struct Bounds(HashMap<(Part, Part), f64>);
+
+impl Bounds {
+    fn get(&self, user: Part, client: Part) -> Option<f64> {
+        self.0.get(&(user, client)).copied()
+    }
+
+    fn has(&self, user: Part, client: Part) -> bool {
+        self.0.contains_key(&(user, client))
+    }
+
+    /// Apache's `quotaMetricTags`: whose rate the request adds to, as
+    /// (user, client id) with "" for a part the quota does not split by.
+    fn tags(&self, user: &str, client: &str) -> (String, String) {
+        let (u, c) = (
+            || Part::Named(user.to_string()),
+            || Part::Named(client.to_string()),
+        );
+        let both = (user.to_string(), client.to_string());
+        if self.has(u(), c()) || self.has(u(), Part::Default) {
+            return both;
+        }
+        if self.has(u(), Part::Absent) {
+            return (user.to_string(), String::new());
+        }
+        if self.has(Part::Default, c()) || self.has(Part::Default, Part::Default) {
+            return both;
+        }
+        if self.has(Part::Default, Part::Absent) {
+            return (user.to_string(), String::new());
+        }
+        (String::new(), client.to_string())
+    }
+
+    /// Apache's `quotaLimit` for those tags.
+    fn limit(&self, user: &str, client: &str) -> Option<f64> {
+        let (u, c) = (
+            || Part::Named(user.to_string()),
+            || Part::Named(client.to_string()),
+        );
+        if !user.is_empty() && !client.is_empty() {
+            self.get(u(), c())
+                .or_else(|| self.get(u(), Part::Default))
+                .or_else(|| self.get(Part::Default, c()))
+                .or_else(|| self.get(Part::Default, Part::Default))
+        } else if !user.is_empty() {
+            self.get(u(), Part::Absent)
+                .or_else(|| self.get(Part::Default, Part::Absent))
+        } else if !client.is_empty() {
+            self.get(Part::Absent, c())
+                .or_else(|| self.get(Part::Absent, Part::Default))
+        } else {
+            None
+        }
+    }
+}
+
+/// Rates not added to for this long are forgotten (Apache expires a
+/// client's quota sensors after an hour idle).
+const IDLE_MS: u64 = 3_600_000;
+
+/// One broker's client quotas in force and the rates of the clients they
+/// cover.
+pub struct Enforcer {
+    config: RateConfig,
+    bounds: RwLock<Arc<[Bounds; 3]>>,
+    /// Whether any quota is in force: without one, requests skip quotas
+    /// altogether.
+    any: AtomicBool,
+    rates: Mutex<Rates>,
+    /// What [`Enforcer::now_ms`] counts from.
+    born: Instant,
+}
+
+#[derive(Default)]
+struct Rates {
+    by_tags: HashMap<(QuotaType, String, String), Rate>,
+    /// When idle rates were last looked for.
+    swept_ms: u64,
+}
+
+/// A client as quotas see it: its user (the principal's name) and client id.
+pub struct Client<'a> {
+    pub user: &'a str,
+    pub client_id: &'a str,
+}
+
+impl Default for Enforcer {
+    fn default() -> Self {
+        Enforcer::new(RateConfig::default())
+    }
+}
+
+impl Enforcer {
+    pub fn new(config: RateConfig) -> Enforcer {
+        Enforcer {
+            config,
+            bounds: RwLock::new(Arc::default()),
+            any: AtomicBool::new(false),
+            rates: Mutex::default(),
+            born: Instant::now(),
+        }
+    }
+
+    /// The time rates are recorded at, in ms (monotonic).
+    pub fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    /// Whether any user or client-id quota is in force.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// Puts `quotas` in force (the user and client-id ones; IP quotas
+    /// limit connections, not requests).
+    pub fn install(&self, quotas: &ClientQuotas) {
+        let mut bounds: [Bounds; 3] = Default::default();
+        for (entity, values) in quotas.iter() {
+            if entity.0.keys().any(|t| t != USER && t != CLIENT_ID) {
+                continue;
+            }
+            let parts = (
+                Part::of(entity.0.get(USER)),
+                Part::of(entity.0.get(CLIENT_ID)),
+            );
+            for t in QuotaType::ALL {
+                if let Some(v) = values.get(t.key()) {
+                    bounds[t.index()].0.insert(parts.clone(), *v);
+                }
+            }
+        }
+        let any = bounds.iter().any(|b| !b.0.is_empty());
+        *self.bounds.write() = Arc::new(bounds);
+        self.any.store(any, Ordering::Relaxed);
+    }
+
+    /// Whether any quota of type `t` is in force: when none is, nothing is
+    /// measured (Apache's `quotasEnabled`).
+    pub fn enabled(&self, t: QuotaType) -> bool {
+        !self.bounds.read()[t.index()].0.is_empty()
+    }
+
+    /// Adds `value` to the client's rate of type `t` at `now_ms`; returns
+    /// how long the client must be throttled (0 within its quota).
+    pub fn record(&self, t: QuotaType, client: &Client<'_>, value: f64, now_ms: u64) -> u64 {
+        let bounds = self.bounds.read().clone();
+        let bounds = &bounds[t.index()];
+        if bounds.0.is_empty() {
+            return 0;
+        }
+        let (user, client_id) = bounds.tags(client.user, client.client_id);
+        let limit = bounds.limit(&user, &client_id);
+        let mut rates = self.rates.lock();
+        rates.sweep(now_ms);
+        let rate = rates
+            .by_tags
+            .entry((t, user, client_id))
+            .or_insert_with(|| Rate::new(self.config, now_ms));
+        rate.record(value, now_ms);
+        limit.map_or(0, |bound| rate.throttle_ms(bound, now_ms))
+    }
+
+    /// Takes back what [`Enforcer::record`] added (a throttled Fetch
+    /// returns nothing, so it used nothing).
+    pub fn unrecord(&self, t: QuotaType, client: &Client<'_>, value: f64, now_ms: u64) {
+        if self.enabled(t) {
+            self.record(t, client, -value, now_ms);
+        }
+    }
+
+    /// The most the client may take at once without being throttled even
+    /// from a standstill (Apache's `getMaxValueInQuotaWindow`): a Fetch
+    /// asks for no more.
+    pub fn max_in_window(&self, t: QuotaType, client: &Client<'_>) -> Option<f64> {
+        let bounds = self.bounds.read().clone();
+        let bounds = &bounds[t.index()];
+        if bounds.0.is_empty() {
+            return None;
+        }
+        let (user, client_id) = bounds.tags(client.user, client.client_id);
+        let window_s = self.config.window_ms as f64 / 1000.0;
+        bounds
+            .limit(&user, &client_id)
+            .map(|bound| bound * (self.config.samples - 1) as f64 * window_s)
+    }
+}
+
+impl Rates {
+    fn sweep(&mut self, now_ms: u64) {
+        if now_ms.saturating_sub(self.swept_ms) < IDLE_MS {
+            return;
+        }
+        self.swept_ms = now_ms;
+        self.by_tags
+            .retain(|_, r| now_ms.saturating_sub(r.last_record_ms) < IDLE_MS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{alter, Alteration, Entity};
+    use super::*;
+
+    /// An entity's parts, a quota key and its value.
+    type Setting<'a> = (&'a [(&'a str, Option<&'a str>)], &'a str, f64);
+
+    fn quotas(set: &[Setting<'_>]) -> ClientQuotas {
+        let mut q = ClientQuotas::default();
+        let alterations: Vec<Alteration> = set
+            .iter()
+            .map(|(entity, key, value)| Alteration {
+                entity: Entity::of(entity),
+                ops: vec![(key.to_string(), Some(*value))],
+            })
+            .collect();
+        for (_, outcome) in alter(&mut q, &alterations, false) {
+            outcome.unwrap();
+        }
+        q
+    }
+
+    fn client<'a>(user: &'a str, client_id: &'a str) -> Client<'a> {
+        Client { user, client_id }
+    }
+
+    /// Apache's ClientQuotaManagerTest.testQuotaConfigPrecedence: each of
+    /// the eight levels wins over the ones below it, for the (user,
+    /// client id) pairs the test asks about.
+    #[test]
+    fn quota_config_precedence() {
+        let p = PRODUCER_BYTE_RATE;
+        let q = quotas(&[
+            (&[(USER, None)], p, 1000.0),
+            (&[(CLIENT_ID, None)], p, 2000.0),
+            (&[(USER, None), (CLIENT_ID, None)], p, 3000.0),
+            (&[(USER, Some("userA"))], p, 4000.0),
+            (
+                &[(USER, Some("userA")), (CLIENT_ID, Some("client1"))],
+                p,
+                5000.0,
+            ),
+            (&[(USER, Some("userB")), (CLIENT_ID, None)], p, 6000.0),
+            (
+                &[(USER, Some("userB")), (CLIENT_ID, Some("client1"))],
+                p,
+                7000.0,
+            ),
+            (&[(USER, None), (CLIENT_ID, Some("client1"))], p, 8000.0),
+            (&[(CLIENT_ID, Some("client1"))], p, 9000.0),
+        ]);
+        let e = Enforcer::default();
+        e.install(&q);
+        let bound = |user: &str, client_id: &str| {
+            let b = &e.bounds.read()[QuotaType::Produce.index()];
+            let (u, c) = b.tags(user, client_id);
+            b.limit(&u, &c)
+        };
+        assert_eq!(bound("userA", "client1"), Some(5000.0));
+        assert_eq!(bound("userA", "client2"), Some(4000.0));
+        assert_eq!(bound("userA", "client3"), Some(4000.0));
+        assert_eq!(bound("userA", "client4"), Some(4000.0));
+        assert_eq!(bound("userB", "client1"), Some(7000.0));
+        assert_eq!(bound("userB", "client2"), Some(6000.0));
+        assert_eq!(bound("userB", "client3"), Some(6000.0));
+        assert_eq!(bound("userC", "client1"), Some(8000.0));
+        assert_eq!(bound("userC", "client2"), Some(3000.0));
+        // The user+client-id default gone: the user default.
+        let mut q = q;
+        alter(
+            &mut q,
+            &[Alteration {
+                entity: Entity::of(&[(USER, None), (CLIENT_ID, None)]),
+                ops: vec![(p.to_string(), None)],
+            }],
+            false,
+        );
+        e.install(&q);
+        assert_eq!(bound("userC", "client2"), Some(1000.0));
+    }
+
+    /// A quota of a user alone is shared by all its clients; a user
+    /// default is each user's own; a client-id quota ignores users.
+    #[test]
+    fn who_shares_a_rate() {
+        let e = Enforcer::default();
+        e.install(&quotas(&[(
+            &[(USER, Some("alice"))],
+            PRODUCER_BYTE_RATE,
+            100.0,
+        )]));
+        // 10 s at 100 B/s: 1000 B; two clients of alice's share it.
+        assert_eq!(
+            e.record(QuotaType::Produce, &client("alice", "a"), 600.0, 0),
+            0
+        );
+        assert!(e.record(QuotaType::Produce, &client("alice", "b"), 600.0, 0) > 0);
+        // bob has no quota.
+        assert_eq!(e.record(QuotaType::Produce, &client("bob", "a"), 1e9, 0), 0);
+
+        e.install(&quotas(&[(&[(USER, None)], PRODUCER_BYTE_RATE, 100.0)]));
+        assert_eq!(
+            e.record(QuotaType::Produce, &client("carol", "x"), 900.0, 0),
+            0
+        );
+        assert_eq!(
+            e.record(QuotaType::Produce, &client("dave", "x"), 900.0, 0),
+            0
+        );
+        assert!(e.record(QuotaType::Produce, &client("dave", "y"), 200.0, 0) > 0);
+
+        e.install(&quotas(&[(
+            &[(CLIENT_ID, Some("x"))],
+            PRODUCER_BYTE_RATE,
+            100.0,
+        )]));
+        assert_eq!(
+            e.record(QuotaType::Produce, &client("erin", "x"), 900.0, 0),
+            0
+        );
+        assert!(e.record(QuotaType::Produce, &client("frank", "x"), 200.0, 0) > 0);
+    }
+
+    /// Nothing is measured for a quota type without quotas; the types are
+    /// separate.
+    #[test]
+    fn types_without_quotas_cost_nothing() {
+        let e = Enforcer::default();
+        e.install(&quotas(&[(&[(USER, None)], CONSUMER_BYTE_RATE, 100.0)]));
+        assert!(!e.enabled(QuotaType::Produce));
+        assert!(e.enabled(QuotaType::Fetch));
+        assert_eq!(e.record(QuotaType::Produce, &client("u", "c"), 1e12, 0), 0);
+        assert!(e.rates.lock().by_tags.is_empty());
+        assert_eq!(
+            e.max_in_window(QuotaType::Fetch, &client("u", "c")),
+            Some(1000.0)
+        );
+        assert_eq!(e.max_in_window(QuotaType::Produce, &client("u", "c")), None);
+    }
+
+    /// A fetch taken back leaves the rate as it was.
+    #[test]
+    fn unrecord_takes_back() {
+        let e = Enforcer::default();
+        e.install(&quotas(&[(
+            &[(CLIENT_ID, None)],
+            CONSUMER_BYTE_RATE,
+            100.0,
+        )]));
+        let c = client("u", "c");
+        assert!(e.record(QuotaType::Fetch, &c, 5000.0, 0) > 0);
+        e.unrecord(QuotaType::Fetch, &c, 5000.0, 0);
+        assert_eq!(e.record(QuotaType::Fetch, &c, 500.0, 0), 0);
+    }
+
+    /// Rates idle for an hour are forgotten.
+    #[test]
+    fn idle_rates_are_forgotten() {
+        let e = Enforcer::default();
+        e.install(&quotas(&[(
+            &[(CLIENT_ID, None)],
+            CONSUMER_BYTE_RATE,
+            100.0,
+        )]));
+        e.record(QuotaType::Fetch, &client("u", "a"), 1.0, 0);
+        e.record(QuotaType::Fetch, &client("u", "b"), 1.0, IDLE_MS + 1);
+        let rates = e.rates.lock();
+        assert_eq!(rates.by_tags.len(), 1);
+        assert!(rates.by_tags.keys().all(|(_, _, c)| c == "b"));
+    }
+}

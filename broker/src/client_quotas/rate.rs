@@ -1,0 +1,177 @@
+//! Apache Kafka's quota rate (`org.apache.kafka.common.metrics.stats.Rate`
+//! over a `SampledStat`): what a client used in each of `samples` windows
+//! of `window_ms`, each window starting at its first record, and the rate
+//! over the windows still in force. [`Rate::throttle_ms`] is
+//! `QuotaUtils.throttleTime`: how long the client must stay away for its
+//! rate to fall back to the quota. Pure: every call is given the time.
+
+/// `quota.window.num` and `quota.window.size.seconds` as Apache's defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateConfig {
+    pub samples: usize,
+    pub window_ms: u64,
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        RateConfig {
+            samples: 11,
+            window_ms: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    /// When the window started, in ms.
+    start_ms: u64,
+    value: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rate {
+    config: RateConfig,
+    samples: Vec<Sample>,
+    current: usize,
+    /// The last time anything was recorded (for expiring idle rates).
+    pub last_record_ms: u64,
+}
+
+impl Rate {
+    pub fn new(config: RateConfig, now_ms: u64) -> Rate {
+        Rate {
+            config,
+            samples: vec![Sample {
+                start_ms: now_ms,
+                value: 0.0,
+            }],
+            current: 0,
+            last_record_ms: now_ms,
+        }
+    }
+
+    /// Adds `value` at `now_ms` (negative to take back what was recorded).
+    pub fn record(&mut self, value: f64, now_ms: u64) {
+        let window = self.config.window_ms;
+        if now_ms.saturating_sub(self.samples[self.current].start_ms) >= window {
+            self.current = (self.current + 1) % self.config.samples;
+            let fresh = Sample {
+                start_ms: now_ms,
+                value: 0.0,
+            };
+            if self.current >= self.samples.len() {
+                self.samples.push(fresh);
+            } else {
+                self.samples[self.current] = fresh;
+            }
+        }
+        self.samples[self.current].value += value;
+        self.last_record_ms = now_ms;
+    }
+
+    /// Resets the windows older than the whole span (Apache's
+    /// `purgeObsoleteSamples`).
+    fn purge(&mut self, now_ms: u64) {
+        let expire = self.config.samples as u64 * self.config.window_ms;
+        for s in &mut self.samples {
+            if now_ms.saturating_sub(s.start_ms) >= expire {
+                *s = Sample {
+                    start_ms: now_ms,
+                    value: 0.0,
+                };
+            }
+        }
+    }
+
+    /// The span the rate is taken over, in ms: from the oldest window, and
+    /// never less than `samples - 1` whole windows (so a client's first
+    /// burst is not measured over a few milliseconds).
+    pub fn window_size_ms(&mut self, now_ms: u64) -> u64 {
+        self.purge(now_ms);
+        let oldest = self
+            .samples
+            .iter()
+            .map(|s| s.start_ms)
+            .min()
+            .unwrap_or(now_ms);
+        let mut elapsed = now_ms.saturating_sub(oldest);
+        let full = elapsed / self.config.window_ms;
+        let min_full = self.config.samples as u64 - 1;
+        if full < min_full {
+            elapsed += (min_full - full) * self.config.window_ms;
+        }
+        elapsed
+    }
+
+    /// Units per second at `now_ms`.
+    pub fn measure(&mut self, now_ms: u64) -> f64 {
+        let size = self.window_size_ms(now_ms);
+        let total: f64 = self.samples.iter().map(|s| s.value).sum();
+        total / (size as f64 / 1000.0)
+    }
+
+    /// After a record: 0 within `bound`, else the ms that bring the rate
+    /// back to it if nothing more is recorded, `(O - T) / T * W`.
+    pub fn throttle_ms(&mut self, bound: f64, now_ms: u64) -> u64 {
+        let observed = self.measure(now_ms);
+        if observed <= bound {
+            return 0;
+        }
+        let size = self.window_size_ms(now_ms) as f64;
+        ((observed - bound) / bound * size).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: RateConfig = RateConfig {
+        samples: 11,
+        window_ms: 1000,
+    };
+
+    /// Apache's ClientQuotaManagerTest.testQuotaViolation, on the rate
+    /// alone: 500 B/s quota; 10 records of 400 B one second apart stay
+    /// within it; 2300 B more exceeds it and is throttled for the time
+    /// that brings the rate back, (O - T) / T * W.
+    #[test]
+    fn quota_violation() {
+        let mut rate = Rate::new(CONFIG, 0);
+        let mut now = 0;
+        for _ in 0..10 {
+            rate.record(400.0, now);
+            assert_eq!(rate.throttle_ms(500.0, now), 0);
+            now += 1000;
+        }
+        // 4000 B over 10 s: 400 B/s. Another 2300 B at the same instant:
+        // 6300 B over 10 s = 630 B/s, 130/500 × 10 s = 2.6 s.
+        now -= 1000;
+        rate.record(2300.0, now);
+        assert_eq!(rate.throttle_ms(500.0, now), 2600);
+        // Taken back (a throttled fetch returns nothing): within quota.
+        rate.record(-2300.0, now);
+        assert_eq!(rate.throttle_ms(500.0, now), 0);
+    }
+
+    /// A first burst is measured over `samples - 1` windows, not over the
+    /// milliseconds since it began.
+    #[test]
+    fn a_first_burst_counts_over_ten_windows() {
+        let mut rate = Rate::new(CONFIG, 5_000);
+        rate.record(1000.0, 5_000);
+        assert_eq!(rate.window_size_ms(5_000), 10_000);
+        assert!((rate.measure(5_010) - 1000.0 / 10.01).abs() < 1e-9);
+    }
+
+    /// Windows older than the whole span no longer count.
+    #[test]
+    fn old_windows_expire() {
+        let mut rate = Rate::new(CONFIG, 0);
+        rate.record(50_000.0, 0);
+        assert!(rate.throttle_ms(1000.0, 0) > 0);
+        rate.record(10.0, 11_000);
+        assert_eq!(rate.measure(11_000), 1.0);
+        assert_eq!(rate.throttle_ms(1000.0, 11_000), 0);
+    }
+}
