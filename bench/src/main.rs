@@ -12,6 +12,7 @@ mod controller;
 mod dataplane;
 mod failover;
 mod memory;
+mod quotas;
 mod reassign;
 mod rebalance;
 mod report;
@@ -92,6 +93,9 @@ enum Cmd {
     /// another broker: to the first ack at the new leader. Needs the
     /// `kaas-broker` binary built beside this one.
     Reassign,
+    /// Client quotas: a producer and a consumer held to their byte rates,
+    /// and produce throughput with quotas in force but not reached.
+    Quotas,
     /// (internal) Run a local cluster and print its bootstrap; stops when
     /// stdin closes.
     #[command(hide = true)]
@@ -229,6 +233,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     );
     bench!(Cmd::Failover, "failover", failover::run(&env));
     bench!(Cmd::Reassign, "reassign", reassign::run(&env));
+    bench!(Cmd::Quotas, "quotas", quotas::run(&env));
 
     let (pass, fail, info) = report::summary();
     println!(

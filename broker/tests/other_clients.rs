@@ -43,7 +43,19 @@ async fn run_tuned(
     sasl_admin_password: Option<&str>,
     tune: fn(&mut BrokerConfig),
 ) {
+    run_prepared(program, args, sasl_admin_password, tune, |_| {}).await
+}
+
+/// `run_tuned`, `prepare` given the data folder before the brokers start.
+async fn run_prepared(
+    program: &str,
+    args: Vec<String>,
+    sasl_admin_password: Option<&str>,
+    tune: fn(&mut BrokerConfig),
+    prepare: fn(&std::path::Path),
+) {
     let dir = tempfile::tempdir().unwrap();
+    prepare(dir.path());
     let mut config = LocalClusterConfig::new(3, dir.path().to_path_buf());
     config.base_port = 0;
     config.sasl_admin_password = sasl_admin_password.map(str::to_string);
@@ -259,6 +271,58 @@ async fn java_client_quotas() {
             window_ms: 1000,
         };
     })
+    .await;
+}
+
+/// Client quotas as librdkafka meets them (confluent-kafka 2.16): a
+/// producer and a consumer over their byte rates see the throttle callback
+/// fire and are held to their quotas. The quotas are on the volume before
+/// the brokers start (what a restart reads back); the brokers measure over
+/// 2 windows of 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_is_throttled_by_client_quotas() {
+    fn quotas(data: &std::path::Path) {
+        use kaas_broker::client_quotas::{alter, Alteration, ClientQuotas, Entity, DOCUMENT};
+        let cluster_dir = data.join("__cluster");
+        std::fs::create_dir_all(&cluster_dir).unwrap();
+        let doc =
+            kaas_broker::followed::Followed::<ClientQuotas>::open(&cluster_dir, DOCUMENT, |_| {})
+                .unwrap();
+        let quota = |client_id: &str, key: &str, value: f64| Alteration {
+            entity: Entity::of(&[("client-id", Some(client_id))]),
+            ops: vec![(key.to_string(), Some(value))],
+        };
+        let outcomes = doc
+            .update(|q| {
+                alter(
+                    q,
+                    &[
+                        quota("py-quota-producer", "producer_byte_rate", 100_000.0),
+                        quota("py-quota-consumer", "consumer_byte_rate", 200_000.0),
+                    ],
+                    false,
+                )
+            })
+            .unwrap();
+        assert!(outcomes.iter().all(|(_, o)| o.is_ok()), "{outcomes:?}");
+    }
+    let script = common::clients_dir()
+        .join("python/quotas.py")
+        .to_string_lossy()
+        .into_owned();
+    run_prepared(
+        "python3",
+        vec![script],
+        None,
+        |b| {
+            quick_groups(b);
+            b.quota_window = kaas_broker::client_quotas::rate::RateConfig {
+                samples: 2,
+                window_ms: 1000,
+            };
+        },
+        quotas,
+    )
     .await;
 }
 

@@ -5,7 +5,7 @@
 //! bindings a spec asks for, what to create and delete); the reconcile is
 //! in `user_controller`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
@@ -49,6 +49,79 @@ pub struct KaasUserSpec {
     /// removes any other.
     #[serde(default)]
     pub acls: Vec<AclRule>,
+
+    /// The user's client quotas (Strimzi's `KafkaUserQuotas`): exactly
+    /// these for the entity `user=<metadata.name>`, the operator removes
+    /// any other; absent, the user has none of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quotas: Option<UserQuotas>,
+}
+
+/// Client quotas of one user, enforced by each broker on the user's
+/// requests to it (docs/operations.md, "Client quotas").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserQuotas {
+    /// `producer_byte_rate`: Produce bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub producer_byte_rate: Option<i64>,
+    /// `consumer_byte_rate`: Fetch bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub consumer_byte_rate: Option<i64>,
+    /// `request_percentage`: percent of one broker thread's time (100 = one
+    /// thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub request_percentage: Option<i64>,
+    /// `controller_mutation_rate`: partitions created or deleted per second
+    /// (KIP-599).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_mutation_rate: Option<f64>,
+}
+
+impl UserQuotas {
+    /// The quota keys and values this asks for.
+    pub fn values(&self) -> BTreeMap<String, f64> {
+        [
+            (
+                "producer_byte_rate",
+                self.producer_byte_rate.map(|v| v as f64),
+            ),
+            (
+                "consumer_byte_rate",
+                self.consumer_byte_rate.map(|v| v as f64),
+            ),
+            (
+                "request_percentage",
+                self.request_percentage.map(|v| v as f64),
+            ),
+            ("controller_mutation_rate", self.controller_mutation_rate),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect()
+    }
+}
+
+/// The AlterClientQuotas operations that make `current` (what the brokers
+/// describe for the user) what `spec` asks: each key set to its value,
+/// every other key removed (`None`).
+pub fn quota_ops(
+    current: &BTreeMap<String, f64>,
+    spec: Option<&UserQuotas>,
+) -> Vec<(String, Option<f64>)> {
+    let desired = spec.map(UserQuotas::values).unwrap_or_default();
+    let set = desired
+        .iter()
+        .filter(|(k, v)| current.get(*k) != Some(v))
+        .map(|(k, v)| (k.clone(), Some(*v)));
+    let removed = current
+        .keys()
+        .filter(|k| !desired.contains_key(*k))
+        .map(|k| (k.clone(), None));
+    set.chain(removed).collect()
 }
 
 /// See [`KaasUserSpec::authentication`].
@@ -266,6 +339,48 @@ mod tests {
             ],
         }))
         .expect("a spec")
+    }
+
+    /// Strimzi's field names; the keys set where they differ, every other
+    /// key of the user removed, nothing asked where all agree.
+    #[test]
+    fn quotas_become_exactly_the_users_keys() {
+        let spec: KaasUserSpec = serde_json::from_value(serde_json::json!({
+            "cluster": "demo",
+            "quotas": {"producerByteRate": 1048576, "requestPercentage": 50,
+                       "controllerMutationRate": 2.5},
+        }))
+        .unwrap();
+        let quotas = spec.quotas.as_ref();
+        let current = BTreeMap::from([
+            ("producer_byte_rate".to_string(), 1024.0),
+            ("consumer_byte_rate".to_string(), 2048.0),
+            ("request_percentage".to_string(), 50.0),
+        ]);
+        assert_eq!(
+            quota_ops(&current, quotas),
+            [
+                ("controller_mutation_rate".to_string(), Some(2.5)),
+                ("producer_byte_rate".to_string(), Some(1048576.0)),
+                ("consumer_byte_rate".to_string(), None),
+            ]
+        );
+        let done = BTreeMap::from([
+            ("controller_mutation_rate".to_string(), 2.5),
+            ("producer_byte_rate".to_string(), 1048576.0),
+            ("request_percentage".to_string(), 50.0),
+        ]);
+        assert!(quota_ops(&done, quotas).is_empty());
+        // No quotas in the spec: every key removed.
+        assert_eq!(
+            quota_ops(&done, None),
+            [
+                ("controller_mutation_rate".to_string(), None),
+                ("producer_byte_rate".to_string(), None),
+                ("request_percentage".to_string(), None),
+            ]
+        );
+        assert!(quota_ops(&BTreeMap::new(), None).is_empty());
     }
 
     #[test]

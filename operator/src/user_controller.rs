@@ -1,7 +1,8 @@
 //! Reconciles `KaasUser`s: the user's Secret (made once, with a random
-//! password), its SCRAM-SHA-512 and SCRAM-SHA-256 credentials and exactly
-//! its ACLs, written through the Kafka API as the cluster's admin; on
-//! deletion (a finalizer) its ACLs and credentials are removed first.
+//! password), its SCRAM-SHA-512 and SCRAM-SHA-256 credentials, exactly its
+//! ACLs and exactly its client quotas, written through the Kafka API as the
+//! cluster's admin; on deletion (a finalizer) its ACLs, quotas and
+//! credentials are removed first.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -99,7 +100,7 @@ async fn apply(u: &KaasUser, ctx: &Context) -> Result<Action, Error> {
         Ok(()) => (
             "True",
             "Applied",
-            "credentials and ACLs are on the cluster".to_string(),
+            "credentials, ACLs and quotas are on the cluster".to_string(),
         ),
         Err(e @ Error::NotReady(_)) => ("False", "ClusterNotReady", e.to_string()),
         Err(e) => ("False", "Failed", e.to_string()),
@@ -151,7 +152,79 @@ async fn put_on_the_cluster(u: &KaasUser, ctx: &Context) -> Result<(), Error> {
             }
         }
     }
-    put_acls(&mut admin, u).await
+    put_acls(&mut admin, u).await?;
+    put_quotas(&mut admin, &name, u.spec.quotas.as_ref()).await
+}
+
+/// The user's client quotas made exactly `quotas` (none: all removed).
+async fn put_quotas(
+    admin: &mut KafkaClient,
+    name: &str,
+    quotas: Option<&user::UserQuotas>,
+) -> Result<(), Error> {
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+    use kafka_protocol::messages::{AlterClientQuotasRequest, DescribeClientQuotasRequest};
+    let user = StrBytes::from_string(name.to_string());
+    let described = admin
+        .send(
+            &DescribeClientQuotasRequest::default()
+                .with_components(vec![ComponentData::default()
+                    .with_entity_type(StrBytes::from_static_str("user"))
+                    .with_match_type(0)
+                    .with_match(Some(user.clone()))])
+                .with_strict(true),
+            1,
+        )
+        .await
+        .map_err(kafka("DescribeClientQuotas"))?;
+    if described.error_code != 0 {
+        return Err(Error::Kafka(format!(
+            "describing the quotas: error {} {}",
+            described.error_code,
+            described.error_message.as_deref().unwrap_or("")
+        )));
+    }
+    let current: BTreeMap<String, f64> = described
+        .entries
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|e| e.values.iter().map(|v| (v.key.to_string(), v.value)))
+        .collect();
+    let ops = user::quota_ops(&current, quotas);
+    if ops.is_empty() {
+        return Ok(());
+    }
+    let entry = EntryData::default()
+        .with_entity(vec![EntityData::default()
+            .with_entity_type(StrBytes::from_static_str("user"))
+            .with_entity_name(Some(user))])
+        .with_ops(
+            ops.into_iter()
+                .map(|(key, value)| {
+                    OpData::default()
+                        .with_key(StrBytes::from_string(key))
+                        .with_value(value.unwrap_or(0.0))
+                        .with_remove(value.is_none())
+                })
+                .collect(),
+        );
+    let r = admin
+        .send(
+            &AlterClientQuotasRequest::default().with_entries(vec![entry]),
+            1,
+        )
+        .await
+        .map_err(kafka("AlterClientQuotas"))?;
+    if let Some(bad) = r.entries.iter().find(|e| e.error_code != 0) {
+        return Err(Error::Kafka(format!(
+            "setting the quotas: error {} {}",
+            bad.error_code,
+            bad.error_message.as_deref().unwrap_or("")
+        )));
+    }
+    info!(user = %name, "quotas set");
+    Ok(())
 }
 
 /// The user's SCRAM credentials, each mechanism written when it is missing.
@@ -409,6 +482,7 @@ async fn cleanup(u: &KaasUser, ctx: &Context) -> Result<Action, Error> {
         .with_operation(1)
         .with_permission_type(1);
     delete_acls(&mut admin, vec![all_of_user]).await?;
+    put_quotas(&mut admin, &name, None).await?;
     for m in [Mechanism::ScramSha512, Mechanism::ScramSha256] {
         let deletion = ScramCredentialDeletion::default()
             .with_name(StrBytes::from_string(name.clone()))
@@ -432,7 +506,7 @@ async fn cleanup(u: &KaasUser, ctx: &Context) -> Result<Action, Error> {
             )));
         }
     }
-    info!(user = %name, "credentials and ACLs removed");
+    info!(user = %name, "credentials, ACLs and quotas removed");
     Ok(Action::await_change())
 }
 

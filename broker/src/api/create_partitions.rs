@@ -10,11 +10,15 @@
 
 use std::collections::HashMap;
 
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
+use tracing::debug;
+
 use super::{replicas, str_bytes, Err, RequestContext};
 use crate::auth::{Operation, ResourceType};
+use crate::client_quotas::enforce::MutationQuota;
 use crate::storage::topics::{TopicError, MAX_PARTITIONS};
 
 pub async fn handle(
@@ -27,6 +31,7 @@ pub async fn handle(
     }
     let mut results = Vec::with_capacity(req.topics.len());
     let mut answered_duplicates = Vec::new();
+    let mut quota = ctx.mutation_quota(3);
     for topic in req.topics {
         let name = topic.name.to_string();
         let outcome = if times[&name] > 1 {
@@ -40,6 +45,10 @@ pub async fn handle(
             ))
         } else if !ctx.authorized(Operation::Alter, ResourceType::Topic, &name) {
             Err((Err::TopicAuthorizationFailed, None))
+        } else if let Err(throttle_ms) = record_mutation(ctx, &mut quota, &name, &topic) {
+            debug!(topic = %name, throttle_ms, "new partitions over the controller mutation quota");
+            let e = Err::ThrottlingQuotaExceeded;
+            Err((e, Some(e.to_string())))
         } else {
             add_partitions(
                 ctx,
@@ -65,7 +74,32 @@ pub async fn handle(
                 .with_error_message(message.map(str_bytes)),
         );
     }
-    CreatePartitionsResponse::default().with_results(results)
+    CreatePartitionsResponse::default()
+        .with_results(results)
+        .with_throttle_time_ms(quota.throttle_ms(ctx.broker.quotas.now_ms()) as i32)
+}
+
+/// The controller mutation quota of the partitions a request would add (as
+/// Apache, once the count is an increase and the assignments match it;
+/// otherwise the request fails on those checks and adds nothing).
+fn record_mutation(
+    ctx: &RequestContext,
+    quota: &mut MutationQuota<'_>,
+    name: &str,
+    topic: &CreatePartitionsTopic,
+) -> Result<(), u64> {
+    let Some(meta) = ctx.broker.storage.topics.get(name) else {
+        return Ok(());
+    };
+    let additional = topic.count - meta.partitions;
+    let matching = topic
+        .assignments
+        .as_ref()
+        .is_none_or(|a| a.len() as i32 == additional);
+    if additional <= 0 || !matching {
+        return Ok(());
+    }
+    quota.record(additional as f64, ctx.broker.quotas.now_ms())
 }
 
 async fn add_partitions(

@@ -9,7 +9,7 @@ use kafka_protocol::messages::create_topics_response::{
 };
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::{replicas, Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
@@ -25,6 +25,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
     let may_create_any = ctx.authorized(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut resp = CreateTopicsResponse::default();
     let members = replicas::Members::of(broker);
+    let mut quota = ctx.mutation_quota(6);
     for t in req.topics {
         let name = t.name.0.to_string();
         let mut result = CreatableTopicResult::default()
@@ -109,6 +110,17 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
             continue;
         }
         let configs = topic_config::normalized(&given);
+        // The controller mutation quota counts the partitions of a topic
+        // that would be created (one that exists is answered below).
+        if broker.storage.topics.get(&name).is_none() {
+            if let Err(throttle_ms) = quota.record(partitions as f64, broker.quotas.now_ms()) {
+                debug!(topic = %name, partitions, throttle_ms,
+                       "topic creation over the controller mutation quota");
+                let e = Err::ThrottlingQuotaExceeded;
+                resp.topics.push(fail(result, e.code(), e.to_string()));
+                continue;
+            }
+        }
         match broker
             .storage
             .topics
@@ -151,6 +163,7 @@ pub async fn handle(ctx: &RequestContext, req: CreateTopicsRequest) -> CreateTop
             }
         }
     }
+    resp.throttle_time_ms = quota.throttle_ms(broker.quotas.now_ms()) as i32;
     resp
 }
 

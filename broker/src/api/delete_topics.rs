@@ -3,7 +3,7 @@
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::{Err, RequestContext};
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
@@ -28,6 +28,7 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
     let may_delete_any = ctx.authorized(Operation::Delete, ResourceType::Cluster, CLUSTER_NAME);
     let may = |op, topic: &str| may_delete_any || ctx.authorized(op, ResourceType::Topic, topic);
     let mut resp = DeleteTopicsResponse::default();
+    let mut quota = ctx.mutation_quota(5);
     for (name, id) in targets {
         let mut result = DeletableTopicResult::default().with_topic_id(id);
         let resolved = match &name {
@@ -52,6 +53,18 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
             resp.responses.push(result);
             continue;
         }
+        // The controller mutation quota counts the topic's partitions.
+        if let Some(meta) = topics.get(&topic) {
+            let now = ctx.broker.quotas.now_ms();
+            if let Err(throttle_ms) = quota.record(meta.partitions as f64, now) {
+                debug!(%topic, throttle_ms, "topic deletion over the controller mutation quota");
+                let e = Err::ThrottlingQuotaExceeded;
+                result.error_code = e.code();
+                result.error_message = Some(StrBytes::from_string(e.to_string()));
+                resp.responses.push(result);
+                continue;
+            }
+        }
         match topics.delete(&topic).await {
             Ok(meta) => {
                 ctx.broker.storage.close_topic(&topic);
@@ -68,5 +81,6 @@ pub async fn handle(ctx: &RequestContext, req: DeleteTopicsRequest) -> DeleteTop
         }
         resp.responses.push(result);
     }
+    resp.throttle_time_ms = quota.throttle_ms(ctx.broker.quotas.now_ms()) as i32;
     resp
 }

@@ -70,6 +70,7 @@ use tracing::error;
 
 use crate::auth::{Action, Operation, Principal, ResourceType};
 use crate::broker::Broker;
+use crate::client_quotas::enforce::{Client as QuotaClient, MutationQuota, Strictness};
 
 /// Every API this broker serves, with the version range it serves. The
 /// floors are those of Apache Kafka 4.x (the codec drops older versions too).
@@ -161,6 +162,22 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
+    /// This request's `controller_mutation_rate` (KIP-599): strict from
+    /// `strict_since` (partitions over the quota refused with
+    /// THROTTLING_QUOTA_EXCEEDED), permissive before (taken, then
+    /// throttled), as Apache's `newQuotaFor`.
+    pub fn mutation_quota(&self, strict_since: i16) -> MutationQuota<'_> {
+        let strictness = match self.api_version >= strict_since {
+            true => Strictness::Strict,
+            false => Strictness::Permissive,
+        };
+        let client = QuotaClient {
+            user: &self.principal.name,
+            client_id: &self.client_id,
+        };
+        self.broker.quotas.mutation_quota(&client, strictness)
+    }
+
     /// Asks the broker's authorizer whether this request's principal may
     /// do `operation` on the resource.
     pub fn authorized(

@@ -1,6 +1,6 @@
 //! Client quotas on a request's way out (Apache's `KafkaApis` around
 //! `sendResponseMaybeThrottle`): what the request used is added to its
-//! client's rates (Produce: the request's bytes; Fetch: the response's;
+//! client's rates (Produce: the request's bytes, when it is read; Fetch: the response's;
 //! every request: the time the broker spent on it), and a client over a
 //! quota is told `throttle_time_ms` and its connection is muted for that
 //! long (KIP-219). A Fetch over a quota answers nothing, as Apache's does,
@@ -21,10 +21,27 @@ pub struct Usage {
     pub api_version: i16,
     pub request_bytes: usize,
     pub spent: Duration,
+    /// A Produce's byte-rate throttle, counted when it was read
+    /// ([`record_produce`]).
+    pub produce_throttle: Duration,
 }
 
-/// Records `usage` for `client`; returns how long to throttle it (0 within
-/// its quotas), which the response then carries.
+/// Adds a Produce's bytes to its client's rate when the request is read
+/// (Produces of one connection run overlapped, so counting each at its
+/// answer would let those in flight pass the quota); returns its throttle.
+pub fn record_produce(broker: &Broker, client: &Client<'_>, request_bytes: usize) -> Duration {
+    let quotas = &broker.quotas;
+    let ms = quotas.record(
+        QuotaType::Produce,
+        client,
+        request_bytes as f64,
+        quotas.now_ms(),
+    );
+    Duration::from_millis(ms)
+}
+
+/// Records `usage` for `client` and sets the response's `throttle_time_ms`
+/// (0 within its quotas); returns how long to mute the connection from now.
 pub fn apply(
     broker: &Broker,
     client: &Client<'_>,
@@ -43,8 +60,7 @@ pub fn apply(
     // (bandwidth throttle and its type, request throttle)
     let (bandwidth, request_ms) = match usage.api_key {
         ApiKey::Produce => {
-            let bytes = usage.request_bytes as f64;
-            let bandwidth = quotas.record(QuotaType::Produce, client, bytes, now);
+            let bandwidth = usage.produce_throttle.as_millis() as u64;
             // acks=0 has no response: no request time is charged (Apache's).
             ((bandwidth, QuotaType::Produce), request(response.is_some()))
         }
@@ -66,10 +82,15 @@ pub fn apply(
         },
         _ => ((0, QuotaType::Produce), request(response.is_some())),
     };
-    let (throttle_ms, cause) = match bandwidth.0 > request_ms {
+    let (mut throttle_ms, mut cause) = match bandwidth.0 > request_ms {
         true => bandwidth,
         false => (request_ms, QuotaType::Request),
     };
+    // A handler's own throttle (KIP-599's partition mutations) mutes too.
+    let handler_ms = response.as_deref().map_or(0, throttle_time).max(0) as u64;
+    if handler_ms > throttle_ms {
+        (throttle_ms, cause) = (handler_ms, QuotaType::ControllerMutation);
+    }
     if throttle_ms == 0 {
         return Duration::ZERO;
     }
@@ -78,7 +99,13 @@ pub fn apply(
     if let Some(response) = response {
         set_throttle_time(response, throttle_ms as i32);
     }
-    Duration::from_millis(throttle_ms)
+    // A Produce's own byte-rate throttle mutes the connection from when it
+    // was read (`record_produce`); only what came on top mutes from now.
+    let mute_ms = match usage.api_key {
+        ApiKey::Produce => request_ms.max(handler_ms),
+        _ => throttle_ms,
+    };
+    Duration::from_millis(mute_ms)
 }
 
 /// Runs `answer`, measuring (when `measure`) the time spent polling it:
@@ -99,10 +126,93 @@ pub async fn polled<F: Future>(answer: F, measure: bool) -> (F::Output, Duration
     (out, spent)
 }
 
+/// Every response with a `throttle_time_ms`, for [`set_throttle_time`] and
+/// [`throttle_time`].
+macro_rules! with_throttle_time {
+    ($m:ident) => {
+        $m!(
+            Produce,
+            Fetch,
+            ListOffsets,
+            Metadata,
+            OffsetCommit,
+            OffsetFetch,
+            FindCoordinator,
+            JoinGroup,
+            Heartbeat,
+            LeaveGroup,
+            SyncGroup,
+            DescribeGroups,
+            ListGroups,
+            ApiVersions,
+            CreateTopics,
+            DeleteTopics,
+            DeleteRecords,
+            InitProducerId,
+            OffsetForLeaderEpoch,
+            AddPartitionsToTxn,
+            AddOffsetsToTxn,
+            EndTxn,
+            TxnOffsetCommit,
+            DescribeAcls,
+            CreateAcls,
+            DeleteAcls,
+            DescribeConfigs,
+            AlterConfigs,
+            AlterReplicaLogDirs,
+            DescribeLogDirs,
+            CreatePartitions,
+            CreateDelegationToken,
+            RenewDelegationToken,
+            ExpireDelegationToken,
+            DescribeDelegationToken,
+            DeleteGroups,
+            ElectLeaders,
+            IncrementalAlterConfigs,
+            AlterPartitionReassignments,
+            ListPartitionReassignments,
+            OffsetDelete,
+            DescribeClientQuotas,
+            AlterClientQuotas,
+            DescribeUserScramCredentials,
+            AlterUserScramCredentials,
+            AlterPartition,
+            UpdateFeatures,
+            FetchSnapshot,
+            DescribeCluster,
+            DescribeProducers,
+            BrokerRegistration,
+            BrokerHeartbeat,
+            UnregisterBroker,
+            DescribeTransactions,
+            ListTransactions,
+            AllocateProducerIds,
+            ConsumerGroupHeartbeat,
+            ConsumerGroupDescribe,
+            ControllerRegistration,
+            GetTelemetrySubscriptions,
+            PushTelemetry,
+            AssignReplicasToDirs,
+            ListConfigResources,
+            DescribeTopicPartitions,
+            ShareGroupHeartbeat,
+            ShareGroupDescribe,
+            ShareFetch,
+            ShareAcknowledge,
+            AddRaftVoter,
+            RemoveRaftVoter,
+            UpdateRaftVoter,
+            DescribeShareGroupOffsets,
+            AlterShareGroupOffsets,
+            DeleteShareGroupOffsets,
+        )
+    };
+}
+
 /// Sets `throttle_time_ms` on a response that has one (the larger of the
 /// two, when the handler set one already).
 fn set_throttle_time(response: &mut ResponseKind, ms: i32) {
-    macro_rules! throttled {
+    macro_rules! set {
         ($($variant:ident,)*) => {
             match response {
                 $(ResponseKind::$variant(r) => r.throttle_time_ms = r.throttle_time_ms.max(ms),)*
@@ -110,80 +220,19 @@ fn set_throttle_time(response: &mut ResponseKind, ms: i32) {
             }
         };
     }
-    throttled!(
-        Produce,
-        Fetch,
-        ListOffsets,
-        Metadata,
-        OffsetCommit,
-        OffsetFetch,
-        FindCoordinator,
-        JoinGroup,
-        Heartbeat,
-        LeaveGroup,
-        SyncGroup,
-        DescribeGroups,
-        ListGroups,
-        ApiVersions,
-        CreateTopics,
-        DeleteTopics,
-        DeleteRecords,
-        InitProducerId,
-        OffsetForLeaderEpoch,
-        AddPartitionsToTxn,
-        AddOffsetsToTxn,
-        EndTxn,
-        TxnOffsetCommit,
-        DescribeAcls,
-        CreateAcls,
-        DeleteAcls,
-        DescribeConfigs,
-        AlterConfigs,
-        AlterReplicaLogDirs,
-        DescribeLogDirs,
-        CreatePartitions,
-        CreateDelegationToken,
-        RenewDelegationToken,
-        ExpireDelegationToken,
-        DescribeDelegationToken,
-        DeleteGroups,
-        ElectLeaders,
-        IncrementalAlterConfigs,
-        AlterPartitionReassignments,
-        ListPartitionReassignments,
-        OffsetDelete,
-        DescribeClientQuotas,
-        AlterClientQuotas,
-        DescribeUserScramCredentials,
-        AlterUserScramCredentials,
-        AlterPartition,
-        UpdateFeatures,
-        FetchSnapshot,
-        DescribeCluster,
-        DescribeProducers,
-        BrokerRegistration,
-        BrokerHeartbeat,
-        UnregisterBroker,
-        DescribeTransactions,
-        ListTransactions,
-        AllocateProducerIds,
-        ConsumerGroupHeartbeat,
-        ConsumerGroupDescribe,
-        ControllerRegistration,
-        GetTelemetrySubscriptions,
-        PushTelemetry,
-        AssignReplicasToDirs,
-        ListConfigResources,
-        DescribeTopicPartitions,
-        ShareGroupHeartbeat,
-        ShareGroupDescribe,
-        ShareFetch,
-        ShareAcknowledge,
-        AddRaftVoter,
-        RemoveRaftVoter,
-        UpdateRaftVoter,
-        DescribeShareGroupOffsets,
-        AlterShareGroupOffsets,
-        DeleteShareGroupOffsets,
-    );
+    with_throttle_time!(set)
+}
+
+/// The `throttle_time_ms` a handler set (a `controller_mutation_rate` over
+/// its quota), 0 for a response without one.
+fn throttle_time(response: &ResponseKind) -> i32 {
+    macro_rules! get {
+        ($($variant:ident,)*) => {
+            match response {
+                $(ResponseKind::$variant(r) => r.throttle_time_ms,)*
+                _ => 0,
+            }
+        };
+    }
+    with_throttle_time!(get)
 }

@@ -13,9 +13,10 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::rate::{Rate, RateConfig};
+use super::rate::{Rate, RateConfig, TokenBucket};
 use super::{
-    ClientQuotas, CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, USER,
+    ClientQuotas, CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE, USER,
 };
 
 /// What a quota limits.
@@ -27,16 +28,24 @@ pub enum QuotaType {
     Fetch,
     /// Percent of one thread's time spent on the client's requests.
     Request,
+    /// Partitions created or deleted per second (KIP-599).
+    ControllerMutation,
 }
 
 impl QuotaType {
-    pub const ALL: [QuotaType; 3] = [QuotaType::Produce, QuotaType::Fetch, QuotaType::Request];
+    pub const ALL: [QuotaType; 4] = [
+        QuotaType::Produce,
+        QuotaType::Fetch,
+        QuotaType::Request,
+        QuotaType::ControllerMutation,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
             QuotaType::Produce => PRODUCER_BYTE_RATE,
             QuotaType::Fetch => CONSUMER_BYTE_RATE,
             QuotaType::Request => REQUEST_PERCENTAGE,
+            QuotaType::ControllerMutation => CONTROLLER_MUTATION_RATE,
         }
     }
 
@@ -45,6 +54,7 @@ impl QuotaType {
             QuotaType::Produce => "produce",
             QuotaType::Fetch => "fetch",
             QuotaType::Request => "request",
+            QuotaType::ControllerMutation => "controller_mutation",
         }
     }
 
@@ -138,7 +148,7 @@ const IDLE_MS: u64 = 3_600_000;
 /// cover.
 pub struct Enforcer {
     config: RateConfig,
-    bounds: RwLock<Arc<[Bounds; 3]>>,
+    bounds: RwLock<Arc<[Bounds; 4]>>,
     /// Whether any quota is in force: without one, requests skip quotas
     /// altogether.
     any: AtomicBool,
@@ -150,6 +160,8 @@ pub struct Enforcer {
 #[derive(Default)]
 struct Rates {
     by_tags: HashMap<(QuotaType, String, String), Rate>,
+    /// `controller_mutation_rate`'s buckets, by (user, client id) tags.
+    buckets: HashMap<(String, String), (TokenBucket, u64)>,
     /// When idle rates were last looked for.
     swept_ms: u64,
 }
@@ -190,7 +202,7 @@ impl Enforcer {
     /// Puts `quotas` in force (the user and client-id ones; IP quotas
     /// limit connections, not requests).
     pub fn install(&self, quotas: &ClientQuotas) {
-        let mut bounds: [Bounds; 3] = Default::default();
+        let mut bounds: [Bounds; 4] = Default::default();
         for (entity, values) in quotas.iter() {
             if entity.0.keys().any(|t| t != USER && t != CLIENT_ID) {
                 continue;
@@ -261,6 +273,82 @@ impl Enforcer {
     }
 }
 
+/// Whether a request's partition mutations are refused over the quota
+/// (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+) or taken and
+/// throttled (older versions), as Apache's `newQuotaFor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strictness {
+    Strict,
+    Permissive,
+}
+
+/// One request's `controller_mutation_rate` (Apache's
+/// `ControllerMutationQuota`): each topic's partitions recorded in turn.
+pub struct MutationQuota<'a> {
+    enforcer: &'a Enforcer,
+    user: String,
+    client_id: String,
+    strictness: Strictness,
+    /// The throttle of the last mutation over the quota, and when.
+    throttled: Option<(u64, u64)>,
+}
+
+impl Enforcer {
+    /// The `controller_mutation_rate` of `client` for one request.
+    pub fn mutation_quota(&self, client: &Client<'_>, strictness: Strictness) -> MutationQuota<'_> {
+        MutationQuota {
+            enforcer: self,
+            user: client.user.to_string(),
+            client_id: client.client_id.to_string(),
+            strictness,
+            throttled: None,
+        }
+    }
+}
+
+impl MutationQuota<'_> {
+    /// Records `permits` partition mutations at `now_ms`. Strict: refused
+    /// (`Err`, the throttle in ms) while the bucket is below zero, else
+    /// taken even past it. Permissive: always taken.
+    pub fn record(&mut self, permits: f64, now_ms: u64) -> Result<(), u64> {
+        let e = self.enforcer;
+        let bounds = e.bounds.read().clone();
+        let bounds = &bounds[QuotaType::ControllerMutation.index()];
+        if bounds.0.is_empty() {
+            return Ok(());
+        }
+        let tags = bounds.tags(&self.user, &self.client_id);
+        let Some(quota) = bounds.limit(&tags.0, &tags.1) else {
+            return Ok(());
+        };
+        let mut rates = e.rates.lock();
+        rates.sweep(now_ms);
+        let (bucket, used) = rates.buckets.entry(tags).or_default();
+        *used = now_ms;
+        if self.strictness == Strictness::Strict {
+            let tokens = bucket.measure(e.config, quota, now_ms);
+            if tokens < 0.0 {
+                let throttle = TokenBucket::throttle_ms(tokens, quota);
+                self.throttled = Some((throttle, now_ms));
+                return Err(throttle);
+            }
+        }
+        bucket.record(e.config, quota, permits, now_ms);
+        let tokens = bucket.measure(e.config, quota, now_ms);
+        if self.strictness == Strictness::Permissive && tokens < 0.0 {
+            self.throttled = Some((TokenBucket::throttle_ms(tokens, quota), now_ms));
+        }
+        Ok(())
+    }
+
+    /// The throttle to answer with at `now_ms`: the last one, less the time
+    /// since (Apache's `throttleTime`).
+    pub fn throttle_ms(&self, now_ms: u64) -> u64 {
+        self.throttled
+            .map_or(0, |(ms, at)| ms.saturating_sub(now_ms.saturating_sub(at)))
+    }
+}
+
 impl Rates {
     fn sweep(&mut self, now_ms: u64) {
         if now_ms.saturating_sub(self.swept_ms) < IDLE_MS {
@@ -269,6 +357,8 @@ impl Rates {
         self.swept_ms = now_ms;
         self.by_tags
             .retain(|_, r| now_ms.saturating_sub(r.last_record_ms) < IDLE_MS);
+        self.buckets
+            .retain(|_, (_, used)| now_ms.saturating_sub(*used) < IDLE_MS);
     }
 }
 
@@ -426,6 +516,40 @@ mod tests {
         assert!(e.record(QuotaType::Fetch, &c, 5000.0, 0) > 0);
         e.unrecord(QuotaType::Fetch, &c, 5000.0, 0);
         assert_eq!(e.record(QuotaType::Fetch, &c, 500.0, 0), 0);
+    }
+
+    /// KIP-599: a strict quota takes a mutation while the bucket is not
+    /// below zero (even one that takes it below), then refuses until it
+    /// refills; a permissive one takes everything and throttles.
+    #[test]
+    fn controller_mutations_are_strict_or_permissive() {
+        let e = Enforcer::new(RateConfig {
+            samples: 2,
+            window_ms: 1000,
+        });
+        e.install(&quotas(&[(
+            &[(USER, None)],
+            CONTROLLER_MUTATION_RATE,
+            10.0,
+        )]));
+        let c = client("u", "c");
+        let mut q = e.mutation_quota(&c, Strictness::Strict);
+        // A bucket of 2 s × 10/s = 20 permits.
+        assert_eq!(q.record(15.0, 0), Ok(()));
+        assert_eq!(q.record(15.0, 0), Ok(()));
+        assert_eq!(q.throttle_ms(0), 0);
+        assert_eq!(q.record(1.0, 0), Err(1000));
+        assert_eq!(q.throttle_ms(400), 600);
+        // Refilled by 1 s: taken again.
+        let mut q = e.mutation_quota(&c, Strictness::Strict);
+        assert_eq!(q.record(1.0, 1000), Ok(()));
+        let mut p = e.mutation_quota(&c, Strictness::Permissive);
+        assert_eq!(p.record(50.0, 1000), Ok(()));
+        assert_eq!(p.throttle_ms(1000), 5100);
+        // Another user has a bucket of its own (a default user quota).
+        let other = client("v", "c");
+        let mut q = e.mutation_quota(&other, Strictness::Strict);
+        assert_eq!(q.record(5.0, 1000), Ok(()));
     }
 
     /// Rates idle for an hour are forgotten.

@@ -122,7 +122,7 @@ const IP_KEYS: &[(&str, KeyType)] = &[(CONNECTION_CREATION_RATE, KeyType::Int)];
 /// What kaas does not enforce yet, refused rather than kept and ignored.
 fn not_enforced(key: &str) -> Option<String> {
     match key {
-        CONTROLLER_MUTATION_RATE | CONNECTION_CREATION_RATE => Some(format!(
+        CONNECTION_CREATION_RATE => Some(format!(
             "kaas does not enforce {key} yet, so it does not accept it (issue #33)"
         )),
         _ => None,

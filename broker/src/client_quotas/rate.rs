@@ -122,6 +122,66 @@ impl Rate {
     }
 }
 
+/// Apache's `TokenBucket` (KIP-599), what `controller_mutation_rate`
+/// limits: a bucket of `samples × window` seconds of the quota, refilled at
+/// the quota, taken from by each mutation; below zero the client is over.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    tokens: f64,
+    /// When the bucket was last refilled; `None`: full at the first use.
+    updated_ms: Option<u64>,
+}
+
+impl TokenBucket {
+    pub fn new() -> TokenBucket {
+        TokenBucket {
+            tokens: 0.0,
+            updated_ms: None,
+        }
+    }
+
+    fn refill(&mut self, config: RateConfig, quota: f64, now_ms: u64) {
+        let burst = Self::burst(config, quota);
+        self.tokens = match self.updated_ms {
+            None => burst,
+            Some(at) => {
+                let seconds = now_ms.saturating_sub(at) as f64 / 1000.0;
+                (self.tokens + quota * seconds).min(burst)
+            }
+        };
+        self.updated_ms = Some(now_ms);
+    }
+
+    fn burst(config: RateConfig, quota: f64) -> f64 {
+        config.samples as f64 * config.window_ms as f64 / 1000.0 * quota
+    }
+
+    /// The tokens left at `now_ms` (negative: over the quota).
+    pub fn measure(&mut self, config: RateConfig, quota: f64, now_ms: u64) -> f64 {
+        self.refill(config, quota, now_ms);
+        self.tokens
+    }
+
+    pub fn record(&mut self, config: RateConfig, quota: f64, permits: f64, now_ms: u64) {
+        self.refill(config, quota, now_ms);
+        self.tokens = (self.tokens - permits).min(Self::burst(config, quota));
+    }
+
+    /// How long until the bucket is back to zero: `-tokens / quota`.
+    pub fn throttle_ms(tokens: f64, quota: f64) -> u64 {
+        match tokens < 0.0 {
+            true => (-tokens / quota * 1000.0).round() as u64,
+            false => 0,
+        }
+    }
+}
+
+impl Default for TokenBucket {
+    fn default() -> Self {
+        TokenBucket::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +222,23 @@ mod tests {
         rate.record(1000.0, 5_000);
         assert_eq!(rate.window_size_ms(5_000), 10_000);
         assert!((rate.measure(5_010) - 1000.0 / 10.01).abs() < 1e-9);
+    }
+
+    /// Apache's StrictControllerMutationQuotaTest shape: a full bucket
+    /// (11 s × 10/s = 110 permits) takes any mutation, even past zero; then
+    /// the client waits until it refills to zero.
+    #[test]
+    fn a_token_bucket_lets_a_burst_through_then_holds() {
+        let mut b = TokenBucket::new();
+        assert_eq!(b.measure(CONFIG, 10.0, 0), 110.0);
+        b.record(CONFIG, 10.0, 130.0, 0);
+        let tokens = b.measure(CONFIG, 10.0, 0);
+        assert_eq!(tokens, -20.0);
+        assert_eq!(TokenBucket::throttle_ms(tokens, 10.0), 2000);
+        // Refilled at 10 a second.
+        assert_eq!(b.measure(CONFIG, 10.0, 1000), -10.0);
+        assert_eq!(b.measure(CONFIG, 10.0, 2000), 0.0);
+        assert_eq!(b.measure(CONFIG, 10.0, 60_000), 110.0);
     }
 
     /// Windows older than the whole span no longer count.

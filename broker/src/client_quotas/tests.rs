@@ -210,10 +210,10 @@ fn quotas_not_enforced_are_refused() {
     let mut q = ClientQuotas::default();
     let results = alter(
         &mut q,
-        &[
-            set(&[(USER, None)], &[(CONTROLLER_MUTATION_RATE, Some(10.0))]),
-            set(&[(IP, None)], &[(CONNECTION_CREATION_RATE, Some(10.0))]),
-        ],
+        &[set(
+            &[(IP, None)],
+            &[(CONNECTION_CREATION_RATE, Some(10.0))],
+        )],
         false,
     );
     for e in errors(results) {

@@ -66,6 +66,11 @@ struct Ready {
     answer: Pending,
     /// A Produce's signal that its batches are in the log.
     applied: Option<oneshot::Receiver<()>>,
+    /// A Produce over its client's byte rate: once it starts, the
+    /// connection starts nothing more until then (its bytes are counted,
+    /// and its throttle runs, from when it is read, so Produces in flight
+    /// together cannot pass the quota).
+    mute_until: Option<tokio::time::Instant>,
 }
 
 impl Ready {
@@ -76,6 +81,7 @@ impl Ready {
             overlap: Overlap::Alone,
             answer,
             applied: None,
+            mute_until: None,
         }
     }
 }
@@ -120,6 +126,9 @@ impl Requests {
         if ready.applied.is_some() {
             self.produce_applied = ready.applied;
         }
+        if let Some(until) = ready.mute_until {
+            self.mute_until(until);
+        }
         self.pending.push_back(ready.answer);
         true
     }
@@ -130,9 +139,13 @@ impl Requests {
         self.in_flight.answered();
         out.extend(answer.frame);
         if !answer.throttle.is_zero() {
-            let until = tokio::time::Instant::now() + answer.throttle;
-            self.muted_until = Some(self.muted_until.map_or(until, |m| m.max(until)));
+            self.mute_until(tokio::time::Instant::now() + answer.throttle);
         }
+    }
+
+    /// Starts nothing more until `until` (or later if muted so).
+    fn mute_until(&mut self, until: tokio::time::Instant) {
+        self.muted_until = Some(self.muted_until.map_or(until, |m| m.max(until)));
     }
 
     fn produce_applied(&mut self) {
@@ -549,7 +562,8 @@ fn prepare(
             // At debug level (a span per request costs at the default one).
             let span = debug_span!("request", api = ?api_key, version, correlation_id,
                                    client_id = %ctx.client_id);
-            // Client quotas, when any is in force: who the client is.
+            // Client quotas, when any is in force: who the client is, and a
+            // Produce's bytes counted now (see `Ready::mute`).
             let quotas = broker.quotas.any().then(|| {
                 (
                     broker.clone(),
@@ -557,6 +571,13 @@ fn prepare(
                     ctx.client_id.clone(),
                 )
             });
+            let produce_throttle = match (&quotas, api_key) {
+                (Some((broker, user, client_id)), ApiKey::Produce) => {
+                    let client = QuotaClient { user, client_id };
+                    throttle::record_produce(broker, &client, request_bytes)
+                }
+                _ => Duration::ZERO,
+            };
             let answer = async move {
                 let handled = api::handle(ctx, *request);
                 let (mut response, spent) = throttle::polled(handled, quotas.is_some()).await;
@@ -568,6 +589,7 @@ fn prepare(
                             api_version: version,
                             request_bytes,
                             spent,
+                            produce_throttle,
                         };
                         throttle::apply(broker, &client, &usage, response.as_mut())
                     }
@@ -589,6 +611,8 @@ fn prepare(
                 overlap,
                 answer: Box::pin(answer),
                 applied: applied_rx,
+                mute_until: (!produce_throttle.is_zero())
+                    .then(|| tokio::time::Instant::now() + produce_throttle),
             }))
         }
     }

@@ -48,6 +48,11 @@ pub fn effective(
             "max.connections.per.ip",
             unlimited(c.max_connections_per_ip),
         ),
+        ("quota.window.num", c.quota_window.samples.to_string()),
+        (
+            "quota.window.size.seconds",
+            (c.quota_window.window_ms / 1000).to_string(),
+        ),
         (
             "auto.create.topics.enable",
             c.auto_create_topics.to_string(),
@@ -240,6 +245,8 @@ pub fn setting_type(key: &str) -> Option<ConfigType> {
         | "socket.request.max.bytes"
         | "max.connections"
         | "max.connections.per.ip"
+        | "quota.window.num"
+        | "quota.window.size.seconds"
         | "num.partitions"
         | "log.cleaner.threads"
         | "kaas.lag.metrics.max.partitions"

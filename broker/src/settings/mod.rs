@@ -86,6 +86,9 @@ pub struct Settings {
     pub max_frame_bytes: Option<usize>,
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
+    /// `quota.window.num` and `quota.window.size.seconds`.
+    pub quota_window_num: Option<usize>,
+    pub quota_window_size_seconds: Option<u64>,
     pub auto_create_topics: Option<bool>,
     pub default_partitions: Option<i32>,
     pub segment_bytes: Option<u64>,
@@ -491,6 +494,10 @@ impl Settings {
                 "max.connections.per.ip" => {
                     s.max_connections_per_ip = Some(limit(key, value)?.unwrap_or(usize::MAX))
                 }
+                "quota.window.num" => s.quota_window_num = Some(at_least(key, value, 1)?),
+                "quota.window.size.seconds" => {
+                    s.quota_window_size_seconds = Some(at_least(key, value, 1)?)
+                }
                 "auto.create.topics.enable" => s.auto_create_topics = Some(boolean(key, value)?),
                 "num.partitions" => s.default_partitions = Some(at_least(key, value, 1)?),
                 // Apache's minimum: one legacy record's overhead.
@@ -666,6 +673,10 @@ impl Settings {
             max_frame_bytes: self.max_frame_bytes.or(lower.max_frame_bytes),
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_ip: self.max_connections_per_ip.or(lower.max_connections_per_ip),
+            quota_window_num: self.quota_window_num.or(lower.quota_window_num),
+            quota_window_size_seconds: self
+                .quota_window_size_seconds
+                .or(lower.quota_window_size_seconds),
             auto_create_topics: self.auto_create_topics.or(lower.auto_create_topics),
             default_partitions: self.default_partitions.or(lower.default_partitions),
             segment_bytes: self.segment_bytes.or(lower.segment_bytes),
@@ -888,6 +899,12 @@ impl Settings {
         }
         if let Some(v) = self.max_connections_per_ip {
             c.max_connections_per_ip = v;
+        }
+        if let Some(v) = self.quota_window_num {
+            c.quota_window.samples = v;
+        }
+        if let Some(v) = self.quota_window_size_seconds {
+            c.quota_window.window_ms = v * 1000;
         }
         if let Some(v) = self.auto_create_topics {
             c.auto_create_topics = v;

@@ -1,7 +1,8 @@
 // Client quotas with the Java client (kafka-clients 3.9.1): the admin
 // sets, describes, refuses and removes quotas (alterClientQuotas,
-// describeClientQuotas); a producer and a consumer over their byte-rate
-// quotas are throttled (their throttle-time metrics move, KIP-219) and held
+// describeClientQuotas); an admin over its controller_mutation_rate is
+// refused a topic (KIP-599); a producer and a consumer over their
+// byte-rate quotas are throttled (their throttle-time metrics move, KIP-219) and held
 // to the quota. The brokers measure rates over 2 windows of 1 s (the
 // test's `quota.window.num`), so a run takes seconds.
 // Args: bootstrap. Prints "all checks passed".
@@ -16,6 +17,7 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
 import org.apache.kafka.common.quota.*;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -24,6 +26,7 @@ public class Quotas {
     static final String TOPIC = "java-quotas";
     static final String PRODUCER = "java-quota-producer";
     static final String CONSUMER = "java-quota-consumer";
+    static final String ADMIN = "java-quota-admin";
     static final double PRODUCE_RATE = 50_000, FETCH_RATE = 100_000;
     static final int RECORD = 1_000;
 
@@ -91,6 +94,34 @@ public class Quotas {
             alter(admin, someone, "request_percentage", null);
             described = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
             check(described.size() == 2 && !described.containsKey(someone), "a quota removed: " + described);
+            alter(admin, clientId(ADMIN), "controller_mutation_rate", 1.0);
+        }
+
+        // KIP-599: 1 partition a second over 2 windows, a bucket of 2. The
+        // first topic is taken whole (5 partitions, the bucket at -3); the
+        // next is refused until the bucket refills.
+        ap.put(AdminClientConfig.CLIENT_ID_CONFIG, ADMIN);
+        try (Admin admin = Admin.create(ap)) {
+            CreateTopicsOptions once = new CreateTopicsOptions().retryOnQuotaViolation(false);
+            long deadline = System.currentTimeMillis() + 30_000;
+            int made = 0;
+            // Every broker follows the quota within a second: until one
+            // refuses (bounded), each topic is made.
+            while (true) {
+                check(System.currentTimeMillis() < deadline, "a topic refused within 30 s");
+                try {
+                    admin.createTopics(List.of(new NewTopic("mutations-" + made, 5, (short) 1)), once)
+                        .all().get();
+                    made++;
+                } catch (ExecutionException e) {
+                    check(e.getCause() instanceof ThrottlingQuotaExceededException
+                        && ((ThrottlingQuotaExceededException) e.getCause()).throttleTimeMs() > 0,
+                        "a topic over the controller mutation quota refused: " + e.getCause());
+                    break;
+                }
+            }
+            check(made >= 1, "the first topic taken whole: " + made);
+            check(!admin.listTopics().names().get().contains("mutations-" + made), "the refused topic not made");
         }
 
         Properties pp = new Properties();

@@ -741,10 +741,11 @@ fn produce_consume_and_commit(config: &rdkafka::ClientConfig, topic: &str, group
 }
 
 /// A KaasUser on a SCRAM cluster: the operator makes its Secret, its
-/// credentials and exactly its ACLs (Ready); with the Secret's password the
+/// credentials, exactly its ACLs and its client quotas, which every broker
+/// describes (Ready); with the Secret's password the
 /// user produces, consumes in a group and commits where its ACLs allow and
-/// is refused elsewhere; deleting the KaasUser removes its credentials and
-/// ACLs, so it can no longer log in.
+/// is refused elsewhere; deleting the KaasUser removes its credentials,
+/// ACLs and quotas, so it can no longer log in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the k8s-testenv API server: run scripts/test-k8s"]
 async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
@@ -827,7 +828,8 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
              "operations": ["Read", "Write", "Describe"]},
             {"resource": {"type": "group", "name": "orders-", "patternType": "prefix"},
              "operations": ["Read"]},
-        ]},
+        ],
+        "quotas": {"producerByteRate": 1048576, "requestPercentage": 200}},
     }))
     .unwrap();
     users.create(&PostParams::default(), &alice).await.unwrap();
@@ -863,6 +865,25 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "alice cannot log in to {}",
+                b.addr
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // Her quotas reach every broker (each follows them on the volume).
+    let alice_quotas = BTreeMap::from([
+        ("producer_byte_rate".to_string(), 1048576.0),
+        ("request_percentage".to_string(), 200.0),
+    ]);
+    for b in &brokers {
+        let mut c = kaas_client::KafkaClient::connect_as(&b.addr, WAIT, &admin)
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + WAIT;
+        while user_quotas(&mut c, "alice").await != alice_quotas {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "alice's quotas on {}",
                 b.addr
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -939,6 +960,31 @@ async fn a_kaas_user_is_held_to_its_acls_and_removed_with_it() {
         .unwrap();
     assert_eq!(acls.error_code, 0, "{:?}", acls.error_message);
     assert!(acls.resources.is_empty(), "{:?}", acls.resources);
+    assert!(user_quotas(&mut a, "alice").await.is_empty());
+}
+
+/// The client quotas of the entity `user=<user>` alone, as a broker
+/// describes them.
+async fn user_quotas(c: &mut kaas_client::KafkaClient, user: &str) -> BTreeMap<String, f64> {
+    use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+    let r = c
+        .send(
+            &kafka_protocol::messages::DescribeClientQuotasRequest::default()
+                .with_components(vec![ComponentData::default()
+                    .with_entity_type("user".to_string().into())
+                    .with_match_type(0)
+                    .with_match(Some(user.to_string().into()))])
+                .with_strict(true),
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    r.entries
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|e| e.values.iter().map(|v| (v.key.to_string(), v.value)))
+        .collect()
 }
 
 /// Two listeners on every broker: SASL_SSL (`listener`) and SSL with
