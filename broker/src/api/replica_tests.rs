@@ -638,3 +638,70 @@ async fn the_quorum_is_the_controllers_assignment() {
         (1, "127.0.0.1", 9093)
     );
 }
+
+/// A consumer with a `consumer_byte_rate` asks for no more than its quota
+/// lets through from a standstill (Apache's `getMaxValueInQuotaWindow`):
+/// the first partition's data (KIP-74 lets it exceed), nothing past the
+/// bound; without the quota the same Fetch answers both partitions.
+#[tokio::test]
+async fn a_fetch_asks_no_more_than_the_quota_window() {
+    use crate::client_quotas::{alter, Alteration, Entity, CLIENT_ID};
+    use crate::storage::batch::tests::encode_batch;
+    use fetch_request::{FetchPartition, FetchTopic};
+    use produce_request::{PartitionProduceData, TopicProduceData};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(dir.path());
+    assert_eq!(create(&broker, "q", &[&[0], &[0]]).await.0, 0);
+    controller_round(&broker, &[]).await;
+    for p in 0..2 {
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(name("q"))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(p)
+                    .with_records(Some(encode_batch(10, 1000).into()))])]);
+        call_at(&broker, 9, RequestKind::Produce(req)).await;
+    }
+    let fetch = || {
+        let partition = |p| {
+            FetchPartition::default()
+                .with_partition(p)
+                .with_partition_max_bytes(1 << 20)
+        };
+        RequestKind::Fetch(
+            FetchRequest::default()
+                .with_max_wait_ms(0)
+                .with_max_bytes(1 << 20)
+                .with_topics(vec![FetchTopic::default()
+                    .with_topic(name("q"))
+                    .with_partitions(vec![partition(0), partition(1)])]),
+        )
+    };
+    let sizes = |r: ResponseKind| {
+        let ResponseKind::Fetch(r) = r else {
+            panic!("not Fetch")
+        };
+        r.responses[0]
+            .partitions
+            .iter()
+            .map(|p| p.records.as_ref().map_or(0, |b| b.len()))
+            .collect::<Vec<_>>()
+    };
+    let free = sizes(call_at(&broker, 12, fetch()).await);
+    assert!(free.iter().all(|n| *n > 0), "{free:?}");
+    // 1 B/s over Apache's 11 windows: 10 bytes at most at once.
+    let mut quotas = Default::default();
+    alter(
+        &mut quotas,
+        &[Alteration {
+            // The tests' client id.
+            entity: Entity::of(&[(CLIENT_ID, Some("test"))]),
+            ops: vec![("consumer_byte_rate".into(), Some(1.0))],
+        }],
+        false,
+    );
+    broker.quotas.install(&quotas);
+    let capped = sizes(call_at(&broker, 12, fetch()).await);
+    assert_eq!(capped, [free[0], 0]);
+}
