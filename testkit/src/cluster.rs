@@ -194,8 +194,13 @@ impl ProcessCluster {
             .stderr(c.log("controller")?)
             .spawn()?;
         *c.controller.lock().expect("no panic holds it") = Some(controller);
-        c.wait_alive(&(0..n).collect::<Vec<_>>(), opts.start_within)
-            .await?;
+        // A cluster that does not come up says why: its processes' logs.
+        if let Err(e) = c
+            .wait_alive(&(0..n).collect::<Vec<_>>(), opts.start_within)
+            .await
+        {
+            anyhow::bail!("{e}\n{}", c.logs());
+        }
         Ok(c)
     }
 
