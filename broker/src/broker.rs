@@ -32,7 +32,6 @@ use crate::storage::txn_log::TxnLogStore;
 use crate::storage::volume_check::{self, SelfCheck};
 use crate::storage::{LogConfig, Storage};
 use crate::txn::manager::{TxnManager, TxnManagerConfig};
-use crate::txn::markers::BrokerMarkers;
 use crate::volume::{Tenancy, VolumeCheckConfig};
 
 #[derive(Debug, Clone)]
@@ -181,7 +180,9 @@ pub struct Broker {
 }
 
 impl Broker {
-    pub fn open(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
+    /// A broker's state opened from its settings, without the tasks that
+    /// run it nor its marker writer: [`crate::serve::open`].
+    pub(crate) fn assemble(config: BrokerConfig) -> std::io::Result<Arc<Broker>> {
         if config.listeners.is_empty() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -366,9 +367,6 @@ impl Broker {
             metrics: Metrics::with_volume(&tenancy),
             tenancy,
         });
-        broker.txns.set_marker_writer(Arc::new(BrokerMarkers {
-            broker: Arc::downgrade(&broker),
-        }));
         Ok(broker)
     }
 

@@ -17,6 +17,7 @@ pub mod lag;
 pub mod local;
 pub mod metrics;
 pub mod net;
+pub mod serve;
 pub mod settings;
 pub mod storage;
 pub mod store;

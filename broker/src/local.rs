@@ -13,63 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::standard::AuthorizerSettings;
 use crate::broker::{Broker, BrokerConfig};
+use crate::cluster::assignment_file;
 use crate::cluster::controller::{self, BrokerAddress, ControllerConfig};
-use crate::cluster::{assignment_file, file_source};
 use crate::net::sasl::SaslSettings;
-use crate::net::server;
 use crate::net::tls::TlsSettings;
+use crate::serve::{self, AssignmentSource};
 pub use crate::settings::security::ADMIN;
 use crate::settings::security::{inter_broker_tls, seed_admin};
-
-/// How often brokers re-read the assignment file.
-pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Starts one broker on a bound listener: the server and the task that
-/// follows the assignment file. Tasks end when `shutdown` fires.
-pub fn spawn_broker(
-    tasks: &mut JoinSet<()>,
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    shutdown: CancellationToken,
-) {
-    let path = assignment_file::assignment_path(&broker.config.data_dir);
-    let follower = broker.clone();
-    let stop = shutdown.clone();
-    tasks.spawn(async move {
-        file_source::follow(path, FOLLOW_INTERVAL, stop, |a| {
-            follower.tenancy.assignment_confirmed();
-            follower.apply_assignment(a)
-        })
-        .await;
-    });
-    spawn_serving(tasks, listener, broker, shutdown);
-}
-
-/// The tasks every broker runs whatever its assignment source: the group
-/// and transaction coordinators' timers, producer-id expiry and the Kafka
-/// listener.
-pub fn spawn_serving(
-    tasks: &mut JoinSet<()>,
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    shutdown: CancellationToken,
-) {
-    tasks.spawn(broker.groups.clone().run_timers(shutdown.clone()));
-    tasks.spawn(broker.groups.clone().run_disk_expiry(shutdown.clone()));
-    tasks.spawn(broker.txns.clone().run_timers(shutdown.clone()));
-    tasks.spawn(broker.clone().run_producer_expiry(shutdown.clone()));
-    tasks.spawn(broker.clone().run_log_retention(shutdown.clone()));
-    tasks.spawn(broker.clone().run_log_cleaner(shutdown.clone()));
-    tasks.spawn(broker.clone().run_volume_check(shutdown.clone()));
-    if let Some(acls) = &broker.acls {
-        tasks.spawn(acls.doc.clone().follow(shutdown.clone()));
-    }
-    tasks.spawn(broker.scram_users.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.dynamic_configs.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.group_configs.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.client_quotas.clone().follow(shutdown.clone()));
-    tasks.spawn(server::run(listener, broker, shutdown));
-}
 
 #[derive(Debug, Clone)]
 pub struct LocalClusterConfig {
@@ -168,8 +118,8 @@ impl LocalCluster {
             }
             // Last: it may change the security settings too.
             (config.tune)(&mut broker_config);
-            let broker = Broker::open(broker_config)?;
-            spawn_broker(&mut tasks, listener, broker.clone(), shutdown.clone());
+            let broker = serve::open(broker_config)?;
+            let mut http_listener = None;
             if let Some(http) = config.http {
                 let port = if http.port() == 0 {
                     0
@@ -180,8 +130,20 @@ impl LocalCluster {
                     .await
                     .with_context(|| format!("cannot listen on {}:{port} for http", http.ip()))?;
                 http_addrs.push(l.local_addr()?);
-                tasks.spawn(crate::http::run(l, broker.clone(), shutdown.clone()));
+                http_listener = Some(l);
             }
+            let sockets = serve::Sockets {
+                kafka: listener,
+                more_kafka: Vec::new(),
+                http: http_listener,
+            };
+            serve::spawn(
+                &mut tasks,
+                broker.clone(),
+                sockets,
+                AssignmentSource::File,
+                shutdown.clone(),
+            );
             addrs.push(addr);
             brokers.push(broker);
         }

@@ -7,9 +7,9 @@ use clap::Parser;
 use kaas_broker::cli::{Cli, LogFormat, Resolved};
 use kaas_broker::cluster::configmap_source;
 use kaas_broker::cluster::controller;
-use kaas_broker::local::{self, LocalCluster, LocalClusterConfig};
+use kaas_broker::local::{LocalCluster, LocalClusterConfig};
+use kaas_broker::serve::{AssignmentSource, Sockets};
 use kaas_broker::settings::{self, Settings};
-use kaas_broker::Broker;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -104,29 +104,15 @@ async fn main() -> anyhow::Result<()> {
             }
             let id = serve.config.id;
             let drain = Duration::from_millis(serve.config.shutdown_drain_ms);
-            let broker = Broker::open(serve.config)?;
-            let shutdown = CancellationToken::new();
-            let mut tasks = JoinSet::new();
-            // The other listeners; the inter-broker one is served below.
-            for (tcp, listener) in more.into_iter().zip(broker.listeners.iter().skip(1)) {
-                tasks.spawn(kaas_broker::net::server::run_listener(
-                    tcp,
-                    listener.clone(),
-                    broker.clone(),
-                    shutdown.clone(),
-                ));
-            }
-            if let Some(addr) = serve.http {
-                let http = TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("cannot listen on {addr} for http"))?;
-                tasks.spawn(kaas_broker::http::run(
-                    http,
-                    broker.clone(),
-                    shutdown.clone(),
-                ));
-            }
-            match serve.assignment_configmap {
+            let http = match serve.http {
+                Some(addr) => Some(
+                    TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("cannot listen on {addr} for http"))?,
+                ),
+                None => None,
+            };
+            let assignment = match serve.assignment_configmap {
                 Some(name) => {
                     let (client, source) = configmap_source::ConfigMapSource::connect(
                         name,
@@ -136,17 +122,19 @@ async fn main() -> anyhow::Result<()> {
                     .context("cannot reach the Kubernetes API")?;
                     info!(configmap = %source.name, namespace = %source.namespace,
                     "following the assignment ConfigMap");
-                    configmap_source::spawn_broker(
-                        &mut tasks,
-                        listener,
-                        broker,
-                        client,
-                        source,
-                        shutdown.clone(),
-                    );
+                    AssignmentSource::ConfigMap { client, source }
                 }
-                None => local::spawn_broker(&mut tasks, listener, broker, shutdown.clone()),
-            }
+                None => AssignmentSource::File,
+            };
+            let broker = kaas_broker::serve::open(serve.config)?;
+            let shutdown = CancellationToken::new();
+            let mut tasks = JoinSet::new();
+            let sockets = Sockets {
+                kafka: listener,
+                more_kafka: more,
+                http,
+            };
+            kaas_broker::serve::spawn(&mut tasks, broker, sockets, assignment, shutdown.clone());
             info!(id, %bound, "broker serving");
             termination.next().await;
             if !drain.is_zero() {

@@ -40,7 +40,7 @@ fn assignment(version: u64, owner: i32) -> Assignment {
 /// the test commits to.
 fn open(dir: &std::path::Path) -> [Arc<Broker>; 2] {
     let both = [0, 1].map(|id| {
-        Broker::open(BrokerConfig::new(
+        kaas_broker::serve::open(BrokerConfig::new(
             id,
             dir.into(),
             "127.0.0.1",

@@ -32,7 +32,7 @@ fn brokers(states: &[BrokerState]) -> Vec<BrokerInfo> {
 fn open(dir: &std::path::Path, n: usize) -> Vec<Arc<Broker>> {
     let all: Vec<Arc<Broker>> = (0..n)
         .map(|id| {
-            Broker::open(BrokerConfig::new(
+            kaas_broker::serve::open(BrokerConfig::new(
                 id as i32,
                 dir.into(),
                 "127.0.0.1",

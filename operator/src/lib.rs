@@ -5,21 +5,25 @@
 //! - [`observe`]: pods + EndpointSlices → the broker set.
 //! - [`publish`]: keeping the assignment under the ConfigMap limit.
 //! - [`status`]: conditions from one reconcile's observations.
-//! - [`controller`]: the reconcile loop that ties them to the API.
+//! - [`controller`]: the KaasCluster reconcile that ties them to the API,
+//!   through [`apply`] (server-side apply) and [`secrets`].
 //! - [`user`], [`user_controller`]: the `KaasUser` resource (a SCRAM user
 //!   and its ACLs) and its reconcile.
+//! - [`context`]: what both controllers share; [`run`] runs them.
 //!
 //! The assignment it publishes is the same document the local controller
 //! writes to a file, computed by the same `kaas_shared::recompute`, stored
 //! in the format `kaas_shared::configmap` reads.
 
+pub mod apply;
+pub mod context;
 pub mod controller;
-#[cfg(test)]
-mod controller_tests;
 pub mod crd;
 pub mod observe;
 pub mod publish;
 pub mod resources;
+pub mod run;
+pub mod secrets;
 pub mod status;
 pub mod user;
 pub mod user_controller;

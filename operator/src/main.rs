@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
-use kaas_operator::controller::{self, ApiVersions, Context, Settings};
+use kaas_operator::context::{kafka_prober, ApiVersions, Context, Settings};
 use tracing::info;
 
 #[derive(Parser)]
@@ -72,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Arc::new(Context::new(
         client.clone(),
         versions,
-        controller::kafka_prober(Duration::from_millis(cli.probe_timeout_ms)),
+        kafka_prober(Duration::from_millis(cli.probe_timeout_ms)),
         settings,
     ));
     let namespaces: Vec<Option<String>> = if cli.namespaces.iter().all(|n| n.trim().is_empty()) {
@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
     futures::future::join_all(
         namespaces
             .into_iter()
-            .map(|ns| controller::run(client.clone(), ns, ctx.clone())),
+            .map(|ns| kaas_operator::run::run(client.clone(), ns, ctx.clone())),
     )
     .await;
     Ok(())

@@ -29,9 +29,10 @@ use kube::runtime::finalizer::{finalizer, Event};
 use kube::{Api, Resource, ResourceExt};
 use tracing::info;
 
-use crate::controller::{broker_security, Context};
+use crate::context::Context;
 use crate::crd::{Authentication, KaasCluster};
 use crate::resources::{Names, MANAGER};
+use crate::secrets::broker_security;
 use crate::user::{self, Binding, KaasUser, KaasUserStatus, UserAuthentication};
 
 /// Removes the user's credentials and ACLs before the KaasUser goes.
@@ -46,7 +47,7 @@ const RESOURCE_NOT_FOUND: i16 = 91;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Kube(#[from] crate::controller::Error),
+    Kube(#[from] crate::context::Error),
     #[error("{0}")]
     Kafka(String),
     #[error("{0}")]
@@ -55,7 +56,7 @@ pub enum Error {
 
 fn kube(what: &str) -> impl FnOnce(kube::Error) -> Error + '_ {
     move |source| {
-        Error::Kube(crate::controller::Error::Kube {
+        Error::Kube(crate::context::Error::Kube {
             what: what.to_string(),
             source,
         })
@@ -434,7 +435,7 @@ async fn user_secret(u: &KaasUser, ctx: &Context) -> Result<String, Error> {
             }
         }
     };
-    crate::controller::secret_value(&secret, "password")
+    crate::secrets::secret_value(&secret, "password")
         .ok_or_else(|| Error::NotReady(format!("the Secret {name} has no `password` key")))
 }
 

@@ -53,7 +53,9 @@ pub mod produce;
 pub mod replicas;
 pub mod sync_group;
 pub mod throttle;
+pub mod txn_markers;
 pub mod txn_offset_commit;
+pub mod txn_verify;
 pub mod write_txn_markers;
 
 use std::net::SocketAddr;
@@ -549,20 +551,4 @@ pub(crate) fn broker_endpoint(ctx: &RequestContext, id: i32) -> Option<(String, 
 }
 
 #[cfg(test)]
-mod acl_tests;
-#[cfg(test)]
-mod authz_tests;
-#[cfg(test)]
-mod broker_configs_tests;
-#[cfg(test)]
-mod group_configs_tests;
-#[cfg(test)]
-mod produce_tests;
-#[cfg(test)]
-mod replica_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod txn_v2_tests;
-#[cfg(test)]
-mod volume_tests;

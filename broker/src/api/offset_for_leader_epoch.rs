@@ -80,5 +80,4 @@ async fn end_offset(
 }
 
 #[cfg(test)]
-#[path = "offset_for_leader_epoch_tests.rs"]
 mod tests;

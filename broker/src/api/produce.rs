@@ -261,7 +261,7 @@ async fn produce_partition(
         // is added by it): appended unchecked, a producer that never ends
         // its transaction would hold every read_committed reader back.
         if !partition.has_ongoing_transaction(producer_id, producer_epoch) {
-            let code = crate::txn::verify::check_produce(
+            let code = crate::api::txn_verify::check_produce(
                 ctx,
                 id,
                 producer_id,

@@ -53,7 +53,7 @@ pub async fn handle(ctx: &RequestContext, req: TxnOffsetCommitRequest) -> TxnOff
         // offsets must be in the producer's transaction (added by
         // AddOffsetsToTxn, or here for a transaction version 2 client).
         ctx.broker.groups.check_owner(group_id)?;
-        let code = crate::txn::verify::check_txn_offset_commit(
+        let code = crate::api::txn_verify::check_txn_offset_commit(
             ctx,
             transactional_id,
             req.producer_id.0,

@@ -8,8 +8,8 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
 use super::{Err, RequestContext};
+use crate::api::txn_markers::append_marker_here;
 use crate::auth::{Operation, ResourceType, CLUSTER_NAME};
-use crate::txn::markers::append_marker_here;
 
 pub async fn handle(ctx: &RequestContext, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
     let mut resp = WriteTxnMarkersResponse::default();

@@ -340,3 +340,6 @@ impl Authorizer for StandardAuthorizer {
                 .any(|name| !dominated_by_prefix(name))
     }
 }
+
+#[cfg(test)]
+mod tests;

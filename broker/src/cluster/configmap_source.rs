@@ -12,12 +12,8 @@ use kaas_shared::configmap::decode;
 use kaas_shared::Assignment;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
-
-use crate::broker::Broker;
 
 /// Where the assignment ConfigMap lives.
 #[derive(Debug, Clone)]
@@ -109,28 +105,3 @@ pub async fn follow(
 
 /// How often the ConfigMap is read besides the watch.
 pub const CONFIRM_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Starts one broker that follows the ConfigMap: the ConfigMap follower,
-/// the group timers and the server. Tasks end when `shutdown` fires.
-///
-/// The ConfigMap counterpart of [`crate::local::spawn_broker`], which wires
-/// the file follower; the other two tasks must stay the same as there.
-pub fn spawn_broker(
-    tasks: &mut JoinSet<()>,
-    listener: TcpListener,
-    broker: std::sync::Arc<Broker>,
-    client: Client,
-    source: ConfigMapSource,
-    shutdown: CancellationToken,
-) {
-    let follower = broker.clone();
-    let stop = shutdown.clone();
-    tasks.spawn(async move {
-        follow(client, source, stop, |a| {
-            follower.tenancy.assignment_confirmed();
-            follower.apply_assignment(a)
-        })
-        .await;
-    });
-    crate::local::spawn_serving(tasks, listener, broker, shutdown);
-}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::group::consumer::config::ConsumerGroupConfig;
+use crate::group::consumer::config::{ConsumerGroupConfig, ConsumerTiming};
 
 /// The shared document's name.
 pub const DOCUMENT: &str = "group_configs";
@@ -60,11 +60,4 @@ impl GroupConfigs {
             ),
         }
     }
-}
-
-/// A consumer-protocol group's session timeout and heartbeat interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConsumerTiming {
-    pub session_timeout_ms: i32,
-    pub heartbeat_interval_ms: i32,
 }

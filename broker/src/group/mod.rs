@@ -7,5 +7,6 @@ pub mod assignor;
 pub mod configs;
 pub mod consumer;
 pub mod core;
+pub mod errors;
 pub mod manager;
 pub mod store;

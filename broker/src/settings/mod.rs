@@ -7,6 +7,9 @@
 //! have is warned about by name and ignored, as Apache warns of a supplied
 //! config that isn't known; a value kaas cannot honour is refused with its
 //! key and the reason.
+//!
+//! Over 800 lines: every broker setting's parse, merge and checks, until one
+//! declarative settings table replaces them (issue #34, in progress).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -215,5 +215,4 @@ impl LeaderEpochCache {
 }
 
 #[cfg(test)]
-#[path = "leader_epochs_tests.rs"]
 mod tests;

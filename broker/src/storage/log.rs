@@ -9,6 +9,10 @@
 //! on open, so it is never trusted past a crash. `<base offset>.snapshot`
 //! holds the producer state as of a segment's base, written when it was
 //! rolled to ([`super::producer_snapshot`]).
+//!
+//! Over 800 lines: one type, the partition log, whose append, read, roll and
+//! recovery share its segment list and lock; its side of compaction and its
+//! segments are in `log/`.
 
 use std::fs::{self, File};
 use std::io;
@@ -41,7 +45,6 @@ pub const LOG_START_FILE: &str = "log-start-offset";
 mod cleaning;
 mod segment;
 pub use cleaning::{swap_in_cleaned, unlink_replaced};
-pub(crate) use segment::{parse_segment_name, segment_name};
 use segment::{read_header_at, segment_path};
 pub use segment::{Roll, Segment};
 
@@ -353,7 +356,9 @@ impl Log {
         let tail_gen = gens.last().map_or(0, |g| g.generation);
         let mut files: Vec<(i64, u32)> = fs::read_dir(dir)?
             .filter_map(|e| e.ok())
-            .filter_map(|e| segment::parse_segment_name(e.file_name().to_str()?, "log"))
+            .filter_map(|e| {
+                crate::storage::names::parse_segment_name(e.file_name().to_str()?, "log")
+            })
             // A file of a generation with no record, or wholly past its
             // generation's end, is what a process wrote that never led
             // or no longer did: not part of the log.
@@ -913,5 +918,4 @@ impl Log {
 }
 
 #[cfg(test)]
-#[path = "log_tests.rs"]
 mod tests;

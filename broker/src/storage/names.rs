@@ -1,4 +1,6 @@
-//! Safe, unique file names for topic names and group ids.
+//! Safe, unique file names for topic names and group ids, and the names of
+//! a log's segment files (the log, the cleaner and the producer snapshots
+//! name files alike).
 //!
 //! An id that comes off the wire is never used raw as a path: `/`, `..`, NUL
 //! or a name longer than the file system allows would let a client escape
@@ -41,45 +43,27 @@ pub fn safe_file_name(id: &[u8]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn readable_names_stay_readable() {
-        assert_eq!(safe_file_name(b"orders"), "orders");
-        assert_eq!(safe_file_name(b"my-topic.v2_x"), "my-topic.v2_x");
+/// A segment file's name: `<base>.<ext>` before generations,
+/// `<base>-<generation>.<ext>` since.
+pub fn segment_name(base: i64, gen: u32, ext: &str) -> String {
+    match gen {
+        0 => format!("{base:020}.{ext}"),
+        g => format!("{base:020}-{g}.{ext}"),
     }
+}
 
-    #[test]
-    fn dangerous_names_are_escaped() {
-        assert_eq!(safe_file_name(b".."), "%2E.");
-        assert_eq!(safe_file_name(b"a/b"), "a%2Fb");
-        assert_eq!(safe_file_name(b"__cluster"), "%5F_cluster");
-        assert_eq!(safe_file_name(b"\0"), "%00");
-        assert_eq!(safe_file_name(b""), "%");
-    }
-
-    #[test]
-    fn long_names_are_hashed() {
-        let long = vec![b'/'; 255];
-        let name = safe_file_name(&long);
-        assert!(name.starts_with('~'));
-        assert_eq!(name.len(), 65);
-    }
-
-    proptest! {
-        #[test]
-        fn names_are_safe_and_unique(a in proptest::collection::vec(any::<u8>(), 0..300),
-                                     b in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let na = safe_file_name(&a);
-            prop_assert!(!na.is_empty() && na.len() <= 255);
-            prop_assert!(!na.contains('/') && !na.contains('\0'));
-            prop_assert!(na != "." && na != ".." && !na.starts_with('.') && !na.starts_with('_'));
-            if a != b {
-                prop_assert_ne!(na, safe_file_name(&b));
-            }
+/// The base offset and generation of a file named as [`segment_name`]
+/// with `ext`.
+pub fn parse_segment_name(name: &str, ext: &str) -> Option<(i64, u32)> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    match stem.split_once('-') {
+        None => Some((stem.parse().ok()?, 0)),
+        Some((base, gen)) => {
+            let gen: u32 = gen.parse().ok()?;
+            (gen > 0).then_some((base.parse().ok()?, gen))
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -745,9 +745,4 @@ impl Drop for Partition {
 pub type PartitionRef = Arc<Partition>;
 
 #[cfg(test)]
-#[path = "partition_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "partition/takeover_tests.rs"]
-mod takeover_tests;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kaas_client::KafkaClient;
-use kaas_operator::controller::{self, ApiVersions, Context, Settings};
+use kaas_operator::context::{kafka_prober, ApiVersions, Context, Settings};
 use kaas_shared::configmap;
 use kaas_shared::Assignment;
 use kafka_protocol::messages::{FindCoordinatorRequest, ListGroupsRequest};
@@ -238,14 +238,14 @@ impl Operator {
         let ctx = Arc::new(Context::new(
             client.clone(),
             versions,
-            controller::kafka_prober(Duration::from_secs(1)),
+            kafka_prober(Duration::from_secs(1)),
             Settings {
                 // Fresh active-group lists without waiting long.
                 resync: Duration::from_millis(500),
                 max_backoff: Duration::from_secs(5),
             },
         ));
-        Operator(tokio::spawn(controller::run(
+        Operator(tokio::spawn(kaas_operator::run::run(
             client.clone(),
             Some(ns.to_owned()),
             ctx,

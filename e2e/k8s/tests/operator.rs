@@ -263,7 +263,7 @@ async fn a_cluster_becomes_ready_and_groups_follow_readiness() {
     let pdb: Api<kube::api::DynamicObject> = Api::namespaced_with(
         c.clone(),
         &ns,
-        &kaas_operator::controller::ApiVersions::discover(c)
+        &kaas_operator::context::ApiVersions::discover(c)
             .await
             .unwrap()
             .pdb

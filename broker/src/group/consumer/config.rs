@@ -3,6 +3,13 @@
 
 use crate::group::assignor::BuiltinAssignor;
 
+/// A consumer-protocol group's session timeout and heartbeat interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerTiming {
+    pub session_timeout_ms: i32,
+    pub heartbeat_interval_ms: i32,
+}
+
 /// Broker settings of consumer groups (Apache's names).
 #[derive(Debug, Clone)]
 pub struct ConsumerGroupConfig {

@@ -7,7 +7,6 @@
 //! (`regex_subscription`), and the online migration from and to classic groups
 //! (`classic`).
 
-pub mod classic;
 pub mod config;
 pub mod group;
 pub mod heartbeat;

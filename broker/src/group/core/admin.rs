@@ -2,7 +2,6 @@
 //! new coordinator, unload on takeover, shutdown).
 
 use super::api::group_id_too_long;
-use super::errors::{append_error_to_response_error, code};
 use super::offsets::PendingGroupDelete;
 use super::rebalance::{answer_leftover_waiters, prepare_rebalance, reschedule_member_heartbeat};
 use super::{
@@ -10,6 +9,7 @@ use super::{
     DescribedMember, Effect, GroupCoordinator, GroupMetadataRecord, GroupState, ListedGroup,
     OffsetAndMetadata, RequestToken, Response, TimerKey,
 };
+use crate::group::errors::{append_error_to_response_error, code};
 
 impl GroupCoordinator {
     /// DescribeGroups. An unknown group is described as Dead with no members

@@ -13,9 +13,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
+use super::classic_bridge;
 use super::{code, Conversion, Effect, GroupCoordinator, RequestToken, Response, TimerKey};
 use crate::group::assignor::{self, PartitionAssignor};
-use crate::group::consumer::classic;
 use crate::group::consumer::group::{replay_change, ConsumerGroup, LEAVE_GROUP_MEMBER_EPOCH};
 use crate::group::consumer::heartbeat::{
     self, on_rebalance_timeout, on_session_timeout, HeartbeatError, HeartbeatRequest, TimerOp,
@@ -167,7 +167,7 @@ impl GroupCoordinator {
                     tracing::info!(group = %group_id, "cannot upgrade the classic group to a consumer group: {why}");
                     return not_consumer();
                 }
-                match classic::upgrade_records(classic, topics) {
+                match classic_bridge::upgrade_records(classic, topics) {
                     Ok(records) => upgrade = Some(records),
                     Err(why) => {
                         tracing::warn!(group = %group_id, "cannot upgrade the classic group to a consumer group: {why}");
@@ -321,12 +321,14 @@ impl GroupCoordinator {
     ) -> Vec<Effect> {
         let policy = self.config.consumer.migration_policy;
         let downgrade = self.consumer.groups.get(group_id).and_then(|group| {
-            classic::downgrade_on_fence(group, member_id, policy, self.config.max_group_size).then(
-                || {
+            classic_bridge::downgrade_on_fence(group, member_id, policy, self.config.max_group_size)
+                .then(|| {
                     let members: Vec<String> = group.members().keys().cloned().collect();
-                    (classic::downgrade(group, Some(member_id), now_ms), members)
-                },
-            )
+                    (
+                        classic_bridge::downgrade(group, Some(member_id), now_ms),
+                        members,
+                    )
+                })
         });
         let Some(((tombstones, record), members)) = downgrade else {
             self.apply_timer_ops(group_id, TimerOp::cancel_all(member_id));

@@ -6,9 +6,9 @@ use std::fmt;
 use bytes::Bytes;
 
 use super::api::{GroupMetadataRecord, JoinGroupResponseMember, MemberMetadataRecord};
-use super::errors::code;
 use super::member::{plain_protocol_set, ClassicGroupMember, Protocol};
 use super::protocol::{self, CONSUMER_PROTOCOL_TYPE};
+use crate::group::errors::code;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GroupState {

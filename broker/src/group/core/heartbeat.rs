@@ -1,9 +1,9 @@
 //! Heartbeat (Apache `classicGroupHeartbeat`).
 
 use super::api::{heartbeat, invalid_group_id};
-use super::errors::code;
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{Effect, GroupCoordinator, GroupState, HeartbeatRequest, RequestToken};
+use crate::group::errors::code;
 
 impl GroupCoordinator {
     /// Heartbeat. Order of checks as Apache: group id, unknown group

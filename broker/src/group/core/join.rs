@@ -5,13 +5,13 @@
 use bytes::Bytes;
 
 use super::api::{join_error, sync_error};
-use super::errors::code;
 use super::rebalance::{
     answer_leftover_waiters, cancel_heartbeat, current_state_response, maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join, prepare_rebalance, reschedule_heartbeat,
     reschedule_member_heartbeat, respond_join, validate_member,
 };
 use crate::group::consumer::heartbeat::TopicsView;
+use crate::group::errors::code;
 
 use super::{
     ClassicGroup, ClassicGroupMember, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupRequest,

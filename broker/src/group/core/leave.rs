@@ -1,7 +1,6 @@
 //! LeaveGroup (Apache `classicGroupLeave`), every request shape.
 
 use super::api::invalid_group_id;
-use super::errors::code;
 use super::rebalance::{
     cancel_heartbeat, drop_member, maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join, validate_member,
@@ -10,6 +9,7 @@ use super::{
     ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, LeaveGroupRequest, LeaveGroupResponse,
     LeaveMemberResponse, RequestToken, Response,
 };
+use crate::group::errors::code;
 
 /// v0–v2 responses have no member list: Apache's `LeaveGroupResponse` folds
 /// the first member error into the top-level code.

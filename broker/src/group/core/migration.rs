@@ -1,11 +1,12 @@
 //! Online migration in the core: classic members served inside consumer
 //! groups (JoinGroup, SyncGroup, Heartbeat and LeaveGroup through the pure
-//! [`crate::group::consumer::classic`]), and the upgrade of a classic group
+//! [`super::classic_bridge`]), and the upgrade of a classic group
 //! when a consumer-protocol member joins it, and its downgrade when a
 //! classic static member replaces the last consumer-protocol member. The
 //! downgrade when the last consumer-protocol member is fenced is in
 //! [`super::consumer`].
 
+use super::classic_bridge;
 use super::leave::shape;
 use super::rebalance::answer_leftover_waiters;
 use super::{
@@ -13,7 +14,6 @@ use super::{
     HeartbeatResponse, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, RequestToken,
     Response, SyncGroupRequest,
 };
-use crate::group::consumer::classic;
 use crate::group::consumer::group::{replay_change, ConsumerGroup};
 use crate::group::consumer::heartbeat::{TimerOp, TopicsView};
 use crate::group::consumer::records::ConsumerGroupRecord;
@@ -88,7 +88,7 @@ impl GroupCoordinator {
             return Vec::new();
         };
         let cx = self.heartbeat_context(&req.group_id, topics, now_ms);
-        let result = classic::join(group, req, &cx, || uuid::Uuid::new_v4().to_string());
+        let result = classic_bridge::join(group, req, &cx, || uuid::Uuid::new_v4().to_string());
         // A static member with no id replaces the instance's member.
         let replaced = req
             .group_instance_id
@@ -97,7 +97,12 @@ impl GroupCoordinator {
             .and_then(|instance| group.static_member_id(instance));
         let policy = self.config.consumer.migration_policy;
         let downgrade = replaced.is_some_and(|replaced| {
-            classic::downgrade_on_replace(group, replaced, policy, self.config.max_group_size)
+            classic_bridge::downgrade_on_replace(
+                group,
+                replaced,
+                policy,
+                self.config.max_group_size,
+            )
         });
         if !downgrade {
             self.apply_timer_ops(&req.group_id, result.timers);
@@ -117,7 +122,7 @@ impl GroupCoordinator {
         let Some(joined) = joined else {
             return Vec::new();
         };
-        let (tombstones, record) = classic::downgrade(&joined, None, now_ms);
+        let (tombstones, record) = classic_bridge::downgrade(&joined, None, now_ms);
         let subscription_changed = result
             .records
             .iter()
@@ -153,7 +158,7 @@ impl GroupCoordinator {
         let Some(group) = self.consumer.groups.get(group_id) else {
             return Vec::new();
         };
-        let tombstones = classic::tombstones(group);
+        let tombstones = classic_bridge::tombstones(group);
         tracing::info!(group = %group_id, "empty consumer group replaced by a classic group: a classic member joins");
         self.write_consumer_change(group_id, tombstones, None, None)
     }
@@ -167,7 +172,7 @@ impl GroupCoordinator {
         now_ms: u64,
     ) -> Option<Vec<Effect>> {
         let group = self.consumer.groups.get(&req.group_id)?;
-        let (response, timers) = classic::sync(group, req, now_ms);
+        let (response, timers) = classic_bridge::sync(group, req, now_ms);
         self.apply_timer_ops(&req.group_id, timers);
         Some(self.write_consumer_change(
             &req.group_id,
@@ -185,7 +190,7 @@ impl GroupCoordinator {
         now_ms: u64,
     ) -> Option<Vec<Effect>> {
         let group = self.consumer.groups.get(&req.group_id)?;
-        let (error_code, timers) = classic::heartbeat(group, req, now_ms);
+        let (error_code, timers) = classic_bridge::heartbeat(group, req, now_ms);
         self.apply_timer_ops(&req.group_id, timers);
         Some(self.write_consumer_change(
             &req.group_id,
@@ -202,7 +207,7 @@ impl GroupCoordinator {
         req: &LeaveGroupRequest,
     ) -> Option<Vec<Effect>> {
         let group = self.consumer.groups.get(&req.group_id)?;
-        let result = classic::leave(group, req);
+        let result = classic_bridge::leave(group, req);
         self.apply_timer_ops(&req.group_id, result.timers);
         let response = shape(
             req.api_version,

@@ -9,8 +9,8 @@
 
 mod admin;
 mod api;
+pub mod classic_bridge;
 mod consumer;
-mod errors;
 mod group;
 mod heartbeat;
 mod join;
@@ -30,9 +30,9 @@ mod tests;
 
 use std::collections::HashMap;
 
+pub use crate::group::errors::{append_error_to_response_error, code};
 pub use api::*;
 pub use consumer::Assignors;
-pub use errors::{append_error_to_response_error, code};
 pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
 pub use offsets::offsets_in_force;
@@ -176,7 +176,7 @@ pub struct GroupCoordinator {
     /// The consumer timing of each group with configs of its own
     /// (`__cluster/group_configs`), worked out once per change rather than
     /// at every heartbeat.
-    pub(crate) consumer_timings: HashMap<String, crate::group::configs::ConsumerTiming>,
+    pub(crate) consumer_timings: HashMap<String, crate::group::consumer::config::ConsumerTiming>,
 }
 
 impl GroupCoordinator {
@@ -217,9 +217,12 @@ impl GroupCoordinator {
 
     /// The consumer protocol's session timeout and heartbeat interval for
     /// `group_id`: its own configs, else the broker's.
-    pub(crate) fn consumer_timing(&self, group_id: &str) -> crate::group::configs::ConsumerTiming {
+    pub(crate) fn consumer_timing(
+        &self,
+        group_id: &str,
+    ) -> crate::group::consumer::config::ConsumerTiming {
         self.consumer_timings.get(group_id).copied().unwrap_or(
-            crate::group::configs::ConsumerTiming {
+            crate::group::consumer::config::ConsumerTiming {
                 session_timeout_ms: self.config.consumer.session_timeout_ms,
                 heartbeat_interval_ms: self.config.consumer.heartbeat_interval_ms,
             },

@@ -1,12 +1,15 @@
 //! OffsetCommit / OffsetFetch / OffsetDelete and the retention sweep (Apache
 //! `OffsetMetadataManager` + `ClassicGroup.validateOffsetCommit`).
+//!
+//! Over 800 lines: the three offset APIs and the retention sweep share their
+//! validation and the committed-offset table, as in Apache's
+//! `OffsetMetadataManager`.
 
 use std::collections::BTreeMap;
 
 use crate::group::consumer::group::ConsumerGroup;
 
 use super::api::{group_id_too_long, invalid_group_id};
-use super::errors::{append_error_to_response_error, code};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{
     ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupMetadataRecord, GroupState,
@@ -15,6 +18,7 @@ use super::{
     OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic,
     PartitionResult, RequestToken, Response, TopicResult, UnloadedOffset,
 };
+use crate::group::errors::{append_error_to_response_error, code};
 
 #[derive(Debug)]
 pub(crate) struct PendingCommit {

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::api::sync_error;
-use super::errors::{append_error_to_response_error, code};
 use super::group::JoinTimer;
 use super::join::ms;
 use super::{
     ClassicGroup, ClassicGroupMember, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupResponse,
     PendingPersist, RequestToken, Response, SyncGroupResponse, TimerKey,
 };
+use crate::group::errors::{append_error_to_response_error, code};
 
 // ------------------------------------------------------------ waiters/timers
 

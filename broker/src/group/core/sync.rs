@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::api::{invalid_group_id, sync_error};
-use super::errors::code;
 use super::join::validate_sync_protocol;
 use super::protocol::{consumer_protocol_version, empty_consumer_assignment};
 use super::rebalance::validate_member;
@@ -13,6 +12,7 @@ use super::{
     ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, PendingPersist, RequestToken,
     Response, SyncGroupRequest, SyncGroupResponse, TimerKey,
 };
+use crate::group::errors::code;
 
 /// Apache `removePendingSyncMember`: the sync timer is no longer needed once
 /// every member synced (or the group left the sync phase).

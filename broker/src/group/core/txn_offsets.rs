@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::api::group_id_too_long;
-use super::errors::{append_error_to_response_error, code};
 use super::{
     Effect, GroupCoordinator, OffsetAndMetadata, OffsetCommitResponse, OffsetCommitTopic,
     RequestToken, Response,
 };
+use crate::group::errors::{append_error_to_response_error, code};
 
 /// Offsets by (topic, partition), of one producer's open transaction.
 pub(crate) type PendingOffsets = Vec<(Arc<str>, i32, OffsetAndMetadata)>;

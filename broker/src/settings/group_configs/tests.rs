@@ -2,7 +2,8 @@
 //! the IncrementalAlterConfigs operations on a group.
 
 use super::*;
-use crate::group::configs::{ConsumerTiming, GroupConfigs};
+use crate::group::configs::GroupConfigs;
+use crate::group::consumer::config::ConsumerTiming;
 
 fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

@@ -233,7 +233,7 @@ pub fn build_offset_map(
 /// The path a group starting at segment `base` of generation `gen` is
 /// cleaned into by generation `writer`.
 pub fn cleaned_path(dir: &Path, base: i64, gen: u32, writer: u32) -> PathBuf {
-    let segment = crate::storage::log::segment_name(base, gen, "log");
+    let segment = crate::storage::names::segment_name(base, gen, "log");
     match writer {
         0 => dir.join(format!("{segment}.cleaned")),
         w => dir.join(format!("{segment}.cleaned-{w}")),

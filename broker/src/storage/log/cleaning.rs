@@ -18,9 +18,10 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{parse_segment_name, segment_name, segment_path, Log, LogConfig, Segment};
+use super::{segment_path, Log, LogConfig, Segment};
 use crate::storage::cleaner::{LastRecord, SegmentSource};
 use crate::storage::fs::sync_dir;
+use crate::storage::names::{parse_segment_name, segment_name};
 use crate::storage::producer_snapshot;
 use crate::storage::txn_index::AbortedTxn;
 

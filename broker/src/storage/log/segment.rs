@@ -69,27 +69,7 @@ pub struct Segment {
 /// A segment file's path: `<base>.<ext>` before generations,
 /// `<base>-<generation>.<ext>` since.
 pub(super) fn segment_path(dir: &Path, base: i64, gen: u32, ext: &str) -> PathBuf {
-    dir.join(segment_name(base, gen, ext))
-}
-
-pub(crate) fn segment_name(base: i64, gen: u32, ext: &str) -> String {
-    match gen {
-        0 => format!("{base:020}.{ext}"),
-        g => format!("{base:020}-{g}.{ext}"),
-    }
-}
-
-/// The base offset and generation of a file named as [`segment_name`]
-/// with `ext`.
-pub(crate) fn parse_segment_name(name: &str, ext: &str) -> Option<(i64, u32)> {
-    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
-    match stem.split_once('-') {
-        None => Some((stem.parse().ok()?, 0)),
-        Some((base, gen)) => {
-            let gen: u32 = gen.parse().ok()?;
-            (gen > 0).then_some((base.parse().ok()?, gen))
-        }
-    }
+    dir.join(crate::storage::names::segment_name(base, gen, ext))
 }
 
 pub(super) fn read_header_at(file: &File, pos: u64, file_len: u64) -> Option<BatchHeader> {

@@ -7,6 +7,10 @@
 //! with [`TxnCoordinator::markers_written`]; only then does the coordinator
 //! apply the transition (every transition is durable before it is
 //! answered).
+//!
+//! Over 800 lines: every entry point of one state machine over one
+//! `TxnMetadata`, as Apache's `TransactionCoordinator`; split, each part
+//! would reach into the others' private checks.
 
 use std::collections::{BTreeSet, HashMap};
 

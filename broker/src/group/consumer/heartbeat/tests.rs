@@ -79,7 +79,7 @@ impl Context {
         };
         let cx = super::Context {
             config: &self.config,
-            timing: crate::group::configs::ConsumerTiming {
+            timing: crate::group::consumer::config::ConsumerTiming {
                 session_timeout_ms: self.config.session_timeout_ms,
                 heartbeat_interval_ms: self.config.heartbeat_interval_ms,
             },
