@@ -13,11 +13,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use kaas_broker::coordinator::clock::ManualClock;
 use kaas_broker::group::core::{
     GroupCoordinatorConfig, GroupState, JoinGroupRequest, OffsetAndMetadata, Protocol, Response,
     SyncGroupRequest,
 };
-use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, ManualClock};
+use kaas_broker::group::manager::{GroupManager, GroupManagerConfig};
 use kaas_broker::storage::group_log::GroupLogStore;
 use kaas_shared::{Assignment, BrokerInfo, Routing};
 use tokio::sync::watch;

@@ -14,9 +14,10 @@ use crate::auth::{AllowAll, Authorizer};
 use crate::client_quotas::enforce::Enforcer;
 use crate::client_quotas::ClientQuotas;
 use crate::cluster::ClusterView;
+use crate::coordinator::clock::SystemClock;
 use crate::followed::Followed;
 use crate::group::configs::GroupConfigs;
-use crate::group::manager::{GroupManager, GroupManagerConfig, SystemClock};
+use crate::group::manager::{GroupManager, GroupManagerConfig};
 use crate::metrics::Metrics;
 use crate::net::listener::{Listener, ListenerConfig};
 use crate::net::quotas::ConnectionQuotas;
@@ -382,7 +383,7 @@ impl Broker {
         self: Arc<Self>,
         shutdown: tokio_util::sync::CancellationToken,
     ) {
-        use crate::group::manager::Clock;
+        use crate::coordinator::clock::Clock;
         let every = std::time::Duration::from_millis(
             self.config.producer_id_expiration_check_interval_ms.max(1),
         );
@@ -410,7 +411,7 @@ impl Broker {
     /// topic's retention lets go (against the wall clock, as record
     /// timestamps are), until `shutdown`.
     pub async fn run_log_retention(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        use crate::group::manager::Clock;
+        use crate::coordinator::clock::Clock;
         let every =
             std::time::Duration::from_millis(self.config.log_retention.check_interval_ms.max(1));
         let mut retention = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -474,7 +475,7 @@ impl Broker {
         n: usize,
         shutdown: tokio_util::sync::CancellationToken,
     ) {
-        use crate::group::manager::Clock;
+        use crate::coordinator::clock::Clock;
         loop {
             let config = self.cleaner_config();
             if n >= config.threads {

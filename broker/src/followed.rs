@@ -6,7 +6,9 @@
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -55,16 +57,13 @@ where
 
     /// The value installed.
     pub fn current(&self) -> Arc<T> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.read().clone()
     }
 
     fn install(&self, v: Versioned<T>) {
         // Under the lock: a refresh and a change racing must not leave the
         // older value installed under the newer version.
-        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = self.current.write();
         if self.version.load(Ordering::SeqCst) > v.version {
             return;
         }

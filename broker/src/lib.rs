@@ -8,6 +8,7 @@ pub mod broker;
 pub mod cli;
 pub mod client_quotas;
 pub mod cluster;
+pub mod coordinator;
 pub mod followed;
 #[doc(hidden)]
 pub mod fuzzing;

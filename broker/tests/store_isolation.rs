@@ -10,12 +10,13 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kaas_broker::coordinator::clock::ManualClock;
 use kaas_broker::group::consumer::records::TopicMetadata;
 use kaas_broker::group::core::{
     GroupCoordinatorConfig, HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, Protocol,
     SyncGroupRequest,
 };
-use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, Join, ManualClock};
+use kaas_broker::group::manager::{GroupManager, GroupManagerConfig, Join};
 use kaas_broker::storage::group_log::{GroupLogOptions, GroupLogStore, LogIo};
 use kaas_shared::{Assignment, BrokerInfo, Routing};
 

@@ -3,7 +3,7 @@
 //! settings) and their error.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -12,6 +12,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::Client;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::crd::KaasCluster;
 use crate::resources::MANAGER;
@@ -146,12 +147,7 @@ impl Context {
         }
     }
 
-    pub(crate) fn failures(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<KaasCluster>, u32>> {
-        // A panic elsewhere cannot leave the map inconsistent: recover it.
-        self.failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn failures(&self) -> MutexGuard<'_, HashMap<ObjectRef<KaasCluster>, u32>> {
+        self.failures.lock()
     }
 }

@@ -42,7 +42,7 @@ pub const FINALIZER: &str = "kaas.dev/user-cleanup";
 const RESYNC: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// Apache's RESOURCE_NOT_FOUND: deleting a credential that is not there.
-const RESOURCE_NOT_FOUND: i16 = 91;
+const RESOURCE_NOT_FOUND: i16 = kafka_protocol::ResponseError::ResourceNotFound.code();
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

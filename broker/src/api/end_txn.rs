@@ -1,5 +1,8 @@
-//! EndTxn (key 26): commit or abort a transaction, answered once the
-//! PrepareCommit/PrepareAbort is durable; its markers follow.
+//! EndTxn (key 26): commit or abort a transaction. The answer waits for
+//! the PrepareCommit/PrepareAbort to be durable and then, up to 100 ms, for
+//! the markers and the completion (`txn::manager`'s
+//! `HOLD_END_TXN_ANSWER`), so the producer's next transaction is not
+//! refused with CONCURRENT_TRANSACTIONS.
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 

@@ -207,11 +207,11 @@ impl RequestContext {
         resource_type: ResourceType,
         name: &str,
         denied: Err,
-    ) -> Result<(), crate::group::manager::NotServed> {
+    ) -> Result<(), crate::coordinator::runtime::NotServed> {
         if self.authorized(operation, resource_type, name) {
             Ok(())
         } else {
-            Err(crate::group::manager::NotServed(denied.code()))
+            Err(crate::coordinator::runtime::NotServed(denied.code()))
         }
     }
 
@@ -510,7 +510,7 @@ pub(crate) fn leader_epoch_error(routing: &kaas_shared::Routing, requested: i32)
 }
 
 /// The wire code for a group request this broker cannot serve now.
-pub(crate) fn group_error(e: crate::group::manager::NotServed) -> i16 {
+pub(crate) fn group_error(e: crate::coordinator::runtime::NotServed) -> i16 {
     e.0
 }
 

@@ -68,7 +68,7 @@ pub(super) async fn commit_known<F>(
 ) -> core::OffsetCommitResponse
 where
     F: std::future::Future<
-        Output = Result<core::OffsetCommitResponse, crate::group::manager::NotServed>,
+        Output = Result<core::OffsetCommitResponse, crate::coordinator::runtime::NotServed>,
     >,
 {
     if let Some(denied) = denied {

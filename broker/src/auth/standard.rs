@@ -11,7 +11,9 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use super::acl::{
     AclBinding, PatternType, Permission, WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE,
@@ -195,7 +197,7 @@ impl StandardAuthorizer {
     /// Installs a new set of ACLs (duplicates count once).
     pub fn replace(&self, acls: impl IntoIterator<Item = AclBinding>) {
         let index = Arc::new(Index::new(acls));
-        *self.acls.write().unwrap_or_else(|e| e.into_inner()) = index;
+        *self.acls.write() = index;
     }
 
     /// Every ACL, in a stable order.
@@ -204,7 +206,7 @@ impl StandardAuthorizer {
     }
 
     fn index(&self) -> Arc<Index> {
-        self.acls.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.acls.read().clone()
     }
 
     fn is_super_user(&self, principal: &str) -> bool {

@@ -1,24 +1,16 @@
-//! The shell around the sans-IO coordinator core: it feeds requests and
-//! timers in, answers parked requests, and makes writes durable before the
-//! core acknowledges them.
-//!
-//! One mutex guards the core. Writes are *ordered* while that mutex is held
-//! (the store queues each on its group's lane, doing no I/O) and *awaited*
-//! outside it, so a slow lock, write or fsync never blocks other groups and
-//! records of one group land in the order the core emitted them.
-//!
-//! Over 800 lines: the shell's call, queue, timer and write machinery, which
-//! the one coordinator runtime of issue #34 takes out (work in progress).
+//! The group coordinator's shell on the coordinator runtime
+//! ([`crate::coordinator::runtime`]): it feeds requests and timers to the
+//! core, carries out the core's effects (each write through the
+//! [`GroupStore`], its outcome reported back once durable), loads groups
+//! on first use and unloads those that moved away or went idle.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kaas_shared::Routing;
-use parking_lot::{Mutex, MutexGuard};
-use tokio::sync::{oneshot, watch, Notify};
+use parking_lot::MutexGuard;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug_span, info, warn, Instrument};
 
@@ -27,40 +19,8 @@ use super::core::{
     RequestToken, Response, UnloadedOffset,
 };
 pub use super::store::{Durable, GroupStore, StoreError, StoredGroup};
-
-/// Milliseconds since the Unix epoch; injected so tests can drive time.
-pub trait Clock: Send + Sync + 'static {
-    fn now_ms(&self) -> u64;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    }
-}
-
-/// A clock moved by hand, for tests and benchmarks of idle timeouts.
-pub struct ManualClock(AtomicU64);
-
-impl ManualClock {
-    pub fn new(now_ms: u64) -> ManualClock {
-        ManualClock(AtomicU64::new(now_ms))
-    }
-
-    pub fn advance(&self, ms: u64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
+use crate::coordinator::clock::Clock;
+use crate::coordinator::runtime::{moved, Keyspace, NotServed, Runtime, Shard, TimerWake};
 
 #[derive(Debug, Clone)]
 pub struct GroupManagerConfig {
@@ -83,42 +43,9 @@ impl Default for GroupManagerConfig {
     }
 }
 
-/// Runs a report to its end even if the request awaiting it goes away
-/// (the client disconnected): the core must hear every write's outcome.
-struct FinishOnDrop(Option<BoxFuture<'static, ()>>);
-
-impl std::future::Future for FinishOnDrop {
-    type Output = ();
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        let Some(report) = self.0.as_mut() else {
-            return std::task::Poll::Ready(());
-        };
-        let done = report.as_mut().poll(cx);
-        if done.is_ready() {
-            self.0 = None;
-        }
-        done
-    }
-}
-
-impl Drop for FinishOnDrop {
-    fn drop(&mut self) {
-        if let Some(report) = self.0.take() {
-            // Without a runtime the process is ending: nobody is left to hear.
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(report);
-            }
-        }
-    }
-}
-
-struct State {
-    core: GroupCoordinator,
-    waiters: HashMap<RequestToken, oneshot::Sender<Response>>,
+/// What the group shell keeps beside the core, under the runtime's lock.
+#[derive(Default)]
+pub struct Resident {
     /// Last time each resident group was touched, for idle unloading.
     touched: HashMap<String, u64>,
     /// The committed offsets of groups out of memory (unloaded for idleness,
@@ -128,18 +55,19 @@ struct State {
     idle_offsets: HashMap<String, Vec<UnloadedOffset>>,
 }
 
+type GroupShard = Shard<GroupCoordinator, Response, Resident>;
+
+/// Groups are routed by `Routing::owner_of_group`.
+const GROUPS: Keyspace = Keyspace {
+    noun: "group",
+    owner: |routing, group_id| routing.owner_of_group(group_id),
+};
+
 pub struct GroupManager {
-    broker_id: i32,
     config: GroupManagerConfig,
-    state: Mutex<State>,
+    runtime: Arc<Runtime<GroupCoordinator, Response, Resident>>,
     store: Arc<dyn GroupStore>,
-    clock: Arc<dyn Clock>,
-    routing: watch::Receiver<Option<Arc<Routing>>>,
-    timer_wake: Notify,
-    /// The deadline `run_timers` sleeps until: an earlier timer armed by a
-    /// request wakes it.
-    timers_sleep_until: AtomicU64,
-    next_token: AtomicU64,
+    timers: TimerWake,
     /// Held by a [`GroupManager::learn_offsets_on_disk`] pass: the
     /// assignment version of the last pass that finished.
     learning: tokio::sync::Mutex<Option<u64>>,
@@ -157,16 +85,13 @@ fn touch(touched: &mut HashMap<String, u64>, group_id: &str, now: u64) {
 
 /// Gives memory back after many groups were unloaded (amortised: only maps
 /// at most a quarter full are shrunk).
-fn shrink_if_sparse(st: &mut State) {
+fn shrink_if_sparse(st: &mut GroupShard) {
     st.core.shrink_if_sparse();
-    if st.touched.capacity() > 64 && st.touched.len() <= st.touched.capacity() / 4 {
-        st.touched.shrink_to_fit();
+    let touched = &mut st.extra.touched;
+    if touched.capacity() > 64 && touched.len() <= touched.capacity() / 4 {
+        touched.shrink_to_fit();
     }
 }
-
-/// Why a request cannot be served here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotServed(pub i16);
 
 /// A group request the coordinator answers, at once or once a rebalance
 /// round or a write completes: which entry point of the core takes it, and
@@ -279,23 +204,13 @@ impl GroupManager {
         routing: watch::Receiver<Option<Arc<Routing>>>,
     ) -> Arc<GroupManager> {
         let mut core = GroupCoordinator::new(config.core.clone());
-        let now = clock.now_ms();
-        let fx = core.start(now);
+        let fx = core.start(clock.now_ms());
+        let runtime = Runtime::new(broker_id, GROUPS, core, Resident::default(), clock, routing);
         let manager = Arc::new(GroupManager {
-            broker_id,
             config,
-            state: Mutex::new(State {
-                core,
-                waiters: HashMap::new(),
-                touched: HashMap::new(),
-                idle_offsets: HashMap::new(),
-            }),
+            runtime: Arc::new(runtime),
             store,
-            clock,
-            routing,
-            timer_wake: Notify::new(),
-            timers_sleep_until: AtomicU64::new(0),
-            next_token: AtomicU64::new(1),
+            timers: TimerWake::default(),
             learning: tokio::sync::Mutex::new(None),
         });
         {
@@ -310,26 +225,22 @@ impl GroupManager {
         self.lock().core.set_group_configs(configs);
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock()
+    fn lock(&self) -> MutexGuard<'_, GroupShard> {
+        self.runtime.lock()
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
+        self.runtime.now_ms()
     }
 
     /// The routing this broker follows, if any.
     pub fn routing(&self) -> Option<Arc<Routing>> {
-        self.routing.borrow().clone()
+        self.runtime.routing()
     }
 
     /// Whether this broker coordinates `group_id` now (both tiers).
     pub fn check_owner(&self, group_id: &str) -> Result<(), NotServed> {
-        match self.routing() {
-            None => Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),
-            Some(r) if r.owner_of_group(group_id) == Some(self.broker_id) => Ok(()),
-            Some(_) => Err(NotServed(code::NOT_COORDINATOR)),
-        }
+        self.runtime.check_owner(group_id)
     }
 
     /// Owner check, then load the group's log if it is not in memory. A
@@ -340,7 +251,7 @@ impl GroupManager {
             let mut st = self.lock();
             if st.core.is_resident(group_id) {
                 let now = self.now_ms();
-                touch(&mut st.touched, group_id, now);
+                touch(&mut st.extra.touched, group_id, now);
                 return Ok(());
             }
             if st.core.num_resident_groups() >= self.config.max_resident_groups {
@@ -351,37 +262,33 @@ impl GroupManager {
                         limit = self.config.max_resident_groups,
                         "too many groups loaded; refusing to load another"
                     );
-                    return Err(NotServed(
-                        kafka_protocol::ResponseError::CoordinatorLoadInProgress.code(),
-                    ));
+                    return Err(NotServed(code::COORDINATOR_LOAD_IN_PROGRESS));
                 }
             }
         }
         let store = self.store.clone();
         let id = group_id.to_string();
-        let loaded = tokio::task::spawn_blocking(move || store.load(&id))
+        self.runtime
+            .load(
+                group_id,
+                |st| st.core.is_resident(group_id),
+                move || store.load(&id),
+                |st, stored, now| self.install(st, group_id, stored, now),
+            )
             .await
-            .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
-        let stored = match loaded {
-            Ok(s) => s,
-            Err(e @ (StoreError::Fenced { .. } | StoreError::Moved { .. })) => {
-                info!(group = group_id, error = %e, "not loading a group another broker claimed");
-                return Err(NotServed(code::NOT_COORDINATOR));
-            }
-            Err(e) => {
-                warn!(group = group_id, error = %e, "cannot read the group's log");
-                return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
-            }
-        };
-        // Ownership may have moved while we read.
-        self.check_owner(group_id)?;
-        let mut st = self.lock();
-        if st.core.is_resident(group_id) {
-            return Ok(());
-        }
+    }
+
+    /// A group read from its log, into the core.
+    fn install(
+        self: &Arc<Self>,
+        st: &mut GroupShard,
+        group_id: &str,
+        stored: Option<StoredGroup>,
+        now: u64,
+    ) {
         if let Some(s) = &stored {
             let version = self.routing().map(|r| r.version());
-            info!(group = group_id, broker = self.broker_id, assignment_version = ?version,
+            info!(group = group_id, broker = self.runtime.broker_id(), assignment_version = ?version,
                   members = s.metadata.as_ref().map_or(0, |m| m.members.len()),
                   offsets = s.offsets.len(), "now coordinating group (loaded from its log)");
         }
@@ -389,17 +296,15 @@ impl GroupManager {
             .map_or((None, Vec::new(), Vec::new(), None), |s| {
                 (s.metadata, s.offsets, s.pending_txn_offsets, s.consumer)
             });
-        let now = self.now_ms();
         if let Some(consumer) = consumer {
             st.core.load_consumer_group(consumer, now);
         }
         let mut fx = st.core.load_group(group_id, record, offsets, now);
         st.core.load_pending_txn_offsets(group_id, pending, now);
         fx.extend(st.core.expire_loaded_offsets(group_id, now));
-        st.idle_offsets.remove(group_id);
-        touch(&mut st.touched, group_id, now);
-        self.execute(&mut st, fx);
-        Ok(())
+        st.extra.idle_offsets.remove(group_id);
+        touch(&mut st.extra.touched, group_id, now);
+        self.execute(st, fx);
     }
 
     /// [`Self::prepare`] for an answer read from memory (OffsetFetch): a
@@ -493,7 +398,7 @@ impl GroupManager {
         let now = self.now_ms();
         let st = self.lock();
         let mut out = st.core.committed_offsets();
-        for (group, offsets) in &st.idle_offsets {
+        for (group, offsets) in &st.extra.idle_offsets {
             out.extend(
                 offsets
                     .iter()
@@ -505,32 +410,24 @@ impl GroupManager {
     }
 
     /// Submits a request whose answer may come later (parked joins and
-    /// syncs, commits waiting for fsync) and waits for it.
+    /// syncs, commits waiting for fsync) and waits for it; `None` when the
+    /// group was unloaded before it answered.
     pub async fn call(
         self: &Arc<Self>,
         group_id: &str,
         f: impl FnOnce(&mut GroupCoordinator, RequestToken, u64) -> Vec<Effect>,
     ) -> Option<Response> {
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        let own_write = {
-            let mut st = self.lock();
-            st.waiters.insert(token, tx);
-            let now = self.now_ms();
-            touch(&mut st.touched, group_id, now);
-            let fx = f(&mut st.core, token, now);
-            self.execute_for(&mut st, fx, Some(token))
-        };
-        // The write our answer waits for is reported from this task rather
-        // than a task of its own: one task hand-off less per commit.
-        if let Some(report) = own_write {
-            FinishOnDrop(Some(report)).await;
-        }
-        // A dropped sender (group unloaded without an answer) reads as None.
-        rx.await.ok()
+        self.runtime
+            .call(|st, token, now| {
+                touch(&mut st.extra.touched, group_id, now);
+                let fx = f(&mut st.core, token, now);
+                self.execute_for(st, fx, Some(token))
+            })
+            .await
+            .ok()
     }
 
-    fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<Effect>) {
+    fn execute(self: &Arc<Self>, st: &mut GroupShard, effects: Vec<Effect>) {
         let none = self.execute_for(st, effects, None);
         debug_assert!(none.is_none());
     }
@@ -539,26 +436,18 @@ impl GroupManager {
     /// `caller` is returned for the caller to run instead of spawned.
     fn execute_for(
         self: &Arc<Self>,
-        st: &mut State,
+        st: &mut GroupShard,
         effects: Vec<Effect>,
         caller: Option<RequestToken>,
     ) -> Option<BoxFuture<'static, ()>> {
         // The core keeps the timers; the timer loop only needs waking when
         // one falls due before the deadline it sleeps until.
-        if st
-            .core
-            .next_timer_deadline()
-            .is_some_and(|d| d < self.timers_sleep_until.load(Ordering::Relaxed))
-        {
-            self.timer_wake.notify_one();
-        }
+        self.timers.armed(st.core.next_timer_deadline());
         let mut own = None;
         for effect in effects {
             match effect {
                 Effect::Respond(token, response) => {
-                    if let Some(tx) = st.waiters.remove(&token) {
-                        let _ = tx.send(response);
-                    }
+                    st.answer(token, response);
                 }
                 Effect::PersistGroupMetadata {
                     group_id,
@@ -738,28 +627,29 @@ impl GroupManager {
         report: impl FnOnce(&mut GroupCoordinator, Result<(), i16>, u64) -> Vec<Effect> + Send + 'static,
     ) -> BoxFuture<'static, ()> {
         let me = self.clone();
-        Box::pin(async move {
-            let mut fenced = false;
-            let result = durable.await.map_err(|e| match e {
+        self.runtime.after_write(durable, move |st, outcome, now| {
+            let fenced = outcome.as_ref().is_err_and(moved);
+            let result = outcome.map_err(|e| match e {
                 // Another broker owns (or wrote) the group's log: what we
                 // hold is stale. Retriable for the client; reload later.
-                StoreError::Fenced { .. } | StoreError::Moved { .. } | StoreError::Reclaimed { .. } => {
+                StoreError::Reclaimed { .. } => {
                     info!(group = %group, error = %e, "{what} refused: the group's log moved; unloading");
-                    fenced = true;
-                    if !matches!(e, StoreError::Reclaimed { .. }) {
-                        code::NOT_COORDINATOR
-                    } else {
-                        kafka_protocol::ResponseError::CoordinatorLoadInProgress.code()
-                    }
+                    code::COORDINATOR_LOAD_IN_PROGRESS
                 }
-                StoreError::Io(e) => {
+                e if moved(&e) => {
+                    info!(group = %group, error = %e, "{what} refused: the group's log moved; unloading");
+                    code::NOT_COORDINATOR
+                }
+                e => {
                     warn!(group = %group, error = %e, "{what} is not durable; answering with an error");
                     code::KAFKA_STORAGE_ERROR
                 }
             });
-            me.apply(|core, now| ((), report(core, result, now)));
-            if fenced {
-                me.unload(&group);
+            let fx = report(&mut st.core, result, now);
+            me.execute(st, fx);
+            if fenced && st.core.is_resident(&group) {
+                st.extra.idle_offsets.remove(&group);
+                me.unload_locked(st, &group, now);
             }
         })
     }
@@ -772,7 +662,7 @@ impl GroupManager {
             return;
         }
         let now = self.now_ms();
-        st.idle_offsets.remove(group_id);
+        st.extra.idle_offsets.remove(group_id);
         self.unload_locked(&mut st, group_id, now);
     }
 
@@ -783,17 +673,16 @@ impl GroupManager {
         let mut st = self.lock();
         let now = self.now_ms();
         for group_id in st.core.resident_groups() {
-            let owner = routing.owner_of_group(&group_id);
-            if owner == Some(self.broker_id) {
+            if self.runtime.owns_in(routing, &group_id) {
                 continue;
             }
-            info!(group = %group_id, from = self.broker_id, to = ?owner,
+            info!(group = %group_id, from = self.runtime.broker_id(), to = ?routing.owner_of_group(&group_id),
                   assignment_version = routing.version(), "group coordinator moved away; unloading");
             self.unload_locked(&mut st, &group_id, now);
         }
-        let me = self.broker_id;
-        st.idle_offsets
-            .retain(|group_id, _| routing.owner_of_group(group_id) == Some(me));
+        st.extra
+            .idle_offsets
+            .retain(|group_id, _| self.runtime.owns_in(routing, group_id));
         shrink_if_sparse(&mut st);
     }
 
@@ -813,12 +702,12 @@ impl GroupManager {
         for group_id in resident {
             self.unload_locked(&mut st, &group_id, now);
         }
-        st.idle_offsets.clear();
+        st.extra.idle_offsets.clear();
     }
 
-    fn unload_locked(self: &Arc<Self>, st: &mut State, group_id: &str, now: u64) {
+    fn unload_locked(self: &Arc<Self>, st: &mut GroupShard, group_id: &str, now: u64) {
         let fx = st.core.unload_group(group_id, now);
-        st.touched.remove(group_id);
+        st.extra.touched.remove(group_id);
         self.store.close(group_id);
         self.execute(st, fx);
     }
@@ -831,9 +720,10 @@ impl GroupManager {
     }
 
     /// Unloads Empty groups untouched for `idle_ms`.
-    fn unload_idle(self: &Arc<Self>, st: &mut State, idle_ms: u64) {
+    fn unload_idle(self: &Arc<Self>, st: &mut GroupShard, idle_ms: u64) {
         let now = self.now_ms();
         let idle: Vec<String> = st
+            .extra
             .touched
             .iter()
             .filter(|(_, t)| now.saturating_sub(**t) >= idle_ms)
@@ -855,11 +745,12 @@ impl GroupManager {
             let offsets = st.core.offsets_in_force_of(&g, now);
             // At most as many as may be loaded: the cache must not cost
             // more memory than unloading saved.
-            if !offsets.is_empty() && st.idle_offsets.len() < self.config.max_resident_groups {
-                st.idle_offsets.insert(g.clone(), offsets);
+            if !offsets.is_empty() && st.extra.idle_offsets.len() < self.config.max_resident_groups
+            {
+                st.extra.idle_offsets.insert(g.clone(), offsets);
             }
             let fx = st.core.unload_group(&g, now);
-            st.touched.remove(&g);
+            st.extra.touched.remove(&g);
             self.store.close(&g);
             self.execute(st, fx);
         }
@@ -873,17 +764,10 @@ impl GroupManager {
             let now = self.now_ms();
             let wait = {
                 let st = self.lock();
-                let next = st.core.next_timer_deadline();
-                let wait = next.map_or(1000, |d| d.saturating_sub(now)).min(1000);
-                // Under the lock: a request arming an earlier timer after
-                // this sees the new deadline and wakes the loop.
-                self.timers_sleep_until.store(now + wait, Ordering::Relaxed);
-                wait
+                self.timers.plan(now, st.core.next_timer_deadline())
             };
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = self.timer_wake.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            if !self.timers.sleep(wait, &shutdown).await {
+                break;
             }
             let mut st = self.lock();
             loop {

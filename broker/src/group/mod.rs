@@ -7,6 +7,5 @@ pub mod assignor;
 pub mod configs;
 pub mod consumer;
 pub mod core;
-pub mod errors;
 pub mod manager;
 pub mod store;

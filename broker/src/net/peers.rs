@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use kaas_client::{KafkaClient, Security};
@@ -17,7 +16,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Peers {
     security: Security,
-    idle: Mutex<HashMap<String, Vec<KafkaClient>>>,
+    idle: parking_lot::Mutex<HashMap<String, Vec<KafkaClient>>>,
     opened: AtomicU64,
 }
 
@@ -33,13 +32,13 @@ impl Peers {
     pub fn new(security: Security) -> Peers {
         Peers {
             security,
-            idle: Mutex::new(HashMap::new()),
+            idle: parking_lot::Mutex::new(HashMap::new()),
             opened: AtomicU64::new(0),
         }
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<KafkaClient>>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    fn idle(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Vec<KafkaClient>>> {
+        self.idle.lock()
     }
 
     /// Sends `req` at `version` to the broker at `addr` (`host:port`) and

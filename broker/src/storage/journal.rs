@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use tracing::error;
 
-use super::fs::{syncfs, FileLock};
+use super::fs::{sync_dir, syncfs, FileLock};
 use super::group_commit::{Committed, Flush, GroupCommit};
 
 /// The journals' folder, inside the group logs' folder.
@@ -420,7 +420,7 @@ fn open_files(
             a.sync_data()?;
         }
     }
-    File::open(folder)?.sync_all()?;
+    sync_dir(folder)?;
     generation.store(1, Ordering::Release);
     Ok(Files {
         files: [a, b],

@@ -1,19 +1,16 @@
-//! The shell around the transaction coordinator's core: it checks that
-//! this broker coordinates a transactional id, loads the id's log on first
-//! use (finishing a transaction found prepared there), runs the core under
-//! one mutex, makes every transition durable before the core hears it
-//! succeeded, writes markers through a [`MarkerWriter`], and runs the
-//! timeout and expiry sweeps. As in the group manager, writes are ordered
-//! under the lock (the store queues them) and awaited outside it.
+//! The transaction coordinator's shell on the coordinator runtime
+//! ([`crate::coordinator::runtime`]): it loads a transactional id's log on
+//! first use (finishing a transaction found prepared there), makes every
+//! transition durable before the core hears it succeeded, writes markers
+//! through a [`MarkerWriter`], and runs the timeout and expiry sweeps.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kaas_shared::Routing;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -23,7 +20,8 @@ use super::core::{
     TxnCoordinatorConfig, TxnEffect, TxnResult, TxnVersion, FINALIZED_TXN_VERSION,
 };
 use super::store::{StoreError, TxnStore};
-use crate::group::manager::{Clock, NotServed};
+use crate::coordinator::clock::Clock;
+use crate::coordinator::runtime::{moved, Keyspace, NotServed, Runtime, Shard};
 use crate::storage::producer_ids::ProducerIdAllocator;
 
 #[derive(Debug, Clone)]
@@ -69,13 +67,18 @@ pub trait MarkerWriter: Send + Sync + 'static {
     fn write(&self, job: MarkerJob) -> BoxFuture<'static, ()>;
 }
 
-struct State {
-    core: TxnCoordinator,
-    waiters: HashMap<RequestToken, oneshot::Sender<TxnAnswer>>,
-    /// Ids whose completion is being written after their markers, and who
-    /// waits for it (a held EndTxn answer).
-    completions: HashMap<String, Vec<oneshot::Sender<()>>>,
-}
+/// Ids whose completion is being written after their markers, and who
+/// waits for it (a held EndTxn answer): what the shell keeps beside the
+/// core, under the runtime's lock.
+type Completions = HashMap<String, Vec<oneshot::Sender<()>>>;
+
+type TxnShard = Shard<TxnCoordinator, TxnAnswer, Completions>;
+
+/// Transactional ids are routed by `Routing::owner_of_transaction`.
+const TRANSACTIONAL_IDS: Keyspace = Keyspace {
+    noun: "transactional id",
+    owner: |routing, transactional_id| routing.owner_of_transaction(transactional_id),
+};
 
 /// How long an EndTxn answer waits for the transaction's markers and
 /// completion. Apache answers once PrepareCommit is durable, and the
@@ -87,16 +90,12 @@ struct State {
 const HOLD_END_TXN_ANSWER: Duration = Duration::from_millis(100);
 
 pub struct TxnManager {
-    broker_id: i32,
     config: TxnManagerConfig,
-    state: Mutex<State>,
+    runtime: Arc<Runtime<TxnCoordinator, TxnAnswer, Completions>>,
     store: Arc<dyn TxnStore>,
-    clock: Arc<dyn Clock>,
-    routing: watch::Receiver<Option<Arc<Routing>>>,
     producer_ids: Arc<ProducerIdAllocator>,
     /// Set once the broker around this manager exists.
     markers: OnceLock<Arc<dyn MarkerWriter>>,
-    next_token: AtomicU64,
 }
 
 /// The producer ids at hand, for the core (no I/O under the lock: an empty
@@ -120,20 +119,21 @@ impl TxnManager {
         routing: watch::Receiver<Option<Arc<Routing>>>,
         producer_ids: Arc<ProducerIdAllocator>,
     ) -> Arc<TxnManager> {
-        Arc::new(TxnManager {
+        let core = TxnCoordinator::new(config.core.clone());
+        let runtime = Runtime::new(
             broker_id,
-            state: Mutex::new(State {
-                core: TxnCoordinator::new(config.core.clone()),
-                waiters: HashMap::new(),
-                completions: HashMap::new(),
-            }),
-            config,
-            store,
+            TRANSACTIONAL_IDS,
+            core,
+            Completions::new(),
             clock,
             routing,
+        );
+        Arc::new(TxnManager {
+            config,
+            runtime: Arc::new(runtime),
+            store,
             producer_ids,
             markers: OnceLock::new(),
-            next_token: AtomicU64::new(1),
         })
     }
 
@@ -142,67 +142,51 @@ impl TxnManager {
         let _ = self.markers.set(markers);
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock()
+    fn lock(&self) -> MutexGuard<'_, TxnShard> {
+        self.runtime.lock()
     }
 
     fn now_ms(&self) -> i64 {
-        self.clock.now_ms() as i64
+        self.runtime.now_ms() as i64
     }
 
     fn routing(&self) -> Option<Arc<Routing>> {
-        self.routing.borrow().clone()
+        self.runtime.routing()
     }
 
     /// Whether this broker coordinates the transactional id now.
     pub fn check_owner(&self, transactional_id: &str) -> Result<(), NotServed> {
-        match self.routing() {
-            None => Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),
-            Some(r) if r.owner_of_transaction(transactional_id) == Some(self.broker_id) => Ok(()),
-            Some(_) => Err(NotServed(code::NOT_COORDINATOR)),
-        }
+        self.runtime.check_owner(transactional_id)
     }
 
     /// Owner check, then the id's log read if the id is not in memory (a
     /// transaction found prepared is completed: its markers go out again).
     pub async fn prepare(self: &Arc<Self>, transactional_id: &str) -> Result<(), NotServed> {
         self.check_owner(transactional_id)?;
-        if transactional_id.is_empty() || self.lock().core.metadata(transactional_id).is_some() {
+        if transactional_id.is_empty() {
             return Ok(());
         }
         let store = self.store.clone();
         let id = transactional_id.to_string();
-        let loaded = tokio::task::spawn_blocking(move || store.load(&id))
-            .await
-            .map_err(|_| NotServed(code::COORDINATOR_NOT_AVAILABLE))?;
-        let stored = match loaded {
-            Ok(s) => s,
-            Err(e @ (StoreError::Fenced { .. } | StoreError::Moved { .. })) => {
-                info!(transactional_id, error = %e, "not loading a transactional id another broker claimed");
-                return Err(NotServed(code::NOT_COORDINATOR));
-            }
-            Err(e) => {
-                warn!(transactional_id, error = %e, "cannot read the transaction log");
-                return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
-            }
-        };
-        self.check_owner(transactional_id)?;
-        let mut st = self.lock();
-        if st.core.metadata(transactional_id).is_some() {
-            return Ok(());
-        }
-        if let Some(t) = &stored {
-            info!(
+        self.runtime
+            .load(
                 transactional_id,
-                state = t.state.name(),
-                producer_id = t.producer_id,
-                "now coordinating transactional id (loaded from its log)"
-            );
-        }
-        let now = self.now_ms();
-        let fx = st.core.load(transactional_id, stored.as_ref(), now);
-        self.execute(&mut st, fx);
-        Ok(())
+                |st| st.core.metadata(transactional_id).is_some(),
+                move || store.load(&id),
+                |st, stored, now| {
+                    if let Some(t) = &stored {
+                        info!(
+                            transactional_id,
+                            state = t.state.name(),
+                            producer_id = t.producer_id,
+                            "now coordinating transactional id (loaded from its log)"
+                        );
+                    }
+                    let fx = st.core.load(transactional_id, stored.as_ref(), now as i64);
+                    self.execute(st, fx);
+                },
+            )
+            .await
     }
 
     /// Producer ids for the calls that may need one or two (a new id, a
@@ -233,16 +217,18 @@ impl TxnManager {
             &mut dyn ProducerIdSource,
         ) -> Vec<TxnEffect>,
     ) -> Result<TxnAnswer, NotServed> {
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut st = self.lock();
-            st.waiters.insert(token, tx);
-            let now = self.now_ms();
-            let fx = f(&mut st.core, token, now, &mut AtHand(&self.producer_ids));
-            self.execute(&mut st, fx);
-        }
-        rx.await.map_err(|_| NotServed(code::NOT_COORDINATOR))
+        self.runtime
+            .call(|st, token, now| {
+                let fx = f(
+                    &mut st.core,
+                    token,
+                    now as i64,
+                    &mut AtHand(&self.producer_ids),
+                );
+                self.execute(st, fx);
+                None
+            })
+            .await
     }
 
     pub async fn init_producer_id(
@@ -331,7 +317,7 @@ impl TxnManager {
         self.routing().map_or(0, |r| r.coordinator_epoch())
     }
 
-    fn execute(self: &Arc<Self>, st: &mut State, effects: Vec<TxnEffect>) {
+    fn execute(self: &Arc<Self>, st: &mut TxnShard, effects: Vec<TxnEffect>) {
         // The answers that come with markers (EndTxn, a fencing
         // InitProducerId) wait for the completion, within a bound.
         let marking = effects
@@ -341,12 +327,10 @@ impl TxnManager {
         for effect in effects {
             match effect {
                 TxnEffect::Answer(token, answer) => {
-                    if let Some(tx) = st.waiters.remove(&token) {
-                        if marking {
-                            held.push((tx, answer));
-                        } else {
-                            let _ = tx.send(answer);
-                        }
+                    if marking {
+                        held.extend(st.take_waiter(token).map(|tx| (tx, answer)));
+                    } else {
+                        st.answer(token, answer);
                     }
                 }
                 TxnEffect::Write {
@@ -366,33 +350,28 @@ impl TxnManager {
                         )
                     });
                     let me = self.clone();
-                    tokio::spawn(async move {
-                        let outcome = durable.await.map_err(|e| {
+                    tokio::spawn(self.runtime.after_write(durable, move |st, outcome, now| {
+                        let fenced = outcome.as_ref().is_err_and(moved);
+                        let outcome = outcome.map_err(|e| {
                             warn!(transactional_id, error = %e, "transaction log write failed");
                             match e {
-                                StoreError::Fenced { .. }
-                                | StoreError::Moved { .. }
-                                | StoreError::Reclaimed { .. } => code::NOT_COORDINATOR,
                                 StoreError::Io(_) => code::COORDINATOR_NOT_AVAILABLE,
+                                _ => code::NOT_COORDINATOR,
                             }
                         });
-                        let moved = outcome == Err(code::NOT_COORDINATOR);
-                        let mut st = me.lock();
-                        let now = me.now_ms();
-                        let fx = st.core.write_done(token, outcome, now);
-                        me.execute(&mut st, fx);
+                        let fx = st.core.write_done(token, outcome, now as i64);
+                        me.execute(st, fx);
                         if completes {
-                            for done in st.completions.remove(&transactional_id).unwrap_or_default()
-                            {
+                            for done in st.extra.remove(&transactional_id).unwrap_or_default() {
                                 let _ = done.send(());
                             }
                         }
-                        if moved {
+                        if fenced {
                             // Another broker writes the id now: what we hold is stale.
                             st.core.unload(&transactional_id);
                             me.store.close(&transactional_id);
                         }
-                    });
+                    }));
                 }
                 TxnEffect::WriteMarkers {
                     transactional_id,
@@ -420,7 +399,7 @@ impl TxnManager {
                     let me = self.clone();
                     if !held.is_empty() {
                         let (done, completed) = oneshot::channel();
-                        st.completions
+                        st.extra
                             .entry(transactional_id.clone())
                             .or_default()
                             .push(done);
@@ -451,7 +430,7 @@ impl TxnManager {
     /// (their writes in flight answer NOT_COORDINATOR).
     pub fn sweep(self: &Arc<Self>, routing: &Routing) {
         self.unload_where(
-            |id| routing.owner_of_transaction(id) != Some(self.broker_id),
+            |id| !self.runtime.owns_in(routing, id),
             "transaction coordinator moved away; unloading",
         );
     }
@@ -483,7 +462,7 @@ impl TxnManager {
         let abort_every = Duration::from_millis(self.config.abort_check_interval_ms.max(1));
         let expire_every = self.config.expiry_check_interval_ms.max(1) as i64;
         let mut last_expiry = self.now_ms();
-        let mut assignments = self.routing.clone();
+        let mut assignments = self.runtime.assignments();
         self.adopt().await;
         loop {
             tokio::select! {

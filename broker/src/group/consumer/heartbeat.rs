@@ -24,8 +24,8 @@ use super::reconcile::{reconcile, MemberAssignmentState, MemberState};
 use super::records::{ConsumerGroupRecord, ResolvedRegex, TopicMetadata};
 use super::regex_subscription;
 use super::target::TargetAssignmentBuilder;
+use crate::coordinator::errors::code;
 use crate::group::assignor::{MemberAssignment, PartitionAssignor};
-use crate::group::errors::code;
 
 /// The epoch a static member leaves with, keeping its place for a
 /// restart (Apache's `LEAVE_GROUP_STATIC_MEMBER_EPOCH`).

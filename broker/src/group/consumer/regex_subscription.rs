@@ -26,8 +26,7 @@ use super::heartbeat::{error, Context, HeartbeatError};
 use super::member::ConsumerGroupMember;
 use super::records::{ConsumerGroupRecord, ResolvedRegex};
 
-/// Apache's `INVALID_REGULAR_EXPRESSION`.
-pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
+pub use crate::coordinator::errors::code::INVALID_REGULAR_EXPRESSION;
 
 /// Apache's `REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`: regexes are resolved
 /// at most once in this long.

@@ -9,7 +9,7 @@ use super::{
     DescribedMember, Effect, GroupCoordinator, GroupMetadataRecord, GroupState, ListedGroup,
     OffsetAndMetadata, RequestToken, Response, TimerKey,
 };
-use crate::group::errors::{append_error_to_response_error, code};
+use crate::coordinator::errors::{append_error_to_response_error, code};
 
 impl GroupCoordinator {
     /// DescribeGroups. An unknown group is described as Dead with no members

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::api::{GroupMetadataRecord, JoinGroupResponseMember, MemberMetadataRecord};
 use super::member::{plain_protocol_set, ClassicGroupMember, Protocol};
 use super::protocol::{self, CONSUMER_PROTOCOL_TYPE};
-use crate::group::errors::code;
+use crate::coordinator::errors::code;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GroupState {

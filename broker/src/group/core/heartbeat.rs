@@ -3,7 +3,7 @@
 use super::api::{heartbeat, invalid_group_id};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{Effect, GroupCoordinator, GroupState, HeartbeatRequest, RequestToken};
-use crate::group::errors::code;
+use crate::coordinator::errors::code;
 
 impl GroupCoordinator {
     /// Heartbeat. Order of checks as Apache: group id, unknown group

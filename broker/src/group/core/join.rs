@@ -10,8 +10,8 @@ use super::rebalance::{
     maybe_prepare_rebalance_or_complete_join, prepare_rebalance, reschedule_heartbeat,
     reschedule_member_heartbeat, respond_join, validate_member,
 };
+use crate::coordinator::errors::code;
 use crate::group::consumer::heartbeat::TopicsView;
-use crate::group::errors::code;
 
 use super::{
     ClassicGroup, ClassicGroupMember, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupRequest,

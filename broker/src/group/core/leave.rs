@@ -9,7 +9,7 @@ use super::{
     ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, LeaveGroupRequest, LeaveGroupResponse,
     LeaveMemberResponse, RequestToken, Response,
 };
-use crate::group::errors::code;
+use crate::coordinator::errors::code;
 
 /// v0–v2 responses have no member list: Apache's `LeaveGroupResponse` folds
 /// the first member error into the top-level code.

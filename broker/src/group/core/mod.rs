@@ -30,7 +30,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-pub use crate::group::errors::{append_error_to_response_error, code};
+pub use crate::coordinator::errors::{append_error_to_response_error, code};
 pub use api::*;
 pub use consumer::Assignors;
 pub use group::{ClassicGroup, GroupState};

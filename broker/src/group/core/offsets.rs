@@ -18,7 +18,7 @@ use super::{
     OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic,
     PartitionResult, RequestToken, Response, TopicResult, UnloadedOffset,
 };
-use crate::group::errors::{append_error_to_response_error, code};
+use crate::coordinator::errors::{append_error_to_response_error, code};
 
 #[derive(Debug)]
 pub(crate) struct PendingCommit {

@@ -14,7 +14,7 @@ use super::{
     ClassicGroup, ClassicGroupMember, Ctx, Effect, GroupCoordinator, GroupState, JoinGroupResponse,
     PendingPersist, RequestToken, Response, SyncGroupResponse, TimerKey,
 };
-use crate::group::errors::{append_error_to_response_error, code};
+use crate::coordinator::errors::{append_error_to_response_error, code};
 
 // ------------------------------------------------------------ waiters/timers
 

@@ -12,7 +12,7 @@ use super::{
     ClassicGroup, Ctx, Effect, GroupCoordinator, GroupState, PendingPersist, RequestToken,
     Response, SyncGroupRequest, SyncGroupResponse, TimerKey,
 };
-use crate::group::errors::code;
+use crate::coordinator::errors::code;
 
 /// Apache `removePendingSyncMember`: the sync timer is no longer needed once
 /// every member synced (or the group left the sync phase).

@@ -13,7 +13,7 @@ use super::{
     Effect, GroupCoordinator, OffsetAndMetadata, OffsetCommitResponse, OffsetCommitTopic,
     RequestToken, Response,
 };
-use crate::group::errors::{append_error_to_response_error, code};
+use crate::coordinator::errors::{append_error_to_response_error, code};
 
 /// Offsets by (topic, partition), of one producer's open transaction.
 pub(crate) type PendingOffsets = Vec<(Arc<str>, i32, OffsetAndMetadata)>;

@@ -36,10 +36,10 @@ impl GroupManager {
             let room = self
                 .config
                 .max_resident_groups
-                .saturating_sub(st.idle_offsets.len());
+                .saturating_sub(st.extra.idle_offsets.len());
             owned
                 .into_iter()
-                .filter(|g| !st.idle_offsets.contains_key(g))
+                .filter(|g| !st.extra.idle_offsets.contains_key(g))
                 .take(room)
                 .collect()
         };
@@ -60,15 +60,15 @@ impl GroupManager {
             // or not ours to export.
             if st.core.is_resident(&group_id)
                 || self.check_owner(&group_id).is_err()
-                || st.idle_offsets.len() >= self.config.max_resident_groups
+                || st.extra.idle_offsets.len() >= self.config.max_resident_groups
             {
                 continue;
             }
-            st.idle_offsets.entry(group_id).or_insert(offsets);
+            st.extra.idle_offsets.entry(group_id).or_insert(offsets);
         }
         *learned_for = Some(version);
         info!(
-            broker = self.broker_id,
+            broker = self.runtime.broker_id(),
             groups = count,
             "read the committed offsets of groups not in memory"
         );
@@ -125,7 +125,7 @@ impl GroupManager {
             owned
                 .into_iter()
                 .filter(|g| {
-                    st.idle_offsets.get(g).is_none_or(|offsets| {
+                    st.extra.idle_offsets.get(g).is_none_or(|offsets| {
                         offsets
                             .iter()
                             .all(|o| o.expires_at_ms.is_some_and(|at| now >= at))

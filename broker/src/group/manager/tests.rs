@@ -2,7 +2,10 @@ use kaas_shared::{Assignment, BrokerInfo};
 
 use futures::FutureExt;
 
+use std::time::Duration;
+
 use super::*;
+use crate::coordinator::clock::ManualClock;
 use crate::group::core::OffsetCommitRequest;
 use crate::group::store::MemoryStore;
 

@@ -21,27 +21,7 @@ use super::metadata::{
 };
 use super::state::{TxnState, TxnVersion};
 
-/// Kafka error codes the coordinator answers, from `kafka-protocol`.
-pub mod code {
-    use kafka_protocol::ResponseError as E;
-
-    pub const NONE: i16 = 0;
-    pub const UNKNOWN_SERVER_ERROR: i16 = E::UnknownServerError.code();
-    pub const INVALID_REQUEST: i16 = E::InvalidRequest.code();
-    pub const NOT_COORDINATOR: i16 = E::NotCoordinator.code();
-    pub const COORDINATOR_NOT_AVAILABLE: i16 = E::CoordinatorNotAvailable.code();
-    pub const INVALID_TRANSACTION_TIMEOUT: i16 = E::InvalidTransactionTimeout.code();
-    pub const CONCURRENT_TRANSACTIONS: i16 = E::ConcurrentTransactions.code();
-    pub const PRODUCER_FENCED: i16 = E::ProducerFenced.code();
-    pub const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
-    pub const INVALID_PRODUCER_ID_MAPPING: i16 = E::InvalidProducerIdMapping.code();
-    pub const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
-    pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = E::TransactionalIdNotFound.code();
-    pub const TRANSACTION_ABORTABLE: i16 = E::TransactionAbortable.code();
-    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
-        E::TransactionalIdAuthorizationFailed.code();
-    pub const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
-}
+pub use crate::coordinator::errors::code;
 
 /// Broker settings the coordinator reads (Apache names in comments).
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@ use kaas_shared::{Assignment, BrokerInfo};
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::group::manager::ManualClock;
+use crate::coordinator::clock::ManualClock;
 use crate::txn::core::{TxnState, TxnTransit};
 use crate::txn::store::MemoryTxnStore;
 

@@ -1,5 +1,5 @@
-//! Kafka error codes the group coordinators answer (classic and consumer
-//! protocol alike), plus the mapping
+//! Kafka error codes the coordinators answer (groups of every kind and
+//! transactions), plus the mapping
 //! Apache applies to failed group-metadata writes.
 
 /// Kafka wire error codes the coordinator answers, named as Apache names
@@ -41,6 +41,17 @@ pub mod code {
     pub const UNRELEASED_INSTANCE_ID: i16 = E::UnreleasedInstanceId.code();
     pub const STALE_MEMBER_EPOCH: i16 = E::StaleMemberEpoch.code();
     pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = E::CoordinatorLoadInProgress.code();
+    pub const INVALID_REGULAR_EXPRESSION: i16 = E::InvalidRegularExpression.code();
+    pub const INVALID_TRANSACTION_TIMEOUT: i16 = E::InvalidTransactionTimeout.code();
+    pub const CONCURRENT_TRANSACTIONS: i16 = E::ConcurrentTransactions.code();
+    pub const PRODUCER_FENCED: i16 = E::ProducerFenced.code();
+    pub const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
+    pub const INVALID_PRODUCER_ID_MAPPING: i16 = E::InvalidProducerIdMapping.code();
+    pub const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
+    pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = E::TransactionalIdNotFound.code();
+    pub const TRANSACTION_ABORTABLE: i16 = E::TransactionAbortable.code();
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
+        E::TransactionalIdAuthorizationFailed.code();
 }
 
 /// Apache's `appendGroupMetadataErrorToResponseError`: a failed write of group
