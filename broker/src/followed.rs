@@ -1,7 +1,9 @@
 //! A shared document ([`SharedDoc`]) as one broker holds it: changes made
 //! through this broker are installed at once, those made through others
 //! within [`REFRESH_INTERVAL`], when the next look at the file's version
-//! sees them. The ACLs and the SCRAM credentials are followed this way.
+//! sees them ([`follow_all`], one task for every document). The ACLs, the
+//! SCRAM credentials, the dynamic configs, the group configs and the
+//! client quotas are followed this way.
 
 use std::io;
 use std::path::Path;
@@ -88,18 +90,53 @@ where
         self.install(v);
         Ok(out)
     }
+}
 
-    /// Follows changes made through other brokers until shutdown.
-    pub async fn follow(self: Arc<Self>, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(REFRESH_INTERVAL) => {}
+/// A followed document, whatever its value's type.
+pub trait Refresh: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    /// Loads the document when its version moved. Blocking I/O.
+    fn refresh(&self) -> io::Result<()>;
+}
+
+impl<T> Refresh for Followed<T>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone + Send + Sync + 'static,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn refresh(&self) -> io::Result<()> {
+        Followed::refresh(self)
+    }
+}
+
+/// Follows changes made through other brokers to every one of `docs`
+/// until shutdown: one task, one look at each document's version every
+/// [`REFRESH_INTERVAL`], all in one hop to a blocking thread.
+pub async fn follow_all(docs: Vec<Arc<dyn Refresh>>, shutdown: CancellationToken) {
+    let docs = Arc::new(docs);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(REFRESH_INTERVAL) => {}
+        }
+        let all = docs.clone();
+        let failed = crate::storage::blocking(move || {
+            Ok(all
+                .iter()
+                .filter_map(|d| d.refresh().err().map(|e| (d.name(), e)))
+                .collect::<Vec<_>>())
+        })
+        .await;
+        match failed {
+            Ok(failed) => {
+                for (document, e) in failed {
+                    warn!(document, error = %e, "cannot read; keeping what is installed");
+                }
             }
-            let this = self.clone();
-            if let Err(e) = crate::storage::blocking(move || this.refresh()).await {
-                warn!(document = self.name, error = %e, "cannot read; keeping what is installed");
-            }
+            Err(e) => warn!(error = %e, "cannot read the followed documents"),
         }
     }
 }

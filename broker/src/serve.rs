@@ -9,7 +9,7 @@
 //! - the transaction coordinator's timers;
 //! - producer-id expiry, log retention and the log cleaner;
 //! - the volume check (the broker's tenancy of the volume);
-//! - the followers of the documents on the volume: ACLs (with the standard
+//! - one follower of the documents on the volume: ACLs (with the standard
 //!   authorizer), SCRAM users, dynamic configs, group configs and client
 //!   quotas;
 //! - a server per Kafka listener, and the HTTP endpoints when asked.
@@ -26,6 +26,7 @@ use crate::api::txn_markers::BrokerMarkers;
 use crate::broker::{Broker, BrokerConfig};
 use crate::cluster::configmap_source::{self, ConfigMapSource};
 use crate::cluster::{assignment_file, file_source};
+use crate::followed::{follow_all, Refresh};
 use crate::net::server;
 
 /// How often brokers re-read the assignment file.
@@ -94,13 +95,16 @@ pub fn spawn(
     tasks.spawn(broker.clone().run_log_retention(shutdown.clone()));
     tasks.spawn(broker.clone().run_log_cleaner(shutdown.clone()));
     tasks.spawn(broker.clone().run_volume_check(shutdown.clone()));
+    let mut followed: Vec<Arc<dyn Refresh>> = vec![
+        broker.scram_users.clone(),
+        broker.dynamic_configs.clone(),
+        broker.group_configs.clone(),
+        broker.client_quotas.clone(),
+    ];
     if let Some(acls) = &broker.acls {
-        tasks.spawn(acls.doc.clone().follow(shutdown.clone()));
+        followed.push(acls.doc.clone());
     }
-    tasks.spawn(broker.scram_users.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.dynamic_configs.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.group_configs.clone().follow(shutdown.clone()));
-    tasks.spawn(broker.client_quotas.clone().follow(shutdown.clone()));
+    tasks.spawn(follow_all(followed, shutdown.clone()));
     for (tcp, listener) in sockets
         .more_kafka
         .into_iter()

@@ -138,6 +138,125 @@ fn lower_layers_import_no_higher_one() {
     );
 }
 
+/// The crates whose modules the architecture doc may name, by the name it
+/// uses for their paths' first segment when it names the crate.
+const DOC_CRATES: &[(&str, &str)] = &[
+    ("kaas_broker", "."),
+    ("kaas_operator", "../operator"),
+    ("kaas_shared", "../shared"),
+    ("kaas_client", "../client"),
+    ("kaas_testkit", "../testkit"),
+];
+
+/// Every module path (`group::core::classic_bridge`, `serve::open`) and
+/// source file (`group/manager.rs`, `core/tests/`) that
+/// docs/design/architecture.md names in backticks exists. A path may be
+/// given from any module down (`core::consumer` for
+/// `group::core::consumer`); its last segment may be an item of the module
+/// before it; a capitalised segment (a type) ends what is checked.
+#[test]
+fn every_module_the_architecture_doc_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doc = std::fs::read_to_string(root.join("docs/design/architecture.md"))
+        .expect("the architecture doc reads");
+    let mut modules: Vec<(Vec<String>, PathBuf)> = Vec::new();
+    let mut files: Vec<String> = Vec::new();
+    for (name, dir) in DOC_CRATES {
+        let src = src(dir);
+        for file in rust_files(&src) {
+            let mut path = module_path(&src, &file);
+            files.push(
+                file.strip_prefix(&root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string(),
+            );
+            path.insert(0, name.to_string());
+            modules.push((path, file));
+        }
+    }
+    for tests in ["broker/tests", "e2e/k8s/tests"] {
+        for file in rust_files(&root.join(tests)) {
+            files.push(
+                file.strip_prefix(&root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string(),
+            );
+        }
+    }
+    let module_ends_with = |tail: &[String]| {
+        modules
+            .iter()
+            .filter(|(path, _)| path.ends_with(tail))
+            .map(|(_, file)| file.clone())
+            .collect::<Vec<_>>()
+    };
+    let mut missing = Vec::new();
+    for quoted in doc.split('`').skip(1).step_by(2) {
+        if quoted.contains("::")
+            && quoted
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        {
+            let segments: Vec<String> = quoted
+                .split("::")
+                .take_while(|s| s.starts_with(|c: char| c.is_lowercase() || c == '_'))
+                .map(String::from)
+                .collect();
+            let known_first = segments.first().is_some_and(|first| {
+                DOC_CRATES.iter().any(|(name, _)| name == first)
+                    || modules.iter().any(|(path, _)| path.contains(first))
+            });
+            if segments.len() < 2 || !known_first {
+                continue; // a type's method, or another crate's path (tokio::spawn)
+            }
+            let (last, module) = segments.split_last().expect("two segments");
+            let found = !module_ends_with(&segments).is_empty()
+                || module_ends_with(module).iter().any(|file| {
+                    std::fs::read_to_string(file).is_ok_and(|text| defines(&text, last))
+                });
+            if !found {
+                missing.push(quoted.to_string());
+            }
+        } else if (quoted.ends_with(".rs")
+            || quoted.ends_with('/') && quoted.trim_end_matches('/').contains('/'))
+            && quoted
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_/.".contains(c))
+            && quoted.contains(|c: char| c.is_alphanumeric())
+            && !quoted.starts_with("x/")
+            && !quoted.starts_with("x.")
+        {
+            let dir = quoted.strip_suffix('/');
+            let found = files.iter().any(|f| match dir {
+                Some(dir) => f.contains(&format!("{dir}/")),
+                None => f == quoted || f.ends_with(&format!("/{quoted}")),
+            }) || root.join(quoted).exists();
+            if !found {
+                missing.push(quoted.to_string());
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "docs/design/architecture.md names what the code does not have:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Whether `text` defines an item named `name` (outside its tests).
+fn defines(text: &str, name: &str) -> bool {
+    const ITEMS: [&str; 8] = [
+        "fn", "struct", "enum", "const", "static", "mod", "type", "trait",
+    ];
+    tokens(without_tests(text))
+        .windows(2)
+        .any(|w| ITEMS.contains(&w[0].as_str()) && w[1] == name)
+}
+
 /// The checks see what they must: a circle made up is found.
 #[test]
 fn a_circle_is_found() {

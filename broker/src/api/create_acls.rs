@@ -1,5 +1,5 @@
 //! CreateAcls (key 30): adds ACLs, durable on the volume before the answer
-//! and applied by every broker within `acls::REFRESH_INTERVAL`. Needs
+//! and applied by every broker within `followed::REFRESH_INTERVAL`. Needs
 //! Cluster ALTER; SECURITY_DISABLED with no authorizer; a creation Apache
 //! refuses answers INVALID_REQUEST with Apache's message, the others are
 //! created.
