@@ -1,9 +1,6 @@
 //! The `kaas-broker` command line: `local`, `serve`, `controller`, and how
 //! a `serve` or `local` command line, its environment and its
 //! `--config FILE` merge into one configuration ([`crate::settings`]).
-//!
-//! Over 800 lines: every flag of `serve`, `local` and `controller`, until one
-//! declarative settings table derives them (issue #34, in progress).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,13 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cluster::assignment_file;
 use crate::cluster::controller::{parse_brokers, ControllerConfig};
-use crate::group::assignor::BuiltinAssignor;
-use crate::group::consumer::heartbeat::MigrationPolicy;
 use crate::net::listener::{protocol_name, ListenerConfig};
 use crate::net::tls::{ClientAuth, TlsSettings};
 use crate::settings::security::{SecuritySettings, ADMIN};
+use crate::settings::table::{self, Flag};
 use crate::settings::{self, HostPort, Settings};
-use crate::storage::group_log::GroupLogSync;
 use crate::storage::topic_config;
 use crate::BrokerConfig;
 
@@ -155,27 +150,37 @@ pub enum Command {
     },
 }
 
-/// Apache's broker settings that give topic configs their defaults
-/// ([`topic_config::broker_settings`]: `--log-cleanup-policy`,
-/// `--compression-type`, `--log-message-timestamp-type`, …), one flag and
-/// one `KAAS_` variable each, named after the setting, made from the topic
-/// configs' table so none is missed.
+/// A flag and a `KAAS_` variable for each setting of the settings table
+/// ([`settings::table`]: `--max-frame-bytes`, `--group-log-sync`, …) and
+/// for each of Apache's broker settings that give topic configs their
+/// defaults ([`topic_config::broker_settings`]: `--log-cleanup-policy`,
+/// `--compression-type`, …, named after the setting), made from the two
+/// tables so none is missed. Values are kept as given, checked when merged.
 #[derive(Clone, Debug, Default)]
-pub struct TopicDefaultFlags(pub std::collections::BTreeMap<String, String>);
+pub struct SettingFlags(pub std::collections::BTreeMap<String, String>);
 
 /// `log.cleanup.policy` → `log-cleanup-policy`.
 fn flag_name(key: &str) -> String {
     key.replace('.', "-")
 }
 
-impl clap::FromArgMatches for TopicDefaultFlags {
+impl clap::FromArgMatches for SettingFlags {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let mut flags = TopicDefaultFlags::default();
+        let mut flags = SettingFlags::default();
         flags.update_from_arg_matches(matches)?;
         Ok(flags)
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for s in table::BROKER_SETTINGS {
+            let value = match s.flag {
+                Flag::Value(_) => matches.get_one::<String>(s.key).cloned(),
+                Flag::Switch(_, value) => matches.get_flag(s.key).then(|| value.to_string()),
+            };
+            if let Some(value) = value {
+                self.0.insert(s.key.to_string(), value);
+            }
+        }
         for key in topic_config::broker_settings() {
             if let Some(value) = matches.get_one::<String>(key) {
                 self.0.insert(key.to_string(), value.clone());
@@ -185,8 +190,27 @@ impl clap::FromArgMatches for TopicDefaultFlags {
     }
 }
 
-impl Args for TopicDefaultFlags {
+impl Args for SettingFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
+        let defaults = table::defaults();
+        let cmd = table::BROKER_SETTINGS.iter().fold(cmd, |cmd, s| {
+            let default = (s.get)(&defaults).unwrap_or_else(|| "none".into());
+            // -h names the setting; --help says what it does too.
+            let arg = clap::Arg::new(s.key)
+                .long(s.flag.name())
+                .help(format!("{} [default: {default}]", s.key))
+                .long_help(match s.doc {
+                    "" => format!("{} [default: {default}]", s.key),
+                    doc => format!("{}: {doc} [default: {default}]", s.key),
+                });
+            cmd.arg(match s.flag {
+                Flag::Value(_) => arg
+                    .env(s.flag.env().expect("a value flag has a variable"))
+                    .value_name("VALUE")
+                    .allow_negative_numbers(true),
+                Flag::Switch(..) => arg.action(clap::ArgAction::SetTrue),
+            })
+        });
         topic_config::broker_settings().fold(cmd, |cmd, key| {
             let env = format!("KAAS_{}", key.replace('.', "_").to_uppercase());
             cmd.arg(
@@ -268,279 +292,31 @@ pub struct Tuning {
     /// flag has, such as several `listeners`.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Largest request accepted, in bytes (socket.request.max.bytes)
-    /// [default: 104857600].
-    #[arg(long, env = "KAAS_MAX_FRAME_BYTES")]
-    pub max_frame_bytes: Option<usize>,
-    /// Most client connections at once (max.connections); beyond it the
-    /// listener stops accepting until one closes [default: unlimited].
-    #[arg(long, env = "KAAS_MAX_CONNECTIONS")]
-    pub max_connections: Option<usize>,
-    /// Most connections from one address (max.connections.per.ip); a
-    /// connection beyond it is closed and logged [default: unlimited].
-    #[arg(long, env = "KAAS_MAX_CONNECTIONS_PER_IP")]
-    pub max_connections_per_ip: Option<usize>,
-    /// Do not create topics on first use (auto.create.topics.enable=false).
-    #[arg(long)]
-    pub no_auto_create_topics: bool,
-    /// Partitions of auto-created topics (num.partitions) [default: 1].
-    #[arg(long, env = "KAAS_DEFAULT_PARTITIONS")]
-    pub default_partitions: Option<i32>,
-    /// Segment size in bytes (log.segment.bytes) [default: 268435456].
-    #[arg(long, env = "KAAS_SEGMENT_BYTES")]
-    pub segment_bytes: Option<u64>,
-    /// log.retention.ms: how long topics keep records, unless a topic's
-    /// retention.ms says otherwise (-1: forever) [default: log.retention.hours]
-    #[arg(long, env = "KAAS_LOG_RETENTION_MS", allow_negative_numbers = true)]
-    pub log_retention_ms: Option<i64>,
-    /// log.retention.minutes (below log.retention.ms)
-    #[arg(
-        long,
-        env = "KAAS_LOG_RETENTION_MINUTES",
-        allow_negative_numbers = true
-    )]
-    pub log_retention_minutes: Option<i64>,
-    /// log.retention.hours (below log.retention.minutes) [default: 168]
-    #[arg(long, env = "KAAS_LOG_RETENTION_HOURS", allow_negative_numbers = true)]
-    pub log_retention_hours: Option<i64>,
-    /// log.retention.bytes: most bytes a partition keeps, unless a topic's
-    /// retention.bytes says otherwise [default: -1, no limit]
-    #[arg(long, env = "KAAS_LOG_RETENTION_BYTES", allow_negative_numbers = true)]
-    pub log_retention_bytes: Option<i64>,
-    /// log.retention.check.interval.ms: how often partition leaders apply
-    /// retention [default: 300000]
-    #[arg(long, env = "KAAS_LOG_RETENTION_CHECK_INTERVAL_MS")]
-    pub log_retention_check_interval_ms: Option<u64>,
-    /// log.cleaner.enable: compact topics with cleanup.policy=compact
-    /// [default: true]
-    #[arg(long, env = "KAAS_LOG_CLEANER_ENABLE")]
-    pub log_cleaner_enable: Option<bool>,
-    /// log.cleaner.backoff.ms: the cleaner's wait when no log needs
-    /// cleaning [default: 15000]
-    #[arg(long, env = "KAAS_LOG_CLEANER_BACKOFF_MS")]
-    pub log_cleaner_backoff_ms: Option<u64>,
-    /// log.cleaner.dedupe.buffer.size: bytes of the cleaner's key map (24
-    /// per key) [default: 134217728]
-    #[arg(long, env = "KAAS_LOG_CLEANER_DEDUPE_BUFFER_SIZE")]
-    pub log_cleaner_dedupe_buffer_size: Option<u64>,
-    /// log.cleaner.io.max.bytes.per.second: the cleaner's reads and
-    /// writes at most [default: unlimited]
-    #[arg(long, env = "KAAS_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")]
-    pub log_cleaner_io_max_bytes_per_second: Option<f64>,
-    /// log.cleaner.threads: compacted logs cleaned at once, each on its own
-    /// thread; 0 cleans none [default: 1]
-    #[arg(long, env = "KAAS_LOG_CLEANER_THREADS")]
-    pub log_cleaner_threads: Option<usize>,
     #[command(flatten)]
-    pub topic_defaults: TopicDefaultFlags,
-    /// kaas.lag.metrics.max.partitions: a coordinator's per-partition lag
-    /// series on /metrics at most (the per-group, per-topic sums are always
-    /// there) [default: 10000]
-    #[arg(long, env = "KAAS_LAG_METRICS_MAX_PARTITIONS")]
-    pub lag_metrics_max_partitions: Option<usize>,
-    /// group.initial.rebalance.delay.ms [default: 3000]
-    #[arg(long, env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS")]
-    pub group_initial_rebalance_delay_ms: Option<u64>,
-    /// group.min.session.timeout.ms [default: 6000]
-    #[arg(long, env = "KAAS_GROUP_MIN_SESSION_TIMEOUT_MS")]
-    pub group_min_session_timeout_ms: Option<i32>,
-    /// group.max.session.timeout.ms [default: 1800000]
-    #[arg(long, env = "KAAS_GROUP_MAX_SESSION_TIMEOUT_MS")]
-    pub group_max_session_timeout_ms: Option<i32>,
-    /// group.max.size: members per group [default: 2147483647].
-    #[arg(long, env = "KAAS_GROUP_MAX_SIZE")]
-    pub group_max_size: Option<usize>,
-    /// group.consumer.session.timeout.ms: a KIP-848 member not heard from
-    /// this long is fenced [default: 45000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_SESSION_TIMEOUT_MS")]
-    pub group_consumer_session_timeout_ms: Option<i32>,
-    /// group.consumer.min.session.timeout.ms [default: 45000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS")]
-    pub group_consumer_min_session_timeout_ms: Option<i32>,
-    /// group.consumer.max.session.timeout.ms [default: 60000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS")]
-    pub group_consumer_max_session_timeout_ms: Option<i32>,
-    /// group.consumer.heartbeat.interval.ms: how often KIP-848 members are
-    /// told to heartbeat [default: 5000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS")]
-    pub group_consumer_heartbeat_interval_ms: Option<i32>,
-    /// group.consumer.min.heartbeat.interval.ms [default: 5000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS")]
-    pub group_consumer_min_heartbeat_interval_ms: Option<i32>,
-    /// group.consumer.max.heartbeat.interval.ms [default: 15000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS")]
-    pub group_consumer_max_heartbeat_interval_ms: Option<i32>,
-    /// group.consumer.max.size: members per KIP-848 group [default: 2147483647].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MAX_SIZE")]
-    pub group_consumer_max_size: Option<usize>,
-    /// group.consumer.assignors: the server-side assignors, comma-separated,
-    /// the default first (uniform, range) [default: uniform,range].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_ASSIGNORS", value_delimiter = ',', value_parser = <BuiltinAssignor as std::str::FromStr>::from_str)]
-    pub group_consumer_assignors: Option<Vec<BuiltinAssignor>>,
-    /// group.consumer.regex.refresh.interval.ms: regular-expression
-    /// subscriptions are matched against the topics again at least this
-    /// often (and whenever a topic is created or deleted), at least 10000
-    /// [default: 600000].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_REGEX_REFRESH_INTERVAL_MS", value_parser = clap::value_parser!(u64).range(10_000..))]
-    pub group_consumer_regex_refresh_interval_ms: Option<u64>,
-    /// group.consumer.migration.policy: which online conversions between
-    /// classic and consumer groups happen: disabled, upgrade, downgrade or
-    /// bidirectional [default: bidirectional].
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_MIGRATION_POLICY")]
-    pub group_consumer_migration_policy: Option<MigrationPolicy>,
-    /// offsets.retention.minutes [default: 10080]
-    #[arg(long, env = "KAAS_OFFSETS_RETENTION_MINUTES")]
-    pub offsets_retention_minutes: Option<u64>,
-    /// offsets.retention.check.interval.ms: how often expired offsets are
-    /// looked for [default: 600000]
-    #[arg(long, env = "KAAS_OFFSETS_RETENTION_CHECK_INTERVAL_MS")]
-    pub offsets_retention_check_interval_ms: Option<u64>,
-    /// Empty groups idle this long are unloaded from memory (they reload
-    /// from their log on the next request; kaas.group.idle.unload.ms)
-    /// [default: 300000].
-    #[arg(long, env = "KAAS_GROUP_IDLE_UNLOAD_MS")]
-    pub group_idle_unload_ms: Option<u64>,
-    /// Most groups held in memory at once (kaas.max.loaded.groups)
-    /// [default: 200000].
-    #[arg(long, env = "KAAS_MAX_LOADED_GROUPS")]
-    pub max_loaded_groups: Option<usize>,
-    /// How committed offsets are made durable (kaas.group.log.sync):
-    /// `journal` (the broker's commit journal: one write and one fdatasync
-    /// of one file per round, whatever the groups; the logs follow by
-    /// syncfs), `volume` (one syncfs of the data volume per round) or
-    /// `file` (one fdatasync per group log; for file systems whose syncfs
-    /// does not flush) [default: journal].
-    #[arg(long, value_enum, env = "KAAS_GROUP_LOG_SYNC")]
-    pub group_log_sync: Option<SyncMode>,
-    /// After SIGTERM, keep serving this long before closing connections
-    /// (kaas.shutdown.drain.ms; `serve` only) [default: 0].
-    #[arg(long, env = "KAAS_SHUTDOWN_DRAIN_MS")]
-    pub shutdown_drain_ms: Option<u64>,
-    /// How often the broker writes, syncs and reads back its file on the
-    /// data volume (kaas.volume.check.interval.ms) [default: 250].
-    #[arg(long, env = "KAAS_VOLUME_CHECK_INTERVAL_MS")]
-    pub volume_check_interval_ms: Option<u64>,
-    /// The volume counts as stalled once no check succeeded for this long:
-    /// the broker is not ready, refuses produce and fails the controller's
-    /// probe (kaas.volume.check.timeout.ms) [default: 1500].
-    #[arg(long, env = "KAAS_VOLUME_CHECK_TIMEOUT_MS")]
-    pub volume_check_timeout_ms: Option<u64>,
-    /// At start, check the data volume against kaas's contract
-    /// (docs/design/volume.md): `enforce` refuses to serve on a volume that
-    /// fails it, `warn` logs and serves, `off` skips it
-    /// (kaas.volume.self.check) [default: enforce].
-    #[arg(long, env = "KAAS_VOLUME_SELF_CHECK")]
-    pub volume_self_check: Option<crate::storage::volume_check::SelfCheck>,
-    /// A broker whose assignment source (the controller's file, the
-    /// ConfigMap) has not confirmed its assignment for this long stops
-    /// acknowledging and lets go of what it holds
-    /// (kaas.assignment.confirm.timeout.ms) [default: 15000].
-    #[arg(long, env = "KAAS_ASSIGNMENT_CONFIRM_TIMEOUT_MS")]
-    pub assignment_confirm_timeout_ms: Option<u64>,
-    /// transaction.max.timeout.ms [default: 900000]
-    #[arg(long, env = "KAAS_TRANSACTION_MAX_TIMEOUT_MS")]
-    pub transaction_max_timeout_ms: Option<i32>,
-    /// transactional.id.expiration.ms [default: 604800000]
-    #[arg(long, env = "KAAS_TRANSACTIONAL_ID_EXPIRATION_MS")]
-    pub transactional_id_expiration_ms: Option<i64>,
-    /// transaction.abort.timed.out.transaction.cleanup.interval.ms [default: 10000]
-    #[arg(
-        long,
-        env = "KAAS_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS"
-    )]
-    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: Option<u64>,
-    /// transaction.remove.expired.transaction.cleanup.interval.ms [default: 3600000]
-    #[arg(
-        long,
-        env = "KAAS_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS"
-    )]
-    pub transaction_remove_expired_transaction_cleanup_interval_ms: Option<u64>,
-    /// producer.id.expiration.ms [default: 86400000]
-    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_MS")]
-    pub producer_id_expiration_ms: Option<i64>,
-    /// producer.id.expiration.check.interval.ms [default: 600000]
-    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS")]
-    pub producer_id_expiration_check_interval_ms: Option<u64>,
+    pub settings: SettingFlags,
     /// Serve /healthz, /readyz and /metrics on this address
     /// (kaas.http.listen; with `local`, broker N uses this port + N).
     #[arg(long, env = "KAAS_HTTP")]
     pub http: Option<SocketAddr>,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum SyncMode {
-    Journal,
-    Volume,
-    File,
-}
-
 impl Tuning {
-    /// The settings the flags (and environment) give.
-    fn settings(&self) -> Settings {
-        Settings {
+    /// The settings the flags (and environment) give, each checked.
+    fn settings(&self) -> Result<Settings, settings::SettingError> {
+        let mut s = Settings {
             http: self.http,
-            max_frame_bytes: self.max_frame_bytes,
-            max_connections: self.max_connections,
-            max_connections_per_ip: self.max_connections_per_ip,
-            auto_create_topics: self.no_auto_create_topics.then_some(false),
-            default_partitions: self.default_partitions,
-            segment_bytes: self.segment_bytes,
-            log_retention_ms: self.log_retention_ms,
-            log_retention_minutes: self.log_retention_minutes,
-            log_retention_hours: self.log_retention_hours,
-            log_retention_bytes: self.log_retention_bytes,
-            log_retention_check_interval_ms: self.log_retention_check_interval_ms,
-            log_cleaner_enable: self.log_cleaner_enable,
-            log_cleaner_backoff_ms: self.log_cleaner_backoff_ms,
-            log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
-            log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
-            log_cleaner_threads: self.log_cleaner_threads,
-            topic_defaults: self.topic_defaults.0.clone(),
-            lag_metrics_max_partitions: self.lag_metrics_max_partitions,
-            group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
-            group_min_session_timeout_ms: self.group_min_session_timeout_ms,
-            group_max_session_timeout_ms: self.group_max_session_timeout_ms,
-            group_max_size: self.group_max_size,
-            group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
-            group_consumer_min_session_timeout_ms: self.group_consumer_min_session_timeout_ms,
-            group_consumer_max_session_timeout_ms: self.group_consumer_max_session_timeout_ms,
-            group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
-            group_consumer_min_heartbeat_interval_ms: self.group_consumer_min_heartbeat_interval_ms,
-            group_consumer_max_heartbeat_interval_ms: self.group_consumer_max_heartbeat_interval_ms,
-            group_consumer_max_size: self.group_consumer_max_size,
-            group_consumer_assignors: self.group_consumer_assignors.clone(),
-            group_consumer_regex_refresh_interval_ms: self.group_consumer_regex_refresh_interval_ms,
-            group_consumer_migration_policy: self.group_consumer_migration_policy,
-            offsets_retention_minutes: self.offsets_retention_minutes,
-            offsets_retention_check_interval_ms: self.offsets_retention_check_interval_ms,
-            group_idle_unload_ms: self.group_idle_unload_ms,
-            max_loaded_groups: self.max_loaded_groups,
-            shutdown_drain_ms: self.shutdown_drain_ms,
-            volume_check_interval_ms: self.volume_check_interval_ms,
-            volume_check_timeout_ms: self.volume_check_timeout_ms,
-            volume_self_check: self.volume_self_check,
-            assignment_confirm_timeout_ms: self.assignment_confirm_timeout_ms,
-            transaction_max_timeout_ms: self.transaction_max_timeout_ms,
-            transactional_id_expiration_ms: self.transactional_id_expiration_ms,
-            transaction_abort_timed_out_transaction_cleanup_interval_ms: self
-                .transaction_abort_timed_out_transaction_cleanup_interval_ms,
-            transaction_remove_expired_transaction_cleanup_interval_ms: self
-                .transaction_remove_expired_transaction_cleanup_interval_ms,
-            producer_id_expiration_ms: self.producer_id_expiration_ms,
-            producer_id_expiration_check_interval_ms: self.producer_id_expiration_check_interval_ms,
-            group_log_sync: self.group_log_sync.map(|m| match m {
-                SyncMode::Journal => GroupLogSync::Journal,
-                SyncMode::Volume => GroupLogSync::Volume,
-                SyncMode::File => GroupLogSync::PerFile,
-            }),
             ..Settings::default()
+        };
+        for (key, value) in &self.settings.0 {
+            s.give(key, value)?;
         }
+        Ok(s)
     }
 
     /// The flags' settings over those of --config, if given; with the
     /// file's warnings.
     pub fn merged(&self, flags: Settings) -> anyhow::Result<(Settings, Vec<String>)> {
-        let flags = flags.or(self.settings());
+        let flags = flags.or(self.settings()?);
         let (merged, warnings) = if self.config.is_none() && self.overrides.is_empty() {
             (flags, Vec::new())
         } else {

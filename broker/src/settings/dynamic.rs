@@ -19,22 +19,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::Settings;
+use super::table;
 use crate::storage::cleaner::CleanerConfig;
 use crate::storage::topic_config::{self, AlterOp, ConfigSource};
 
 /// The document's name under `__cluster`.
 pub const DOCUMENT: &str = "broker_configs";
 
-/// The log cleaner's settings kaas changes at run time (Apache's
+/// The settings kaas changes at run time besides those that default topic
+/// configs: the [`table`]'s dynamic ones, the log cleaner's (Apache's
 /// `LogCleaner.ReconfigurableConfigs` but the I/O buffer size, which kaas
 /// does not have).
-const CLEANER_SETTINGS: &[&str] = &[
-    "log.cleaner.threads",
-    "log.cleaner.backoff.ms",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.max.bytes.per.second",
-];
+fn cleaner_settings() -> impl Iterator<Item = &'static str> {
+    table::BROKER_SETTINGS
+        .iter()
+        .filter(|s| s.dynamic && !topic_config::is_broker_setting(s.key))
+        .map(|s| s.key)
+}
 
 /// The settings changed at run time, by scope.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +80,7 @@ impl DynamicConfigs {
 
 /// Whether kaas changes `key` at run time.
 pub fn is_dynamic(key: &str) -> bool {
-    topic_config::is_broker_setting(key) || CLEANER_SETTINGS.contains(&key)
+    topic_config::is_broker_setting(key) || cleaner_settings().any(|k| k == key)
 }
 
 /// A refused change, as Apache answers it.
@@ -169,7 +170,7 @@ pub fn alter(
              that default topic configs and {} at run time; set the others on each broker's \
              command line, KAAS_* variables or server.properties)",
             scala_set(&fixed),
-            CLEANER_SETTINGS.join(", ")
+            cleaner_settings().collect::<Vec<_>>().join(", ")
         )));
     }
     for (key, value) in &settings {
@@ -184,26 +185,8 @@ fn check_value(key: &str, value: &str) -> Result<(), String> {
         return topic_config::check_broker_setting(key, value)
             .map_err(|why| format!("Invalid value {value} for configuration {key}: {why}"));
     }
-    let parsed = settings_of([(key, value)].into_iter())?;
-    parsed.check().map_err(|e| e.to_string())
-}
-
-/// `pairs` read as `server.properties` lines are (one parser for both).
-fn settings_of<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Result<Settings, String> {
-    let mut text = Vec::new();
-    {
-        let mut writer = java_properties::PropertiesWriter::new(&mut text);
-        for (key, value) in pairs {
-            writer.write(key, value).map_err(|e| e.to_string())?;
-        }
-        writer.finish().map_err(|e| e.to_string())?;
-    }
-    // Written as Latin-1: the settings read here are numbers, so a value
-    // outside ASCII fails their check either way.
-    let text = String::from_utf8_lossy(&text).into_owned();
-    Settings::from_properties(&text)
-        .map(|f| f.settings)
-        .map_err(|e| e.to_string())
+    let setting = table::find(key).ok_or_else(|| format!("{key}: not a broker setting"))?;
+    table::check(setting, value).map_err(|why| format!("{key}: {why}"))
 }
 
 /// The log cleaner's settings in force on broker `id`: those it started
@@ -222,19 +205,20 @@ pub fn cleaner_config(
             Scope::Broker(id) => dynamic.brokers.get(&id),
         };
         for (k, v) in settings.into_iter().flatten() {
-            if CLEANER_SETTINGS.contains(&k.as_str()) {
+            if cleaner_settings().any(|c| c == k) {
                 merged.insert(k, v);
             }
         }
     }
-    let mut config = started;
-    match settings_of(merged.into_iter()) {
-        Ok(settings) => {
-            settings.tune_cleaner(&mut config);
-            (config, None)
+    let mut config = table::defaults();
+    config.log_cleaner = started;
+    for (key, value) in merged {
+        let read = table::find(key).map(|s| (s.set)(&mut config, value));
+        if let Some(Err(why)) = read {
+            return (started, Some(format!("{key}: {why}")));
         }
-        Err(why) => (config, Some(why)),
     }
+    (config.log_cleaner, None)
 }
 
 /// Apache's `LogCleaner.validateReconfiguration`: a change that would take

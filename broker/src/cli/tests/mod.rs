@@ -2,6 +2,8 @@
 //! resolving to the same brokers.
 
 use super::*;
+use crate::group::assignor::BuiltinAssignor;
+use crate::group::consumer::heartbeat::MigrationPolicy;
 
 pub(super) fn parse(args: &[&str]) -> Command {
     let mut argv = vec!["kaas-broker"];
@@ -605,7 +607,7 @@ fn local_takes_its_host_and_base_port_from_listeners() {
     let l = local(&["local", "--config", file.path().to_str().unwrap()]);
     assert_eq!((l.host.as_str(), l.base_port), ("127.0.0.2", 29092));
     assert_eq!(l.data, PathBuf::from("/d"));
-    assert_eq!(l.settings.default_partitions, Some(4));
+    assert_eq!(l.settings.value("num.partitions"), Some("4"));
     let plain = local(&["local"]);
     assert_eq!((plain.host.as_str(), plain.base_port), ("127.0.0.1", 9092));
     assert_eq!(plain.data, PathBuf::from("./data"));
