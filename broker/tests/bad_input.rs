@@ -63,18 +63,15 @@ fn logs() -> &'static LogBuf {
 
 /// Waits until a log line holds every one of `needles`.
 async fn assert_logged(needles: &[&str]) {
-    let deadline = Instant::now() + WAIT;
-    loop {
+    let what = format!("a log line with {needles:?}");
+    kaas_testkit::retry(WAIT, Duration::from_millis(20), &what, async || {
         let text = String::from_utf8_lossy(&logs().0.lock().unwrap()).to_string();
-        if text.lines().any(|l| needles.iter().all(|n| l.contains(n))) {
-            return;
+        match text.lines().any(|l| needles.iter().all(|n| l.contains(n))) {
+            true => Ok(()),
+            false => Err(format!("logs:\n{text}")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "no log line with {needles:?}; logs:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
 }
 
 // ------------------------------------------------------------------ broker
@@ -783,11 +780,16 @@ async fn ten_thousand_members_in_one_group() {
     // The broker coordinates once it follows the controller's first
     // assignment.
     let mut warm = KafkaClient::connect(&addr, WAIT).await.unwrap();
-    let deadline = Instant::now() + WAIT;
-    while commit(&mut warm, "warm", "t", 0, 1, None).await != 0 {
-        assert!(Instant::now() < deadline, "{}", cluster.logs());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    kaas_testkit::retry(
+        WAIT,
+        Duration::from_millis(50),
+        "a first commit",
+        async || match commit(&mut warm, "warm", "t", 0, 1, None).await {
+            0 => Ok(()),
+            code => Err(format!("error {code}; {}", cluster.logs())),
+        },
+    )
+    .await;
     let started = Instant::now();
     let joins = MAX_MEMBERS + 50;
     // Connections opened a few hundred at a time: a burst of ten thousand

@@ -172,11 +172,16 @@ async fn quotas_reach_every_broker_and_survive_a_restart() {
     assert_eq!(client_id_quotas(&mut admin).await, want);
     for b in 1..3 {
         let mut c = client(&cluster, b, "admin").await;
-        let deadline = Instant::now() + WAIT;
-        while client_id_quotas(&mut c).await != want {
-            assert!(Instant::now() < deadline, "broker {b} never followed");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("broker {b} to follow");
+        kaas_testkit::retry(WAIT, Duration::from_millis(50), &what, async || {
+            let got = client_id_quotas(&mut c).await;
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("it describes {got:?}"))
+            }
+        })
+        .await;
     }
     cluster.shutdown().await;
 

@@ -150,15 +150,17 @@ async fn kill_9_during_cleaning_keeps_every_last_record() {
     for round in 0..ROUNDS {
         produce(&bootstrap, round, 15_000, &mut model).await;
         // Kill at a random moment once a cleaning is writing.
-        let deadline = Instant::now() + T;
-        while cleaned_files(&dir) == 0 {
-            assert!(
-                Instant::now() < deadline,
-                "a cleaning started: {}",
-                cluster.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let pause = Duration::from_millis(5);
+        kaas_testkit::retry(
+            T,
+            pause,
+            "a cleaning to start",
+            async || match cleaned_files(&dir) {
+                0 => Err(cluster.logs()),
+                _ => Ok(()),
+            },
+        )
+        .await;
         let delay = (seed.wrapping_mul(round as u64 + 1) >> 7) % 1_500;
         tokio::time::sleep(Duration::from_millis(delay)).await;
         cluster.kill(0);
@@ -174,22 +176,19 @@ async fn kill_9_during_cleaning_keeps_every_last_record() {
     // The restarted cleaner finishes: its checkpoint passes the last
     // round's start, and below it no key is left twice.
     let last_round_start = (ROUNDS as i64 - 1) * 15_000;
-    let deadline = Instant::now() + T;
-    let checkpoint = loop {
+    let what = "the cleaner's checkpoint to pass the last round's start";
+    let checkpoint = kaas_testkit::retry(T, Duration::from_millis(200), what, async || {
         let checkpoint = std::fs::read_to_string(dir.join("cleaner-offset-checkpoint"))
             .ok()
             .and_then(|s| s.trim().parse::<i64>().ok())
             .unwrap_or(0);
         if checkpoint > last_round_start {
-            break checkpoint;
+            Ok(checkpoint)
+        } else {
+            Err(format!("it reached {checkpoint}: {}", cluster.logs()))
         }
-        assert!(
-            Instant::now() < deadline,
-            "the cleaner reached {checkpoint}: {}",
-            cluster.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    })
+    .await;
     let log = read_all(&bootstrap);
     check(&log, &model);
     let mut keys = std::collections::BTreeSet::new();

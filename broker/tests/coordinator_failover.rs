@@ -15,6 +15,7 @@ use std::time::Duration;
 use common::procs::{self, PUBLISHED_WITHIN};
 use common::{client_config, create_topic, eventually};
 use kaas_client::KafkaClient;
+use kaas_testkit::retry;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsRequest,
@@ -156,18 +157,17 @@ async fn the_group_survives_kill_9_of_its_coordinator_without_a_rebalance() {
     cluster.wait_alive_count(2, PUBLISHED_WITHIN).await.unwrap();
     let alive = (0..3).find(|i| *i != old).unwrap();
     // Brokers follow the published assignment within a poll interval.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let new = loop {
-        let c = coordinator(&cluster.addr(alive)).await as usize;
-        if c != old {
-            break c;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the coordinator never moved off the killed broker"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let what = "the coordinator to move off the killed broker";
+    let new = retry(
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        what,
+        async || match coordinator(&cluster.addr(alive)).await as usize {
+            c if c != old => Ok(c),
+            c => Err(format!("still {c}")),
+        },
+    )
+    .await;
 
     produce(&cluster.addr(alive), 300, 600).await;
     eventually(
@@ -307,21 +307,24 @@ async fn consumer_protocol_members_finish_their_reconciliation_after_kill_9_of_t
     // the raw heartbeats below (which, unlike a client, do not retry on
     // NOT_COORDINATOR) reach a broker that knows it owns the group.
     let survivors: Vec<usize> = (0..3).filter(|i| *i != old).collect();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let new = loop {
-        let mut named = Vec::new();
-        for s in &survivors {
-            named.push(coordinator_of(&at(*s), KIP848_GROUP).await as usize);
-        }
-        if named[0] != old && named.iter().all(|c| *c == named[0]) {
-            break named[0];
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the survivors never agreed on a coordinator off the killed broker: {named:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let what = "the survivors to agree on a coordinator off the killed broker";
+    let new = retry(
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        what,
+        async || {
+            let mut named = Vec::new();
+            for s in &survivors {
+                named.push(coordinator_of(&at(*s), KIP848_GROUP).await as usize);
+            }
+            if named[0] != old && named.iter().all(|c| *c == named[0]) {
+                Ok(named[0])
+            } else {
+                Err(format!("they name {named:?}"))
+            }
+        },
+    )
+    .await;
 
     // B, at its epoch on the new coordinator, still waits for A.
     let b = consumer_heartbeat(&at(new), "member-b", 2, topic, Some(vec![])).await;

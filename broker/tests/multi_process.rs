@@ -118,22 +118,20 @@ async fn kill_9_of_a_broker_loses_no_acknowledged_message() {
         })
         .collect();
     let bs = bootstrap.clone();
-    let moved = tokio::task::spawn_blocking(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if leaders(&bs).as_ref() == Some(&expected) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
+    tokio::task::spawn_blocking(move || {
+        let what = "the killed broker's partitions to move per route";
+        kaas_testkit::retry_blocking(
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            what,
+            || match leaders(&bs) {
+                Some(l) if l == expected => Ok(()),
+                other => Err(format!("leaders {other:?}, expected {expected:?}")),
+            },
+        )
     })
     .await
     .unwrap();
-    assert!(
-        moved,
-        "partitions of the killed broker did not move per route"
-    );
 
     // Production goes on, including on the partitions that moved.
     eventually(

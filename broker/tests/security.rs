@@ -183,17 +183,19 @@ async fn a_scram_user_made_through_the_kafka_api_is_held_to_its_acls() {
     // The user authenticates on another broker within the refresh delay.
     let alice = creds("SCRAM-SHA-256", "alice", "alice-pw");
     let other = cluster.addrs[1].to_string();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut c = loop {
-        match KafkaClient::connect_as(&other, T, &Security::sasl(&alice)).await {
-            Ok(c) => break c,
-            Err(e) => assert!(
-                Instant::now() < deadline,
-                "alice never authenticated: {e:#}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let login = Security::sasl(&alice);
+    let pause = Duration::from_millis(100);
+    let mut c = kaas_testkit::retry(
+        Duration::from_secs(5),
+        pause,
+        "alice to log in",
+        async || {
+            KafkaClient::connect_as(&other, T, &login)
+                .await
+                .map_err(|e| format!("{e:#}"))
+        },
+    )
+    .await;
     // Metadata shows alice only what she may describe (Write implies it).
     let m = c
         .send(&MetadataRequest::default().with_topics(None), 9)

@@ -658,18 +658,20 @@ fn consume_in_group(
             commits.lock().unwrap().push(Instant::now());
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let pause = Duration::from_millis(100);
+    kaas_testkit::retry_blocking(Duration::from_secs(30), pause, "the final commit", || {
         match consumer.commit_consumer_state(CommitMode::Sync) {
             // NoOffset: every position is committed already.
             Ok(())
             | Err(rdkafka::error::KafkaError::ConsumerCommit(
                 rdkafka::types::RDKafkaErrorCode::NoOffset,
-            )) => break,
-            Err(e) => assert!(Instant::now() < deadline, "the final commit: {e}"),
+            )) => Ok(()),
+            Err(e) => {
+                consumer.poll(pause);
+                Err(e)
+            }
         }
-        consumer.poll(Duration::from_millis(100));
-    }
+    });
 }
 
 /// How long a new connection to a broker may wait for an answer (or its

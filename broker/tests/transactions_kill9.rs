@@ -184,18 +184,13 @@ fn transactional_producer(bootstrap: &str, id: &str) -> Producer0 {
 
 /// init_transactions until it succeeds (its coordinator may be down).
 fn init(bootstrap: &str, id: &str) -> Producer0 {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
+    let pause = Duration::from_millis(200);
+    kaas_testkit::retry_blocking(Duration::from_secs(120), pause, "init_transactions", || {
         let p = transactional_producer(bootstrap, id);
-        match p.init_transactions(T) {
-            Ok(()) => return p,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "init_transactions: {e}");
-                note!("copier: init_transactions: {e}; again");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-    }
+        p.init_transactions(T).map(|()| p).inspect_err(|e| {
+            note!("copier: init_transactions: {e}; again");
+        })
+    })
 }
 
 fn is(e: &KafkaError, f: impl Fn(&rdkafka::error::RDKafkaError) -> bool) -> bool {
@@ -249,33 +244,38 @@ fn transact(
 /// Seeks every assigned partition back to the group's committed offset
 /// (the beginning without one) and returns those offsets.
 fn rewind(consumer: &BaseConsumer) -> BTreeMap<i32, i64> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match consumer.committed(T) {
-            Ok(committed) => {
-                let mut at = BTreeMap::new();
-                let mut tpl = TopicPartitionList::new();
-                for e in committed.elements() {
-                    let offset = match e.offset() {
-                        Offset::Offset(o) => {
-                            at.insert(e.partition(), o);
-                            Offset::Offset(o)
-                        }
-                        _ => Offset::Beginning,
-                    };
-                    tpl.add_partition_offset(e.topic(), e.partition(), offset)
-                        .unwrap();
+    let pause = Duration::from_millis(200);
+    kaas_testkit::retry_blocking(
+        Duration::from_secs(120),
+        pause,
+        "the copier to rewind",
+        || {
+            let failed = match consumer.committed(T) {
+                Ok(committed) => {
+                    let mut at = BTreeMap::new();
+                    let mut tpl = TopicPartitionList::new();
+                    for e in committed.elements() {
+                        let offset = match e.offset() {
+                            Offset::Offset(o) => {
+                                at.insert(e.partition(), o);
+                                Offset::Offset(o)
+                            }
+                            _ => Offset::Beginning,
+                        };
+                        tpl.add_partition_offset(e.topic(), e.partition(), offset)
+                            .unwrap();
+                    }
+                    match consumer.seek_partitions(tpl, T) {
+                        Ok(r) if r.elements().iter().all(|e| e.error().is_ok()) => return Ok(at),
+                        other => format!("seek: {other:?}"),
+                    }
                 }
-                match consumer.seek_partitions(tpl, T) {
-                    Ok(r) if r.elements().iter().all(|e| e.error().is_ok()) => return at,
-                    other => note!("copier: seek: {other:?}; again"),
-                }
-            }
-            Err(e) => note!("copier: committed: {e}; again"),
-        }
-        assert!(Instant::now() < deadline, "the copier cannot rewind");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+                Err(e) => format!("committed: {e}"),
+            };
+            note!("copier: {failed}; again");
+            Err(failed)
+        },
+    )
 }
 
 /// The librdkafka copier: batches of up to 500 records, one transaction

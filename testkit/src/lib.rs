@@ -9,3 +9,5 @@ pub use cluster::{free_port, free_ports, ClusterOptions, ProcessCluster};
 pub mod gluster;
 pub mod pki;
 pub mod records;
+mod retry;
+pub use retry::{retry, retry_blocking};

@@ -49,6 +49,9 @@ pub struct Keyspace {
     pub noun: &'static str,
     /// The broker that coordinates a key.
     pub owner: fn(&Routing, &str) -> Option<i32>,
+    /// A span naming a key by its own field (`group_id`,
+    /// `transactional_id`), for the runtime's log lines.
+    pub span: fn(&str) -> tracing::Span,
 }
 
 /// What the runtime guards with one mutex: the core, the shell's own state
@@ -170,11 +173,13 @@ where
         let stored = match tokio::task::spawn_blocking(read).await {
             Ok(Ok(stored)) => stored,
             Ok(Err(e @ (StoreError::Fenced { .. } | StoreError::Moved { .. }))) => {
-                info!(key, error = %e, "not loading a {noun} another broker claimed");
+                let _key = (self.keyspace.span)(key).entered();
+                info!(error = %e, "not loading a {noun} another broker claimed");
                 return Err(NotServed(code::NOT_COORDINATOR));
             }
             Ok(Err(e)) => {
-                warn!(key, error = %e, "cannot read the {noun}'s log");
+                let _key = (self.keyspace.span)(key).entered();
+                warn!(error = %e, "cannot read the {noun}'s log");
                 return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE));
             }
             Err(_) => return Err(NotServed(code::COORDINATOR_NOT_AVAILABLE)),

@@ -61,6 +61,7 @@ type GroupShard = Shard<GroupCoordinator, Response, Resident>;
 const GROUPS: Keyspace = Keyspace {
     noun: "group",
     owner: |routing, group_id| routing.owner_of_group(group_id),
+    span: |group_id| tracing::info_span!("group", group_id),
 };
 
 pub struct GroupManager {

@@ -78,6 +78,7 @@ type TxnShard = Shard<TxnCoordinator, TxnAnswer, Completions>;
 const TRANSACTIONAL_IDS: Keyspace = Keyspace {
     noun: "transactional id",
     owner: |routing, transactional_id| routing.owner_of_transaction(transactional_id),
+    span: |transactional_id| tracing::info_span!("transaction", transactional_id),
 };
 
 /// How long an EndTxn answer waits for the transaction's markers and

@@ -12,6 +12,7 @@ type Values = HashMap<String, u64>;
 const KEYS: Keyspace = Keyspace {
     noun: "key",
     owner: |routing, key| routing.owner_of_group(key),
+    span: |key| tracing::info_span!("key", key),
 };
 
 fn brokers(n: i32) -> Option<Arc<Routing>> {

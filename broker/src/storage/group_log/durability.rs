@@ -17,13 +17,28 @@ use tracing::{error, info};
 use super::cache::Entry;
 use super::fencing::Owner;
 use super::snapshot::snapshot_if_due;
-use super::GroupLogSync;
 use crate::group::store::StoreError;
 use crate::storage::blocking;
 use crate::storage::fs::sync_dir;
 use crate::storage::incarnation::{fence_of, Incarnation};
 use crate::storage::journal::{self, AfterFlush, EntryRef, Journal};
 use crate::storage::volume_sync::VolumeSync;
+
+/// How the store makes appends durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupLogSync {
+    /// Appends are made durable by the broker's commit journal
+    /// ([`super::journal`]): one write and one `fdatasync` of one
+    /// preallocated file per round, whatever the groups; the logs follow
+    /// by `syncfs` each time a journal file fills.
+    #[default]
+    Journal,
+    /// One `syncfs` of the volume per round covers the appends to every
+    /// group log made before it (group commit across groups).
+    Volume,
+    /// One `fdatasync` per log file (group commit within one group only).
+    PerFile,
+}
 
 /// The group-log writes a test can make fail or hold
 /// ([`GroupLogStore::open_with_io`](super::GroupLogStore::open_with_io)).

@@ -12,9 +12,9 @@ use tracing::warn;
 use super::durability::Durability;
 use super::fencing::LogLock;
 use super::records::{
-    check_header, encode, header_record, invalid_data, new_log_id, read_frame, Record, Table,
-    FRAME_HEADER,
+    check_header, encode, header_record, invalid_data, new_log_id, read_frame, Record, FRAME_HEADER,
 };
+use super::table::Table;
 use super::{LogDamage, FORMAT_VERSION, MAX_HEADER_BYTES, SNAPSHOT_BYTES_FACTOR, SNAPSHOT_EVERY};
 
 #[derive(Default)]

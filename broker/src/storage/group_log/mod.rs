@@ -33,10 +33,6 @@
 //! log as a file (`file`), fencing a second owner (`fencing`), the cache of
 //! open logs (`cache`), durability in its three modes (`durability`),
 //! snapshots (`snapshot`) and journal replay (`replay`).
-//!
-//! Over 800 lines: the store and its `GroupStore` port, until the
-//! coordinators replay their own records (issue #34, one replay path, in
-//! progress).
 
 use std::collections::HashMap;
 use std::fs;
@@ -52,7 +48,7 @@ use tracing::{error, info, warn};
 
 use crate::group::consumer::group::ConsumerGroup;
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{CommittedOffsets, Conversion, GroupMetadataRecord, OffsetAndMetadata};
+use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
 use crate::group::store::{Durable, StoreError, StoredGroup};
@@ -61,21 +57,24 @@ use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
 use crate::txn::core::TxnTransit;
 use cache::Entry;
-pub use durability::LogIo;
 use durability::{durable, Durability, Pending, RealIo};
+pub use durability::{GroupLogSync, LogIo};
 pub use fencing::Owner;
 use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
 pub use records::FORMAT_VERSION;
-use records::{encode, encode_commit, PartitionKey, Record, Table};
+use records::{encode, encode_commit, PartitionKey, Record};
+use table::Table;
 use writer::Writer;
 
 mod cache;
 mod durability;
 mod fencing;
 mod file;
+mod port;
 mod records;
 mod replay;
 mod snapshot;
+mod table;
 mod takeover;
 mod writer;
 
@@ -97,22 +96,6 @@ const LOG_SUFFIX: &str = ".log";
 pub(super) const MAX_HEADER_BYTES: u32 = 1 << 20;
 
 // ---------------------------------------------------------------- public types
-
-/// How the store makes appends durable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GroupLogSync {
-    /// Appends are made durable by the broker's commit journal
-    /// ([`super::journal`]): one write and one `fdatasync` of one
-    /// preallocated file per round, whatever the groups; the logs follow
-    /// by `syncfs` each time a journal file fills.
-    #[default]
-    Journal,
-    /// One `syncfs` of the volume per round covers the appends to every
-    /// group log made before it (group commit across groups).
-    Volume,
-    /// One `fdatasync` per log file (group commit within one group only).
-    PerFile,
-}
 
 /// A group's state as read from its log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -786,123 +769,6 @@ impl Logs {
     }
 }
 
-impl GroupLogStore {
-    /// Waits for the key's earlier writes, then reads its log, on the key's
-    /// lane (the caller is a blocking thread).
-    pub(crate) fn load_ordered(&self, key: &str) -> Result<Option<LoadedGroup>, StoreError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let logs = self.logs.clone();
-        let owned = key.to_string();
-        self.writer.submit(
-            key,
-            Box::new(move || {
-                let _ = tx.send(logs.load(&owned));
-            }),
-        );
-        rx.recv().map_err(|_| StoreError::Io(writer_gone()))?
-    }
-
-    /// Forgets a key's open log after its earlier writes, on its lane.
-    pub(crate) fn close_ordered(&self, key: &str) {
-        let logs = self.logs.clone();
-        let owned = key.to_string();
-        self.writer
-            .submit(key, Box::new(move || logs.close(&owned)));
-    }
-}
-
-impl crate::group::store::GroupStore for GroupLogStore {
-    fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
-        let loaded = self.load_ordered(group_id)?;
-        Ok(loaded.map(|g| StoredGroup {
-            metadata: g.metadata,
-            consumer: g.consumer,
-            offsets: g.offsets,
-            pending_txn_offsets: g.pending_txn_offsets,
-        }))
-    }
-
-    fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
-        self.logs.peek(group_id)
-    }
-
-    fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable {
-        let offsets = offsets.clone();
-        self.ordered(group_id, move |logs, group| {
-            logs.commit_offsets(group, &offsets[..])
-        })
-    }
-
-    fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable {
-        let partitions = partitions.to_vec();
-        self.ordered(group_id, move |logs, group| {
-            logs.delete_offsets(group, &partitions)
-        })
-    }
-
-    fn write_txn_offsets(
-        &self,
-        group_id: &str,
-        producer_id: i64,
-        offsets: &CommittedOffsets,
-    ) -> Durable {
-        let offsets = offsets.clone();
-        self.ordered(group_id, move |logs, group| {
-            logs.write_txn_offsets(group, producer_id, &offsets[..])
-        })
-    }
-
-    fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable {
-        self.ordered(group_id, move |logs, group| {
-            logs.end_txn_offsets(group, producer_id, commit)
-        })
-    }
-
-    fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {
-        let record = record.cloned();
-        self.ordered(group_id, move |logs, group| {
-            logs.write_metadata(group, record.as_ref())
-        })
-    }
-
-    fn write_consumer_records(&self, group_id: &str, records: &[ConsumerGroupRecord]) -> Durable {
-        let records = records.to_vec();
-        self.ordered(group_id, move |logs, group| {
-            logs.write_consumer_records(group, &records)
-        })
-    }
-
-    fn convert_group(
-        &self,
-        group_id: &str,
-        conversion: &Conversion,
-        records: &[ConsumerGroupRecord],
-    ) -> Durable {
-        let metadata = conversion.classic_metadata().cloned();
-        let records = records.to_vec();
-        self.ordered(group_id, move |logs, group| {
-            logs.convert_group(group, metadata.as_ref(), &records)
-        })
-    }
-
-    fn delete_group(&self, group_id: &str) -> Durable {
-        self.ordered(group_id, |logs, group| logs.delete_group(group))
-    }
-
-    fn list_groups(&self) -> io::Result<Vec<String>> {
-        self.logs.list_groups()
-    }
-
-    fn close(&self, group_id: &str) {
-        self.close_ordered(group_id)
-    }
-
-    fn written_elsewhere(&self, group_id: &str) -> bool {
-        self.logs.written_elsewhere(group_id)
-    }
-}
-
-/// Runs blocking file I/O off the async runtime's threads.
 #[cfg(test)]
 impl GroupLogStore {
     /// Waits until no snapshot of the group is pending or running: one

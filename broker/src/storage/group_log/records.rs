@@ -48,18 +48,14 @@
 //!
 //! Byte fields of member records (subscription, assignment) are hex strings.
 //!
-//! Over 800 lines: the record codec and the table loads replay into, until
-//! the coordinators replay their own records (issue #34, one replay path, in
-//! progress).
+//! The table the records add up to is [`super::table`].
 
 use std::io;
 
-use bytes::{Buf, BufMut, Bytes};
+use bytes::{BufMut, Bytes};
 use serde::{Deserialize, Serialize};
 
-use crate::group::consumer::group::{replay_change, ConsumerGroup};
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::vecmap::VecMap;
 use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
 use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
 
@@ -75,17 +71,17 @@ const KIND_METADATA: u8 = 4;
 const KIND_SNAPSHOT_JSON: u8 = 5;
 const KIND_CLAIM: u8 = 6;
 const KIND_COMMIT: u8 = 7;
-const KIND_SNAPSHOT: u8 = 8;
+pub(super) const KIND_SNAPSHOT: u8 = 8;
 const KIND_TXN: u8 = 9;
 const KIND_TXN_OFFSETS: u8 = 10;
 const KIND_TXN_END: u8 = 11;
 const KIND_CONSUMER: u8 = 12;
 const KIND_CONVERSION: u8 = 13;
 
-const SECTION_TXN: u8 = 1;
-const SECTION_PENDING: u8 = 2;
-const SECTION_CONSUMER: u8 = 3;
-const SECTION_CLAIM_INCARNATION: u8 = 4;
+pub(super) const SECTION_TXN: u8 = 1;
+pub(super) const SECTION_PENDING: u8 = 2;
+pub(super) const SECTION_CONSUMER: u8 = 3;
+pub(super) const SECTION_CLAIM_INCARNATION: u8 = 4;
 
 /// Offsets as the store takes and returns them: (topic, partition, offset).
 pub type Offsets = Vec<(String, i32, OffsetAndMetadata)>;
@@ -167,13 +163,13 @@ pub(super) struct ClaimBody {
 
 #[derive(Debug)]
 pub(super) struct Snapshot {
-    offsets: Offsets,
-    metadata: Option<GroupMetadataRecord>,
-    claim: Option<ClaimBody>,
-    txn: Option<TxnTransit>,
-    pending: PendingTxnOffsets,
+    pub(super) offsets: Offsets,
+    pub(super) metadata: Option<GroupMetadataRecord>,
+    pub(super) claim: Option<ClaimBody>,
+    pub(super) txn: Option<TxnTransit>,
+    pub(super) pending: PendingTxnOffsets,
     /// The records that rebuild the group's consumer group state.
-    consumer: Option<Vec<ConsumerGroupRecord>>,
+    pub(super) consumer: Option<Vec<ConsumerGroupRecord>>,
 }
 
 /// Transactional offsets by producer id, pending until their transaction
@@ -182,7 +178,7 @@ pub type PendingTxnOffsets = std::collections::BTreeMap<i64, Offsets>;
 
 /// A transactional id's state as its log stores it (kind 9).
 #[derive(Debug, Serialize, Deserialize)]
-struct TxnBody {
+pub(super) struct TxnBody {
     producer_id: i64,
     prev_producer_id: i64,
     next_producer_id: i64,
@@ -391,10 +387,10 @@ pub(super) fn header_record(group_id: &str, log_id: u64) -> Record {
 // ---------------------------------------------------------------- encoding
 
 /// A frame being written: the header is filled in by `finish`.
-struct FrameBuf(Vec<u8>);
+pub(super) struct FrameBuf(pub(super) Vec<u8>);
 
 impl FrameBuf {
-    fn new(kind: u8, capacity: usize) -> FrameBuf {
+    pub(super) fn new(kind: u8, capacity: usize) -> FrameBuf {
         let mut buf = Vec::with_capacity(FRAME_HEADER + 1 + capacity);
         buf.extend_from_slice(&[0; FRAME_HEADER]);
         buf.push(kind);
@@ -407,7 +403,7 @@ impl FrameBuf {
         f.finish()
     }
 
-    fn finish(mut self) -> io::Result<Vec<u8>> {
+    pub(super) fn finish(mut self) -> io::Result<Vec<u8>> {
         let buf = &mut self.0;
         let len = u32::try_from(buf.len() - FRAME_HEADER).map_err(|_| {
             io::Error::new(
@@ -423,9 +419,9 @@ impl FrameBuf {
 }
 
 /// Bytes one offset takes in binary, without its strings.
-const OFFSET_FIXED_BYTES: usize = 2 + 4 + 8 + 4 + 8 + 8 + 4;
+pub(super) const OFFSET_FIXED_BYTES: usize = 2 + 4 + 8 + 4 + 8 + 8 + 4;
 
-fn put_offsets<'a>(
+pub(super) fn put_offsets<'a>(
     buf: &mut Vec<u8>,
     count: usize,
     offsets: impl Iterator<Item = (&'a str, i32, &'a OffsetAndMetadata)>,
@@ -451,7 +447,9 @@ fn put_offsets<'a>(
     Ok(())
 }
 
-fn offsets_capacity<'a>(offsets: impl Iterator<Item = (&'a str, &'a OffsetAndMetadata)>) -> usize {
+pub(super) fn offsets_capacity<'a>(
+    offsets: impl Iterator<Item = (&'a str, &'a OffsetAndMetadata)>,
+) -> usize {
     4 + offsets
         .map(|(t, o)| OFFSET_FIXED_BYTES + t.len() + o.metadata.len())
         .sum::<usize>()
@@ -520,105 +518,6 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
 }
 
 // ---------------------------------------------------------------- decoding
-
-/// Reads a binary body, refusing (never panicking on) truncated input.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn need(&self, n: usize) -> Result<(), String> {
-        if self.0.remaining() < n {
-            Err(format!(
-                "truncated binary record ({n} bytes needed, {} left)",
-                self.0.remaining()
-            ))
-        } else {
-            Ok(())
-        }
-    }
-
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
-        self.need(n)?;
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn string(&mut self, n: usize) -> Result<String, String> {
-        let b = self.bytes(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| "string is not UTF-8".to_string())
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        self.need(1)?;
-        Ok(self.0.get_u8())
-    }
-
-    fn u16(&mut self) -> Result<u16, String> {
-        self.need(2)?;
-        Ok(self.0.get_u16())
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        self.need(4)?;
-        Ok(self.0.get_u32())
-    }
-
-    fn i32(&mut self) -> Result<i32, String> {
-        self.need(4)?;
-        Ok(self.0.get_i32())
-    }
-
-    fn u64(&mut self) -> Result<u64, String> {
-        self.need(8)?;
-        Ok(self.0.get_u64())
-    }
-
-    fn i64(&mut self) -> Result<i64, String> {
-        self.need(8)?;
-        Ok(self.0.get_i64())
-    }
-
-    fn offsets(&mut self) -> Result<Offsets, String> {
-        let count = self.u32()? as usize;
-        // Each offset takes at least its fixed bytes: a count larger than
-        // the record can hold is corrupt, not a reason to reserve memory.
-        if count > self.0.len() / OFFSET_FIXED_BYTES {
-            return Err(format!("offset count {count} exceeds the record"));
-        }
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let topic_len = self.u16()? as usize;
-            let topic = self.string(topic_len)?;
-            let partition = self.i32()?;
-            let offset = self.i64()?;
-            let leader_epoch = self.i32()?;
-            let commit_timestamp_ms = self.u64()?;
-            let expire = self.i64()?;
-            let metadata_len = self.u32()? as usize;
-            let metadata = self.string(metadata_len)?;
-            out.push((
-                topic,
-                partition,
-                OffsetAndMetadata {
-                    offset,
-                    leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
-                    metadata,
-                    commit_timestamp_ms,
-                    expire_timestamp_ms: (expire >= 0).then_some(expire as u64),
-                },
-            ));
-        }
-        Ok(out)
-    }
-
-    fn end(&self) -> Result<(), String> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{} trailing bytes after the record", self.0.len()))
-        }
-    }
-}
 
 fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
     let mut r = Reader(body);
@@ -821,174 +720,8 @@ pub(super) fn check_header(h: &HeaderBody, group_id: &str) -> io::Result<()> {
     Ok(())
 }
 
-// ---------------------------------------------------------------- table
-
-/// The materialised state: what the records so far add up to. Offsets are
-/// nested by topic, so updating a known partition allocates nothing.
-#[derive(Debug, Default)]
-pub(super) struct Table {
-    offsets: VecMap<String, VecMap<i32, OffsetAndMetadata>>,
-    pub metadata: Option<GroupMetadataRecord>,
-    /// The last owner claim.
-    pub claim: Option<ClaimBody>,
-    /// A transaction log's transactional id state.
-    pub txn: Option<TxnTransit>,
-    /// A group's transactional offsets, pending by producer.
-    pub pending: PendingTxnOffsets,
-    /// A KIP-848 consumer group's state.
-    pub consumer: Option<ConsumerGroup>,
-    /// The group id, from the header (named in replay errors).
-    group_id: String,
-}
-
-impl Table {
-    /// Sets one committed offset.
-    pub fn commit(&mut self, topic: &str, partition: i32, o: OffsetAndMetadata) {
-        match self.offsets.get_mut(topic) {
-            Some(partitions) => {
-                partitions.insert(partition, o);
-            }
-            None => {
-                self.offsets
-                    .get_or_default(topic.to_string())
-                    .insert(partition, o);
-            }
-        }
-    }
-
-    pub fn apply(&mut self, record: Record) {
-        match record {
-            Record::Header(h) => self.group_id = h.group_id,
-            Record::Commit(offsets) => {
-                for (t, p, o) in offsets {
-                    self.commit(&t, p, o);
-                }
-            }
-            Record::Delete(keys) => {
-                for k in keys {
-                    if let Some(partitions) = self.offsets.get_mut(k.topic.as_str()) {
-                        partitions.remove(&k.partition);
-                        if partitions.is_empty() {
-                            self.offsets.remove(k.topic.as_str());
-                        }
-                    }
-                }
-            }
-            Record::Metadata(m) => self.metadata = m.map(Into::into),
-            Record::Claim(c) => self.claim = Some(c),
-            Record::Txn(t) => self.txn = t,
-            Record::TxnOffsets {
-                producer_id,
-                offsets,
-            } => {
-                let pending = self.pending.entry(producer_id).or_default();
-                for (t, p, o) in offsets {
-                    match pending.iter_mut().find(|(pt, pp, _)| *pt == t && *pp == p) {
-                        Some(entry) => entry.2 = o,
-                        None => pending.push((t, p, o)),
-                    }
-                }
-            }
-            Record::TxnEnd {
-                producer_id,
-                commit,
-            } => {
-                if let Some(offsets) = self.pending.remove(&producer_id) {
-                    if commit {
-                        self.apply(Record::Commit(offsets));
-                    }
-                }
-            }
-            Record::Consumer(records) => {
-                replay_change(&mut self.consumer, &self.group_id, &records)
-            }
-            Record::Conversion(c) => {
-                self.metadata = c.metadata.map(Into::into);
-                replay_change(&mut self.consumer, &self.group_id, &c.consumer);
-            }
-            Record::Snapshot(s) => {
-                self.offsets = VecMap::default();
-                self.metadata = s.metadata;
-                self.claim = s.claim;
-                self.txn = s.txn;
-                self.pending = s.pending;
-                self.consumer = None;
-                if let Some(records) = s.consumer {
-                    replay_change(&mut self.consumer, &self.group_id, &records);
-                }
-                self.apply(Record::Commit(s.offsets));
-            }
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&str, i32, &OffsetAndMetadata)> {
-        self.offsets
-            .iter()
-            .flat_map(|(t, ps)| ps.iter().map(move |(p, o)| (t.as_str(), *p, o)))
-    }
-
-    /// Every offset, sorted by topic, then partition.
-    pub fn offsets(&self) -> Offsets {
-        self.iter()
-            .map(|(t, p, o)| (t.to_string(), p, o.clone()))
-            .collect()
-    }
-
-    /// The framed snapshot record of the table.
-    pub fn encode_snapshot(&self) -> io::Result<Vec<u8>> {
-        let count = self.offsets.iter().map(|(_, ps)| ps.len()).sum();
-        let capacity = offsets_capacity(self.iter().map(|(t, _, o)| (t, o)));
-        let mut f = FrameBuf::new(KIND_SNAPSHOT, capacity + 32);
-        put_offsets(&mut f.0, count, self.iter())?;
-        match &self.metadata {
-            None => f.0.put_u8(0),
-            Some(m) => {
-                let json = serde_json::to_vec(&GroupMeta::from(m)).map_err(io::Error::other)?;
-                f.0.put_u8(1);
-                f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
-                f.0.put_slice(&json);
-            }
-        }
-        match &self.claim {
-            None => f.0.put_u8(0),
-            Some(c) => {
-                f.0.put_u8(1);
-                f.0.put_i32(c.broker);
-                f.0.put_u64(c.assignment_version);
-            }
-        }
-        if let Some(c) = self.claim.as_ref().filter(|c| !c.incarnation.is_empty()) {
-            f.0.put_u8(SECTION_CLAIM_INCARNATION);
-            f.0.put_u16(u16::try_from(c.incarnation.len()).map_err(io::Error::other)?);
-            f.0.put_slice(c.incarnation.as_bytes());
-        }
-        if let Some(t) = &self.txn {
-            let json = serde_json::to_vec(&TxnBody::from(t)).map_err(io::Error::other)?;
-            f.0.put_u8(SECTION_TXN);
-            f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
-            f.0.put_slice(&json);
-        }
-        if !self.pending.is_empty() {
-            f.0.put_u8(SECTION_PENDING);
-            f.0.put_u32(u32::try_from(self.pending.len()).map_err(io::Error::other)?);
-            for (producer_id, offsets) in &self.pending {
-                f.0.put_i64(*producer_id);
-                put_offsets(
-                    &mut f.0,
-                    offsets.len(),
-                    offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o)),
-                )?;
-            }
-        }
-        if let Some(group) = &self.consumer {
-            let json = serde_json::to_vec(&group.to_records()).map_err(io::Error::other)?;
-            f.0.put_u8(SECTION_CONSUMER);
-            f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
-            f.0.put_slice(&json);
-        }
-        f.finish()
-    }
-}
+mod reader;
+use reader::Reader;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! The group log records: encodings read back, damage refused.
 use super::*;
+use crate::storage::group_log::table::Table;
 
 fn oam(offset: i64, metadata: &str, epoch: Option<i32>, expire: Option<u64>) -> OffsetAndMetadata {
     OffsetAndMetadata {
