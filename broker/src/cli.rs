@@ -196,12 +196,16 @@ impl Args for SettingFlags {
         let cmd = table::BROKER_SETTINGS.iter().fold(cmd, |cmd, s| {
             let default = (s.get)(&defaults).unwrap_or_else(|| "none".into());
             // -h names the setting; --help says what it does too.
+            let named = match s.flag {
+                Flag::Value(_) => s.key.to_string(),
+                Flag::Switch(_, value) => format!("{}={value}", s.key),
+            };
             let arg = clap::Arg::new(s.key)
                 .long(s.flag.name())
-                .help(format!("{} [default: {default}]", s.key))
+                .help(format!("{named} [default: {default}]"))
                 .long_help(match s.doc {
-                    "" => format!("{} [default: {default}]", s.key),
-                    doc => format!("{}: {doc} [default: {default}]", s.key),
+                    "" => format!("{named} [default: {default}]"),
+                    doc => format!("{named}: {doc} [default: {default}]"),
                 });
             cmd.arg(match s.flag {
                 Flag::Value(_) => arg
