@@ -18,6 +18,7 @@ pub mod lag;
 pub mod local;
 pub mod metrics;
 pub mod net;
+pub mod offsets;
 pub mod serve;
 pub mod settings;
 pub mod storage;

@@ -99,7 +99,10 @@ fn on_disk(dir: &std::path::Path) -> Vec<(i32, i64)> {
     let store = GroupLogStore::new(dir).unwrap();
     let g = store.load(GROUP).unwrap().expect("the group has a log");
     assert!(g.damage.is_none(), "the log was damaged: {:?}", g.damage);
-    g.offsets.iter().map(|(_, p, o)| (*p, o.offset)).collect()
+    g.offsets
+        .committed()
+        .map(|(_, p, o)| (p, o.offset))
+        .collect()
 }
 
 /// Broker 1 follows v2 (it owns the group) while broker 0 still follows

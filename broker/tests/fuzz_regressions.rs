@@ -88,11 +88,11 @@ fn seeds_are_valid_inputs() {
     let g = store.load("g").unwrap().unwrap();
     assert_eq!(g.damage, None);
     assert_eq!(
-        g.offsets.len(),
+        g.offsets.committed_len(),
         1,
         "commit of t-0, commit and delete of t-1"
     );
-    assert_eq!(g.offsets[0].2.offset, 5);
+    assert_eq!(g.offsets.get("t", 0).map(|o| o.offset), Some(5));
 
     // The journal seed holds two commits written after that log's end:
     // replay puts them back.
@@ -122,8 +122,8 @@ fn seeds_are_valid_inputs() {
     assert_eq!(g.damage, None);
     let offsets: Vec<_> = g
         .offsets
-        .iter()
-        .map(|(t, p, o)| (t.as_str(), *p, o.offset))
+        .committed()
+        .map(|(t, p, o)| (t, p, o.offset))
         .collect();
     assert_eq!(offsets, vec![("t", 0, 42), ("t", 2, 7)]);
 

@@ -291,17 +291,17 @@ impl GroupManager {
             let version = self.routing().map(|r| r.version());
             info!(group = group_id, broker = self.runtime.broker_id(), assignment_version = ?version,
                   members = s.metadata.as_ref().map_or(0, |m| m.members.len()),
-                  offsets = s.offsets.len(), "now coordinating group (loaded from its log)");
+                  offsets = s.offsets.committed_len(), "now coordinating group (loaded from its log)");
         }
-        let (record, offsets, pending, consumer) = stored
-            .map_or((None, Vec::new(), Vec::new(), None), |s| {
-                (s.metadata, s.offsets, s.pending_txn_offsets, s.consumer)
-            });
+        let StoredGroup {
+            metadata,
+            offsets,
+            consumer,
+        } = stored.unwrap_or_default();
         if let Some(consumer) = consumer {
             st.core.load_consumer_group(consumer, now);
         }
-        let mut fx = st.core.load_group(group_id, record, offsets, now);
-        st.core.load_pending_txn_offsets(group_id, pending, now);
+        let mut fx = st.core.load_group(group_id, metadata, offsets, now);
         fx.extend(st.core.expire_loaded_offsets(group_id, now));
         st.extra.idle_offsets.remove(group_id);
         touch(&mut st.extra.touched, group_id, now);

@@ -11,20 +11,17 @@ use parking_lot::Mutex;
 
 use super::consumer::group::{replay_change, ConsumerGroup};
 use super::consumer::records::ConsumerGroupRecord;
-use super::core::{
-    CommittedOffsets, Conversion, GroupMetadataRecord, OffsetAndMetadata, StoredTxnOffsets,
-};
+use super::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
+use crate::offsets::GroupOffsets;
 pub use crate::store::{Durable, StoreError};
 
 /// What a group's log holds when it is loaded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoredGroup {
     pub metadata: Option<GroupMetadataRecord>,
-    /// Sorted by topic, then partition.
-    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
-    /// Offsets of open transactions, by producer id: not the group's until
-    /// the transaction commits.
-    pub pending_txn_offsets: StoredTxnOffsets,
+    /// The committed offsets, and the offsets of open transactions (not the
+    /// group's until their transaction commits).
+    pub offsets: GroupOffsets,
     /// A KIP-848 consumer group's state.
     pub consumer: Option<ConsumerGroup>,
 }
@@ -160,16 +157,7 @@ impl GroupStore for MemoryStore {
         self.write(group_id, |groups| {
             let group = groups.entry(group_id.to_string()).or_default();
             for (topic, partition, offset) in offsets.iter() {
-                let key = (topic.as_ref(), *partition);
-                match group
-                    .offsets
-                    .binary_search_by(|(t, p, _)| (t.as_str(), *p).cmp(&key))
-                {
-                    Ok(i) => group.offsets[i].2 = offset.clone(),
-                    Err(i) => group
-                        .offsets
-                        .insert(i, (topic.to_string(), *partition, offset.clone())),
-                }
+                group.offsets.commit(topic, *partition, offset.clone());
             }
         })
     }
@@ -177,9 +165,9 @@ impl GroupStore for MemoryStore {
     fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Durable {
         self.write(group_id, |groups| {
             if let Some(group) = groups.get_mut(group_id) {
-                group
-                    .offsets
-                    .retain(|(t, p, _)| !partitions.iter().any(|(dt, dp)| dt == t && dp == p));
+                for (topic, partition) in partitions {
+                    group.offsets.delete(topic, *partition);
+                }
             }
         })
     }
@@ -192,49 +180,19 @@ impl GroupStore for MemoryStore {
     ) -> Durable {
         self.write(group_id, |groups| {
             let group = groups.entry(group_id.to_string()).or_default();
-            let pending = match group
-                .pending_txn_offsets
-                .iter_mut()
-                .find(|(p, _)| *p == producer_id)
-            {
-                Some((_, pending)) => pending,
-                None => {
-                    group.pending_txn_offsets.push((producer_id, Vec::new()));
-                    &mut group.pending_txn_offsets.last_mut().expect("pushed").1
-                }
-            };
-            for (t, p, o) in offsets.iter() {
-                match pending
-                    .iter_mut()
-                    .find(|(pt, pp, _)| pt.as_str() == t.as_ref() && pp == p)
-                {
-                    Some(entry) => entry.2 = o.clone(),
-                    None => pending.push((t.to_string(), *p, o.clone())),
-                }
-            }
+            group.offsets.stage(
+                producer_id,
+                offsets.iter().map(|(t, p, o)| (t.clone(), *p, o.clone())),
+            );
         })
     }
 
     fn end_txn_offsets(&self, group_id: &str, producer_id: i64, commit: bool) -> Durable {
-        let committed = self.groups.lock().get_mut(group_id).and_then(|group| {
-            let i = group
-                .pending_txn_offsets
-                .iter()
-                .position(|(p, _)| *p == producer_id)?;
-            Some(group.pending_txn_offsets.remove(i).1)
-        });
-        match committed.filter(|_| commit) {
-            Some(offsets) => {
-                let offsets: CommittedOffsets = Arc::new(
-                    offsets
-                        .into_iter()
-                        .map(|(t, p, o)| (Arc::from(t.as_str()), p, o))
-                        .collect(),
-                );
-                self.commit_offsets(group_id, &offsets)
+        self.write(group_id, |groups| {
+            if let Some(group) = groups.get_mut(group_id) {
+                group.offsets.end_txn(producer_id, commit);
             }
-            None => self.write(group_id, |_| {}),
-        }
+        })
     }
 
     fn write_metadata(&self, group_id: &str, record: Option<&GroupMetadataRecord>) -> Durable {

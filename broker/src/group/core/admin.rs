@@ -6,8 +6,8 @@ use super::offsets::PendingGroupDelete;
 use super::rebalance::{answer_leftover_waiters, prepare_rebalance, reschedule_member_heartbeat};
 use super::{
     ClassicGroup, DeleteGroupResult, DeleteGroupsPlan, DeleteGroupsResponse, DescribedGroup,
-    DescribedMember, Effect, GroupCoordinator, GroupMetadataRecord, GroupState, ListedGroup,
-    OffsetAndMetadata, RequestToken, Response, TimerKey,
+    DescribedMember, Effect, GroupCoordinator, GroupMetadataRecord, GroupOffsets, GroupState,
+    ListedGroup, RequestToken, Response, TimerKey,
 };
 use crate::coordinator::errors::{append_error_to_response_error, code};
 
@@ -249,9 +249,10 @@ impl GroupCoordinator {
         &mut self,
         group_id: &str,
         record: Option<GroupMetadataRecord>,
-        offsets: Vec<(String, i32, OffsetAndMetadata)>,
+        offsets: impl Into<GroupOffsets>,
         now_ms: u64,
     ) -> Vec<Effect> {
+        let offsets = offsets.into();
         let mut fx = Vec::new();
         if self.groups.contains_key(group_id) {
             tracing::warn!(group = %group_id, "load of a group already resident ignored");
@@ -339,21 +340,16 @@ impl GroupCoordinator {
     fn drop_group_state(&mut self, group_id: &str) {
         self.timers.cancel_group(group_id);
         self.offsets.remove(group_id);
-        self.pending_txn.remove(group_id);
         self.orphan_pending_offsets(group_id);
     }
 
-    /// Holds a loaded group's committed offsets.
-    fn load_offsets(&mut self, group_id: &str, offsets: Vec<(String, i32, OffsetAndMetadata)>) {
+    /// Holds a loaded group's offsets, committed and staged.
+    fn load_offsets(&mut self, group_id: &str, mut offsets: GroupOffsets) {
         if offsets.is_empty() {
             return;
         }
-        let table = self.offsets.entry(group_id.to_string()).or_default();
-        for (t, p, o) in offsets {
-            table.get_or_default(t).insert(p, o);
-        }
-        table.values_mut().for_each(|parts| parts.shrink_to_fit());
-        table.shrink_to_fit();
+        offsets.shrink_to_fit();
+        self.offsets.insert(group_id.to_string(), offsets);
     }
 
     /// Unloads every group and stops the retention sweep.

@@ -150,16 +150,7 @@ pub struct LeaveGroupResponse {
 
 // ---------------------------------------------------------------- Offsets
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetAndMetadata {
-    pub offset: i64,
-    pub leader_epoch: Option<i32>,
-    pub metadata: String,
-    pub commit_timestamp_ms: u64,
-    /// Explicit expiry from a v2–v4 `retention_time_ms`; None uses the broker
-    /// retention.
-    pub expire_timestamp_ms: Option<u64>,
-}
+pub use crate::offsets::OffsetAndMetadata;
 
 #[derive(Clone, Debug)]
 pub struct OffsetCommitPartition {

@@ -23,7 +23,6 @@ mod rebalance;
 mod sync;
 mod time;
 mod txn_offsets;
-pub(crate) mod vecmap;
 
 #[cfg(test)]
 mod tests;
@@ -37,7 +36,7 @@ pub use group::{ClassicGroup, GroupState};
 pub use member::{ClassicGroupMember, Protocol};
 pub use offsets::offsets_in_force;
 pub use time::TimerKey;
-pub use txn_offsets::{StoredTxnOffsets, TxnOffsetCommitRequest, TxnOffsetsPlan};
+pub use txn_offsets::{TxnOffsetCommitRequest, TxnOffsetsPlan};
 
 use offsets::{PendingCommit, PendingGroupDelete, PendingOffsetDelete};
 use time::Timers;
@@ -129,8 +128,7 @@ pub(crate) struct Ctx<'a> {
     pub fx: &'a mut Vec<Effect>,
 }
 
-/// Committed offsets of one group: topic -> partition -> offset.
-pub(crate) type GroupOffsets = vecmap::VecMap<String, vecmap::VecMap<i32, OffsetAndMetadata>>;
+pub use crate::offsets::GroupOffsets;
 
 /// Every classic group resident on this coordinator, with its offsets.
 ///
@@ -155,6 +153,8 @@ pub(crate) type GroupOffsets = vecmap::VecMap<String, vecmap::VecMap<i32, Offset
 pub struct GroupCoordinator {
     pub(crate) config: GroupCoordinatorConfig,
     pub(crate) groups: HashMap<String, ClassicGroup>,
+    /// Each group's committed offsets and the offsets its open
+    /// transactions staged (by producer id).
     pub(crate) offsets: HashMap<String, GroupOffsets>,
     pub(crate) timers: Timers,
     pub(crate) persist: PersistTable,
@@ -165,9 +165,6 @@ pub struct GroupCoordinator {
     pub(crate) inflight: HashMap<String, Vec<RequestToken>>,
     pub(crate) pending_offset_deletes: HashMap<RequestToken, PendingOffsetDelete>,
     pub(crate) pending_group_deletes: HashMap<RequestToken, PendingGroupDelete>,
-    /// group -> producer id -> offsets of its open transaction.
-    pub(crate) pending_txn:
-        HashMap<String, std::collections::BTreeMap<i64, txn_offsets::PendingOffsets>>,
     pub(crate) pending_txn_commits: HashMap<RequestToken, txn_offsets::PendingTxnCommit>,
     pub(crate) pending_txn_ends: HashMap<RequestToken, txn_offsets::PendingTxnEnd>,
     /// KIP-848 consumer groups (a group id is classic or consumer, never
@@ -193,7 +190,6 @@ impl GroupCoordinator {
             inflight: HashMap::new(),
             pending_offset_deletes: HashMap::new(),
             pending_group_deletes: HashMap::new(),
-            pending_txn: HashMap::new(),
             pending_txn_commits: HashMap::new(),
             pending_txn_ends: HashMap::new(),
             consumer,
@@ -282,11 +278,14 @@ impl GroupCoordinator {
     /// only): group, topic, partition, offset.
     pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
         let mut out = Vec::new();
-        for (group, topics) in &self.offsets {
-            for (topic, partitions) in topics.iter() {
-                for (partition, committed) in partitions.iter() {
-                    out.push((group.clone(), topic.clone(), *partition, committed.offset));
-                }
+        for (group, offsets) in &self.offsets {
+            for (topic, partition, committed) in offsets.committed() {
+                out.push((
+                    group.clone(),
+                    topic.to_string(),
+                    partition,
+                    committed.offset,
+                ));
             }
         }
         out
@@ -299,7 +298,7 @@ impl GroupCoordinator {
         topic: &str,
         partition: i32,
     ) -> Option<&OffsetAndMetadata> {
-        self.offsets.get(group_id)?.get(topic)?.get(&partition)
+        self.offsets.get(group_id)?.get(topic, partition)
     }
 
     /// Deadline of an armed timer.

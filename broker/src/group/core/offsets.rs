@@ -12,8 +12,8 @@ use crate::group::consumer::group::ConsumerGroup;
 use super::api::{group_id_too_long, invalid_group_id};
 use super::rebalance::{reschedule_member_heartbeat, validate_member};
 use super::{
-    ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupMetadataRecord, GroupState,
-    OffsetAndMetadata, OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse,
+    ClassicGroup, Effect, ExpiredOffsets, GroupCoordinator, GroupMetadataRecord, GroupOffsets,
+    GroupState, OffsetAndMetadata, OffsetCommitPlan, OffsetCommitRequest, OffsetCommitResponse,
     OffsetCommitTopic, OffsetDeletePlan, OffsetDeleteRequest, OffsetDeleteResponse,
     OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic,
     PartitionResult, RequestToken, Response, TopicResult, UnloadedOffset,
@@ -199,7 +199,7 @@ pub fn offsets_in_force(
     group_id: &str,
     metadata: Option<&GroupMetadataRecord>,
     consumer: Option<&ConsumerGroup>,
-    offsets: &[(String, i32, OffsetAndMetadata)],
+    offsets: &GroupOffsets,
     retention_ms: u64,
     now_ms: u64,
 ) -> Vec<UnloadedOffset> {
@@ -211,8 +211,7 @@ pub fn offsets_in_force(
             OffsetsGroup::Classic(&classic)
         }
     };
-    let offsets = offsets.iter().map(|(t, p, o)| (t.as_str(), *p, o));
-    in_force(group, offsets, retention_ms, now_ms)
+    in_force(group, offsets.committed(), retention_ms, now_ms)
 }
 
 /// [`offsets_in_force`] of the offsets `group` holds.
@@ -489,11 +488,7 @@ impl GroupCoordinator {
             }
             let table = self.offsets.get_mut(&p.group_id).expect("inserted above");
             for (t, part, o) in p.offsets.iter() {
-                let partitions = match table.get_mut(&**t) {
-                    Some(partitions) => partitions,
-                    None => table.get_or_default(t.to_string()),
-                };
-                partitions.insert(*part, o.clone());
+                table.commit(t, *part, o.clone());
             }
         }
         vec![Effect::Respond(token, Response::OffsetCommit(p.response))]
@@ -581,7 +576,7 @@ impl GroupCoordinator {
                     name: t.clone(),
                     partitions: parts
                         .iter()
-                        .map(|p| part(t, *p, table.get(t).and_then(|m| m.get(p))))
+                        .map(|p| part(t, *p, table.get(t, *p)))
                         .collect(),
                 })
                 .collect(),
@@ -590,7 +585,7 @@ impl GroupCoordinator {
                 // partitions whose first commit is still in flight.
                 let mut all: BTreeMap<String, BTreeMap<i32, Option<&OffsetAndMetadata>>> =
                     BTreeMap::new();
-                for (t, parts) in table {
+                for (t, parts) in table.by_topic() {
                     for (p, o) in parts {
                         all.entry(t.clone()).or_default().insert(*p, Some(o));
                     }
@@ -655,7 +650,12 @@ impl GroupCoordinator {
             let results = parts
                 .iter()
                 .map(|p| {
-                    if !subscribed && self.committed_offset(&req.group_id, t, *p).is_some() {
+                    // Apache writes the tombstone for a committed offset
+                    // or a transaction's staged one: it removes both.
+                    if !subscribed
+                        && (self.committed_offset(&req.group_id, t, *p).is_some()
+                            || self.has_pending_txn_offset(&req.group_id, t, *p))
+                    {
                         partitions.push((t.clone(), *p));
                     }
                     PartitionResult {
@@ -731,12 +731,7 @@ impl GroupCoordinator {
             return;
         };
         for (t, p) in partitions {
-            if let Some(parts) = table.get_mut(t) {
-                parts.remove(p);
-                if parts.is_empty() {
-                    table.remove(t);
-                }
-            }
+            table.delete(t, *p);
         }
         if table.is_empty() {
             self.offsets.remove(group_id);
@@ -765,12 +760,12 @@ impl GroupCoordinator {
         else {
             return Vec::new();
         };
-        let offsets = table.iter().flat_map(|(topic, partitions)| {
-            partitions
-                .iter()
-                .map(move |(partition, o)| (topic.as_str(), *partition, o))
-        });
-        in_force(group, offsets, self.config.offsets_retention_ms, now_ms)
+        in_force(
+            group,
+            table.committed(),
+            self.config.offsets_retention_ms,
+            now_ms,
+        )
     }
 
     /// The retention sweep for one group just loaded from its log: offsets
@@ -791,9 +786,9 @@ impl GroupCoordinator {
         let mut expired_here = Vec::new();
         if let Some(table) = self.offsets.get(gid) {
             match g.expiration_condition() {
-                None => all_expired = table.is_empty(),
+                None => all_expired = table.by_topic().is_empty(),
                 Some(cond) => {
-                    for (t, parts) in table {
+                    for (t, parts) in table.by_topic() {
                         if g.is_subscribed_to_topic(t) {
                             all_expired = false;
                             continue;

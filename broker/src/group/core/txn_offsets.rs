@@ -5,21 +5,13 @@
 //! commits them (they become the group's committed offsets) or aborts them
 //! (they are dropped).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::api::group_id_too_long;
 use super::{
-    Effect, GroupCoordinator, OffsetAndMetadata, OffsetCommitResponse, OffsetCommitTopic,
-    RequestToken, Response,
+    Effect, GroupCoordinator, OffsetCommitResponse, OffsetCommitTopic, RequestToken, Response,
 };
 use crate::coordinator::errors::{append_error_to_response_error, code};
-
-/// Offsets by (topic, partition), of one producer's open transaction.
-pub(crate) type PendingOffsets = Vec<(Arc<str>, i32, OffsetAndMetadata)>;
-
-/// Pending transactional offsets as a store keeps them: by producer id.
-pub type StoredTxnOffsets = Vec<(i64, Vec<(String, i32, OffsetAndMetadata)>)>;
 
 /// TxnOffsetCommit, as the group coordinator takes it.
 #[derive(Clone, Debug)]
@@ -61,49 +53,22 @@ pub(crate) struct PendingTxnEnd {
 }
 
 impl GroupCoordinator {
-    /// Installs a loaded group's pending transactional offsets (a group
-    /// with nothing else is a simple group, as one with only offsets is).
-    pub fn load_pending_txn_offsets(
-        &mut self,
-        group_id: &str,
-        pending: StoredTxnOffsets,
-        now_ms: u64,
-    ) {
-        if pending.is_empty() {
-            return;
-        }
-        self.ensure_simple_group(group_id, now_ms);
-        let by_producer = self.pending_txn.entry(group_id.to_string()).or_default();
-        for (producer_id, offsets) in pending {
-            by_producer.insert(
-                producer_id,
-                offsets
-                    .into_iter()
-                    .map(|(t, p, o)| (Arc::from(t.as_str()), p, o))
-                    .collect(),
-            );
-        }
-    }
-
     pub(crate) fn has_pending_txn_offset(
         &self,
         group_id: &str,
         topic: &str,
         partition: i32,
     ) -> bool {
-        self.pending_txn.get(group_id).is_some_and(|by_producer| {
-            by_producer
-                .values()
-                .flatten()
-                .any(|(t, p, _)| &**t == topic && *p == partition)
-        })
+        self.offsets
+            .get(group_id)
+            .is_some_and(|offsets| offsets.has_pending(topic, partition))
     }
 
     /// The producers with offsets pending in the group.
     pub fn pending_txn_producers(&self, group_id: &str) -> Vec<i64> {
-        self.pending_txn
+        self.offsets
             .get(group_id)
-            .map_or_else(Vec::new, |m| m.keys().copied().collect())
+            .map_or_else(Vec::new, |o| o.pending().keys().copied().collect())
     }
 
     /// TxnOffsetCommit: the group's checks (generation, member, instance id,
@@ -166,18 +131,12 @@ impl GroupCoordinator {
             return Vec::new();
         };
         self.ensure_simple_group(&p.group_id, now_ms);
-        let pending = self
-            .pending_txn
-            .entry(p.group_id)
-            .or_default()
-            .entry(p.producer_id)
-            .or_default();
-        for (t, part, o) in p.offsets.iter() {
-            match pending.iter_mut().find(|(pt, pp, _)| pt == t && pp == part) {
-                Some(entry) => entry.2 = o.clone(),
-                None => pending.push((t.clone(), *part, o.clone())),
-            }
-        }
+        self.offsets.entry(p.group_id).or_default().stage(
+            p.producer_id,
+            p.offsets
+                .iter()
+                .map(|(t, part, o)| (t.clone(), *part, o.clone())),
+        );
         vec![Effect::Respond(
             token,
             Response::TxnOffsetCommit(p.response),
@@ -214,9 +173,9 @@ impl GroupCoordinator {
         commit: bool,
     ) -> Vec<Effect> {
         let pending = self
-            .pending_txn
+            .offsets
             .get(group_id)
-            .is_some_and(|m| m.contains_key(&producer_id));
+            .is_some_and(|o| o.pending().contains_key(&producer_id));
         if !pending {
             return vec![Effect::Respond(token, Response::TxnMarker(code::NONE))];
         }
@@ -250,26 +209,12 @@ impl GroupCoordinator {
         let Some(end) = self.pending_txn_ends.remove(&token) else {
             return Vec::new();
         };
-        let offsets = self
-            .pending_txn
-            .get_mut(&end.group_id)
-            .and_then(|m| m.remove(&end.producer_id));
-        if self
-            .pending_txn
-            .get(&end.group_id)
-            .is_some_and(BTreeMap::is_empty)
-        {
-            self.pending_txn.remove(&end.group_id);
-        }
-        if let (true, Some(offsets)) = (end.commit, offsets) {
-            self.ensure_simple_group(&end.group_id, now_ms);
-            let table = self.offsets.entry(end.group_id.clone()).or_default();
-            for (t, part, o) in offsets {
-                let partitions = match table.get_mut(&*t) {
-                    Some(partitions) => partitions,
-                    None => table.get_or_default(t.to_string()),
-                };
-                partitions.insert(part, o);
+        if let Some(offsets) = self.offsets.get_mut(&end.group_id) {
+            offsets.end_txn(end.producer_id, end.commit);
+            if offsets.is_empty() {
+                self.offsets.remove(&end.group_id);
+            } else if end.commit {
+                self.ensure_simple_group(&end.group_id, now_ms);
             }
         }
         vec![Effect::Respond(token, Response::TxnMarker(code::NONE))]

@@ -17,12 +17,12 @@ use tracing::{error, info};
 use super::cache::Entry;
 use super::fencing::Owner;
 use super::snapshot::snapshot_if_due;
-use crate::group::store::StoreError;
 use crate::storage::blocking;
 use crate::storage::fs::sync_dir;
 use crate::storage::incarnation::{fence_of, Incarnation};
 use crate::storage::journal::{self, AfterFlush, EntryRef, Journal};
 use crate::storage::volume_sync::VolumeSync;
+use crate::store::StoreError;
 
 /// How the store makes appends durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

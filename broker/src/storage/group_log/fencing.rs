@@ -13,10 +13,10 @@ use tracing::{info, warn};
 use super::file::{frame_crc, OpenLog};
 use super::records::{encode, ClaimBody, Record};
 use super::Logs;
-use crate::group::store::StoreError;
 use crate::storage::fs::FileLock;
 use crate::storage::incarnation::Incarnation;
 use crate::storage::journal::JournalEntry;
+use crate::store::StoreError;
 
 /// The broker writing through a store, for owner claims (see
 /// docs/design/fencing.md) and, with its process's incarnation, for taking

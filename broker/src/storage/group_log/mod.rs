@@ -48,13 +48,15 @@ use tracing::{error, info, warn};
 
 use crate::group::consumer::group::ConsumerGroup;
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{GroupMetadataRecord, OffsetAndMetadata};
+use crate::group::core::GroupMetadataRecord;
+use crate::offsets::{GroupOffsets, OffsetAndMetadata};
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
-use crate::group::store::{Durable, StoreError, StoredGroup};
+use crate::group::store::StoredGroup;
 use crate::storage::group_commit;
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
+use crate::store::{Durable, StoreError};
 use crate::txn::core::TxnTransit;
 use cache::Entry;
 use durability::{durable, Durability, Pending, RealIo};
@@ -101,8 +103,9 @@ pub(super) const MAX_HEADER_BYTES: u32 = 1 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedGroup {
     pub metadata: Option<GroupMetadataRecord>,
-    /// Sorted by topic, then partition.
-    pub offsets: Vec<(String, i32, OffsetAndMetadata)>,
+    /// The committed offsets, and a group's transactional offsets pending
+    /// by producer id.
+    pub offsets: GroupOffsets,
     /// Set when the log had a torn or corrupt tail, now cut off.
     pub damage: Option<LogDamage>,
     /// Snapshot records replayed (0 or 1 for logs this store wrote).
@@ -111,8 +114,6 @@ pub struct LoadedGroup {
     pub replayed_deltas: usize,
     /// A transaction log's state of its transactional id.
     pub txn: Option<TxnTransit>,
-    /// A group's transactional offsets, pending by producer id.
-    pub pending_txn_offsets: crate::group::core::StoredTxnOffsets,
     /// A KIP-848 consumer group's state.
     pub consumer: Option<ConsumerGroup>,
 }
@@ -423,15 +424,9 @@ impl Logs {
                 log.dir_dirty |= failed;
                 let loaded = LoadedGroup {
                     txn: log.table.txn.clone(),
-                    pending_txn_offsets: log
-                        .table
-                        .pending
-                        .iter()
-                        .map(|(p, o)| (*p, o.clone()))
-                        .collect(),
                     metadata: log.table.metadata.clone(),
                     consumer: log.table.consumer.clone(),
-                    offsets: log.table.offsets(),
+                    offsets: log.table.offsets.clone(),
                     damage: replay.damage,
                     replayed_snapshots: replay.snapshots,
                     replayed_deltas: replay.deltas,
@@ -460,8 +455,7 @@ impl Logs {
         };
         let table = file::scan(&data, group_id)?.table;
         Ok(Some(StoredGroup {
-            offsets: table.offsets(),
-            pending_txn_offsets: table.pending.iter().map(|(p, o)| (*p, o.clone())).collect(),
+            offsets: table.offsets,
             metadata: table.metadata,
             consumer: table.consumer,
         }))
@@ -482,7 +476,7 @@ impl Logs {
                 .and_then(|frame| {
                     self.append(group_id, &frame, true, |table| {
                         for (t, p, o) in offsets {
-                            table.commit(t.as_ref(), *p, o.clone());
+                            table.offsets.commit(t.as_ref(), *p, o.clone());
                         }
                     })
                 })

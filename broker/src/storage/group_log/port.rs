@@ -41,7 +41,6 @@ impl GroupStore for GroupLogStore {
             metadata: g.metadata,
             consumer: g.consumer,
             offsets: g.offsets,
-            pending_txn_offsets: g.pending_txn_offsets,
         }))
     }
 

@@ -56,7 +56,8 @@ use bytes::{BufMut, Bytes};
 use serde::{Deserialize, Serialize};
 
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord, OffsetAndMetadata};
+use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord};
+use crate::offsets::OffsetAndMetadata;
 use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
 
 /// Version written in every header; a log with another version is refused.

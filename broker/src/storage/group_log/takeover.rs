@@ -22,10 +22,10 @@ use super::fencing::{LogLock, Owner};
 use super::file::{frame_crc, identity, remove_if_exists, scan, write_tmp, LogPaths, Scan};
 use super::records::{encode, header_record, new_log_id, read_frame, ClaimBody};
 use super::Logs;
-use crate::group::store::StoreError;
 use crate::storage::fs::sync_dir;
 use crate::storage::incarnation::{self, Fence, Incarnation};
 use crate::storage::journal::{self, JournalEntry};
+use crate::store::StoreError;
 
 /// Journals of fenced processes kept parsed at once (each up to two
 /// journal files).

@@ -59,7 +59,12 @@ impl Shell {
         r.topics[0].partitions[0].clone()
     }
 
-    fn delete_offsets(&mut self, group: &str, topic: &str, partition: i32) -> OffsetDeleteResponse {
+    pub(super) fn delete_offsets(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> OffsetDeleteResponse {
         let t = self.token();
         let fx = self.c.offset_delete(
             t,
@@ -563,10 +568,11 @@ fn offsets_in_force_leave_out_what_the_sweep_would_expire() {
         commit_timestamp_ms: committed,
         expire_timestamp_ms: expires,
     };
-    let offsets = vec![
+    let offsets: GroupOffsets = vec![
         ("a".to_string(), 0, offset(10, t0 - 100_000, None)),
         ("b".to_string(), 0, offset(20, t0, Some(t0 + 1_000))),
-    ];
+    ]
+    .into();
     let kept = |record: Option<&GroupMetadataRecord>, now: u64| -> Vec<(String, i32, i64)> {
         offsets_in_force("g", record, None, &offsets, RETENTION, now)
             .into_iter()

@@ -114,24 +114,22 @@ fn a_marker_with_nothing_pending_is_answered_at_once() {
 #[test]
 fn loaded_pending_offsets_stay_pending_until_their_marker() {
     let mut s = Shell::new();
-    s.c.load_pending_txn_offsets(
-        "foo",
-        vec![(
-            PID,
-            vec![(
-                "in".into(),
-                0,
-                OffsetAndMetadata {
-                    offset: 7,
-                    leader_epoch: None,
-                    metadata: String::new(),
-                    commit_timestamp_ms: 1,
-                    expire_timestamp_ms: None,
-                },
-            )],
+    let mut offsets = GroupOffsets::default();
+    offsets.stage(
+        PID,
+        [(
+            "in".into(),
+            0,
+            OffsetAndMetadata {
+                offset: 7,
+                leader_epoch: None,
+                metadata: String::new(),
+                commit_timestamp_ms: 1,
+                expire_timestamp_ms: None,
+            },
         )],
-        s.now,
     );
+    s.c.load_group("foo", None, offsets, s.now);
     assert_eq!(s.fetched("foo", true).1, code::UNSTABLE_OFFSET_COMMIT);
     assert_eq!(s.marker("foo", true), code::NONE);
     assert_eq!(s.fetched("foo", false).0, 7);
@@ -172,4 +170,22 @@ fn test_cleanup_expired_offsets_with_pending_transactional_offsets() {
     assert_eq!(s.marker("foo", false), code::NONE);
     let (expired, _) = s.c.expire_offsets(s.now);
     assert_eq!(expired.removed_groups, vec!["foo".to_string()]);
+}
+
+/// Apache `testGenericGroupOffsetDeleteWithPendingTransactionalOffsets`:
+/// OffsetDelete of a partition with only a staged offset writes its
+/// tombstone, which removes the staged offset: the transaction's commit
+/// then leaves the partition without an offset.
+#[test]
+fn test_generic_group_offset_delete_with_pending_transactional_offsets() {
+    let mut s = Shell::new();
+    assert_eq!(s.txn_commit(txn_req("foo", "", -1, 100)), code::NONE);
+    let r = s.delete_offsets("foo", "in", 0);
+    assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, 0));
+    assert!(!s.c.has_pending_txn_offset("foo", "in", 0));
+    assert_eq!(s.fetched("foo", true), (-1, code::NONE));
+    // The transaction is still open; its commit brings nothing back.
+    assert_eq!(s.c.pending_txn_producers("foo"), vec![PID]);
+    assert_eq!(s.marker("foo", true), code::NONE);
+    assert_eq!(s.fetched("foo", true), (-1, code::NONE));
 }

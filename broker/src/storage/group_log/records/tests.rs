@@ -40,7 +40,7 @@ fn binary_commits_and_snapshots_read_back_exactly() {
         let (record, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
         let mut again = Table::default();
         again.apply(record);
-        assert_eq!(again.offsets(), table.offsets());
+        assert_eq!(again.offsets.committed_vec(), table.offsets.committed_vec());
         assert_eq!(again.claim, table.claim);
     }
     let mut again = Table::default();
@@ -48,7 +48,8 @@ fn binary_commits_and_snapshots_read_back_exactly() {
     again.apply(record);
     // Sorted by topic, then partition.
     let keys: Vec<_> = again
-        .offsets()
+        .offsets
+        .committed_vec()
         .into_iter()
         .map(|(t, p, _)| (t, p))
         .collect();
@@ -106,22 +107,22 @@ fn pending_transactional_offsets_commit_or_abort_and_survive_a_snapshot() {
     let frame = encode_txn_offsets(7, &offsets).unwrap();
     let (record, _) = read_frame(&frame).unwrap();
     let mut table = Table::default();
-    table.commit("in", 0, oam(5, "", None, None));
+    table.offsets.commit("in", 0, oam(5, "", None, None));
     table.apply(record);
     let (other, _) = read_frame(&encode_txn_offsets(8, &offsets).unwrap()).unwrap();
     table.apply(other);
     assert_eq!(
-        table.offsets()[0].2.offset,
+        table.offsets.committed_vec()[0].2.offset,
         5,
         "pending offsets are not the group's"
     );
-    assert_eq!(table.pending.len(), 2);
+    assert_eq!(table.offsets.pending().len(), 2);
     // A snapshot keeps them pending.
     let (snap, _) = read_frame(&table.encode_snapshot().unwrap()).unwrap();
     let mut again = Table::default();
     again.apply(snap);
-    assert_eq!(again.pending, table.pending);
-    assert_eq!(again.offsets(), table.offsets());
+    assert_eq!(again.offsets.pending(), table.offsets.pending());
+    assert_eq!(again.offsets.committed_vec(), table.offsets.committed_vec());
     for (producer_id, commit) in [(7, true), (8, false)] {
         let end = encode(&Record::TxnEnd {
             producer_id,
@@ -130,9 +131,9 @@ fn pending_transactional_offsets_commit_or_abort_and_survive_a_snapshot() {
         .unwrap();
         again.apply(read_frame(&end).unwrap().0);
     }
-    assert!(again.pending.is_empty());
+    assert!(again.offsets.pending().is_empty());
     assert_eq!(
-        again.offsets()[0].2.offset,
+        again.offsets.committed_vec()[0].2.offset,
         10,
         "the committed transaction's offset"
     );
@@ -141,7 +142,7 @@ fn pending_transactional_offsets_commit_or_abort_and_survive_a_snapshot() {
 #[test]
 fn a_group_snapshot_is_unchanged_by_the_transaction_trailer() {
     let mut table = Table::default();
-    table.commit("t", 0, oam(5, "", None, None));
+    table.offsets.commit("t", 0, oam(5, "", None, None));
     let group = table.encode_snapshot().unwrap();
     table.txn = Some(txn(TxnState::Ongoing));
     let with_txn = table.encode_snapshot().unwrap();
@@ -184,7 +185,7 @@ fn json_records_of_earlier_logs_still_read() {
     payload.extend_from_slice(snapshot);
     let mut table = Table::default();
     table.apply(decode(&payload).unwrap());
-    assert_eq!(table.offsets()[0].2.leader_epoch, Some(3));
+    assert_eq!(table.offsets.committed_vec()[0].2.leader_epoch, Some(3));
 }
 
 #[test]

@@ -155,7 +155,7 @@ async fn commit_then_load_round_trips() {
     let other = GroupLogStore::new(dir.path()).unwrap();
     let loaded = other.load("g").unwrap().unwrap();
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![
             ("a".to_string(), 7, oam(1)),
             ("t".to_string(), 0, a),
@@ -192,7 +192,7 @@ async fn delete_offsets_removes_them() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(0)), ("t".to_string(), 2, oam(2))]
     );
 }
@@ -220,7 +220,10 @@ async fn metadata_write_replace_clear() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.metadata, Some(two));
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(5))]
+    );
 
     store.write_metadata("g", None).await.unwrap();
     let loaded = GroupLogStore::new(dir.path())
@@ -229,7 +232,10 @@ async fn metadata_write_replace_clear() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.metadata, None);
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(5))]
+    );
 }
 
 #[tokio::test]
@@ -284,7 +290,7 @@ async fn snapshots_bound_the_log_and_the_replay() {
         .into_iter()
         .map(|(p, o)| ("t".to_string(), p, o))
         .collect();
-    assert_eq!(loaded.offsets, expect);
+    assert_eq!(loaded.offsets.committed_vec(), expect);
 }
 
 #[tokio::test]
@@ -300,7 +306,7 @@ async fn exactly_at_a_snapshot_nothing_is_replayed_but_the_snapshot() {
     store.turn_free("g").await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 0));
-    assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY);
+    assert_eq!(loaded.offsets.committed_vec().len(), SNAPSHOT_EVERY);
     commit_t0(&store, "g", 2).await;
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 1));
@@ -337,7 +343,7 @@ async fn torn_tail_is_cut_and_reported() {
     assert_eq!(damage.truncated_bytes, ends[2] - 5 - ends[1]);
     assert!(damage.reason.contains("torn"), "{}", damage.reason);
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(10)), ("t".to_string(), 1, oam(11))]
     );
     assert_eq!(file_len(&path), ends[1]);
@@ -353,7 +359,7 @@ async fn torn_tail_is_cut_and_reported() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.damage, None);
-    assert_eq!(loaded.offsets.len(), 3);
+    assert_eq!(loaded.offsets.committed_vec().len(), 3);
 }
 
 /// A peek (another broker's look at a group it does not hold, for lag)
@@ -374,7 +380,7 @@ async fn a_peek_reads_the_log_as_it_is_and_changes_nothing() {
     let reader = owned_by(dir.path(), 2);
     let peeked = reader.peek("g").unwrap().unwrap();
     assert_eq!(
-        peeked.offsets,
+        peeked.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(10)), ("t".to_string(), 1, oam(11))]
     );
     assert_eq!(fs::read(&path).unwrap(), before, "nothing written or cut");
@@ -397,7 +403,10 @@ async fn bit_flip_is_cut_and_reported() {
     let damage = loaded.damage.unwrap();
     assert_eq!(damage.position, ends[0]);
     assert_eq!(damage.reason, "checksum mismatch");
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(10))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(10))]
+    );
     assert_eq!(file_len(&path), ends[0]);
 }
 
@@ -414,12 +423,15 @@ async fn damaged_header_restarts_the_log() {
 
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!(loaded.damage.unwrap().position, 0);
-    assert!(loaded.offsets.is_empty());
+    assert!(loaded.offsets.committed_vec().is_empty());
     // The log starts over with a fresh header, so the group is listed again.
     assert_eq!(store.list_groups().unwrap(), vec!["g".to_string()]);
     commit_t0(&store, "g", 1).await;
     let loaded = store.load("g").unwrap().unwrap();
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(1))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(1))]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -458,8 +470,8 @@ async fn concurrent_commits_share_fsyncs_and_all_survive() {
         .load("g")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.offsets.len(), TASKS as usize + 1);
-    for (topic, p, o) in &loaded.offsets {
+    assert_eq!(loaded.offsets.committed_vec().len(), TASKS as usize + 1);
+    for (topic, p, o) in &loaded.offsets.committed_vec() {
         if topic == "t" {
             assert_eq!(o.offset, ROUNDS - 1, "partition {p}");
         }
@@ -504,7 +516,7 @@ async fn concurrent_commits_on_one_thread_share_fsyncs() {
         .load("g")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.offsets.len(), 31);
+    assert_eq!(loaded.offsets.committed_vec().len(), 31);
 }
 
 #[tokio::test]
@@ -535,7 +547,10 @@ async fn delete_group_removes_the_log() {
         .load("a")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.offsets, vec![("u".to_string(), 1, oam(3))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("u".to_string(), 1, oam(3))]
+    );
 }
 
 #[tokio::test]
@@ -592,7 +607,7 @@ async fn hostile_group_ids_stay_inside_and_round_trip() {
     for (i, id) in ids.iter().enumerate() {
         let loaded = other.load(id).unwrap().unwrap();
         assert_eq!(
-            loaded.offsets,
+            loaded.offsets.committed_vec(),
             vec![("t".to_string(), 0, oam(i as i64))],
             "{id:?}"
         );
@@ -653,7 +668,7 @@ async fn a_failed_write_leaves_no_partial_record() {
         .unwrap();
     assert_eq!(loaded.damage, None);
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(1)), ("t".to_string(), 2, oam(3))]
     );
 }
@@ -683,7 +698,10 @@ async fn a_failed_fsync_fails_the_commit_and_reopens() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.damage, None);
-    assert_eq!(loaded.offsets.last(), Some(&("t".to_string(), 2, oam(3))));
+    assert_eq!(
+        loaded.offsets.committed_vec().last(),
+        Some(&("t".to_string(), 2, oam(3)))
+    );
 }
 
 #[tokio::test]
@@ -720,7 +738,7 @@ async fn a_log_replaced_by_another_broker_is_reopened_before_appending() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![
             ("t".to_string(), 0, oam(1)),
             ("t".to_string(), 1, oam(SNAPSHOT_EVERY as i64 - 1)),
@@ -740,7 +758,10 @@ async fn close_drops_the_cached_handle() {
     store.close("never-opened");
     commit_t0(&store, "g", 2).await;
     let loaded = store.load("g").unwrap().unwrap();
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(2))]
+    );
 }
 
 #[tokio::test]
@@ -768,7 +789,7 @@ async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
         .unwrap();
     let loaded = store.load("g0").unwrap().unwrap();
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(0)), ("t".to_string(), 1, oam(100))]
     );
     // A log with a write in flight is not closed under it.
@@ -782,7 +803,7 @@ async fn idle_logs_beyond_the_bound_are_closed_and_reopen_on_use() {
     assert!(store.entries.lock().contains_key("g1"));
     pending.await.unwrap();
     assert_eq!(
-        store.load("g1").unwrap().unwrap().offsets,
+        store.load("g1").unwrap().unwrap().offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(7))]
     );
 }
@@ -811,7 +832,10 @@ async fn writes_are_ordered_when_called_and_durable_when_awaited() {
         .load("g")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(2))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(2))]
+    );
     assert_eq!(loaded.metadata, Some(metadata(3)));
     let before = store.fsync_count();
     // Awaiting the last one makes all three durable with one group commit
@@ -843,7 +867,10 @@ async fn one_volume_round_makes_appends_to_many_logs_durable() {
     let again = GroupLogStore::new(dir.path()).unwrap();
     for g in 0..10 {
         let loaded = again.load(&format!("g{g}")).unwrap().unwrap();
-        assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(g))]);
+        assert_eq!(
+            loaded.offsets.committed_vec(),
+            vec![("t".to_string(), 0, oam(g))]
+        );
     }
 }
 
@@ -886,9 +913,16 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
         .unwrap();
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 2));
     assert_eq!(loaded.damage, None);
-    assert_eq!(loaded.offsets.len(), SNAPSHOT_EVERY); // 64 - t/0 + late/0
-    assert_eq!(loaded.offsets[0], ("late".to_string(), 0, oam(5)));
-    assert!(!loaded.offsets.iter().any(|(t, p, _)| t == "t" && *p == 0));
+    assert_eq!(loaded.offsets.committed_vec().len(), SNAPSHOT_EVERY); // 64 - t/0 + late/0
+    assert_eq!(
+        loaded.offsets.committed_vec()[0],
+        ("late".to_string(), 0, oam(5))
+    );
+    assert!(!loaded
+        .offsets
+        .committed_vec()
+        .iter()
+        .any(|(t, p, _)| t == "t" && *p == 0));
     // The writer's own view agrees, and it keeps appending to the new file.
     commit_t0(&store, "g", 9).await;
     let loaded = GroupLogStore::new(dir.path())
@@ -897,7 +931,10 @@ async fn appends_made_while_a_snapshot_is_written_are_kept() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.replayed_deltas, 3);
-    assert!(loaded.offsets.contains(&("t".to_string(), 0, oam(9))));
+    assert!(loaded
+        .offsets
+        .committed_vec()
+        .contains(&("t".to_string(), 0, oam(9))));
     assert!(!store.paths("g").tmp.exists());
 }
 
@@ -919,7 +956,7 @@ async fn close_with_writes_in_flight_still_makes_them_durable() {
         .unwrap();
     let loaded = store.load("g").unwrap().unwrap();
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(2)), ("t".to_string(), 1, oam(3))]
     );
 }
@@ -935,7 +972,10 @@ async fn works_through_the_group_store_trait() {
         .unwrap();
     store.write_metadata("g", Some(&metadata(1))).await.unwrap();
     let stored = store.load("g").unwrap().unwrap();
-    assert_eq!(stored.offsets, vec![("t".to_string(), 0, oam(1))]);
+    assert_eq!(
+        stored.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(1))]
+    );
     assert_eq!(stored.metadata, Some(metadata(1)));
     assert_eq!(store.list_groups().unwrap(), vec!["g".to_string()]);
     store.close("g");
@@ -961,16 +1001,8 @@ async fn a_log_written_from_the_documented_format_loads() {
     assert_eq!((loaded.replayed_snapshots, loaded.replayed_deltas), (1, 3));
     let got: Vec<_> = loaded
         .offsets
-        .iter()
-        .map(|(t, p, o)| {
-            (
-                t.as_str(),
-                *p,
-                o.offset,
-                o.leader_epoch,
-                o.metadata.as_str(),
-            )
-        })
+        .committed()
+        .map(|(t, p, o)| (t, p, o.offset, o.leader_epoch, o.metadata.as_str()))
         .collect();
     assert_eq!(
         got,
@@ -1048,7 +1080,7 @@ async fn journal_replay_restores_writes_a_crash_lost() {
         assert_eq!(loaded.damage, None);
         for ((group, partition), offset) in &acked {
             if group == &g {
-                let found = loaded.offsets.iter().find(|(_, p, _)| p == partition);
+                let found = loaded.offsets.committed().find(|(_, p, _)| p == partition);
                 assert_eq!(found.map(|(_, _, o)| o.offset), Some(*offset));
             }
         }
@@ -1129,7 +1161,7 @@ async fn replay_never_overwrites_records_written_after_a_takeover() {
     let loaded = c.load("g").unwrap().unwrap();
     assert_eq!(loaded.damage, None);
     assert_eq!(
-        loaded.offsets,
+        loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(1)), ("t".to_string(), 1, oam(102))]
     );
     assert!(journal_files(&root).is_empty());
@@ -1149,7 +1181,10 @@ async fn a_takeover_replays_the_previous_writers_journal_first() {
     let b = owned_by(dir.path(), 2);
     drop(held);
     let loaded = b.load("g").unwrap().unwrap();
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(9))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(9))]
+    );
     assert_eq!(&fs::read(&path).unwrap()[..full.len()], &full[..]);
     let left = journal_files(&root);
     assert!(
@@ -1182,7 +1217,10 @@ async fn volume_mode_makes_appends_durable_without_a_journal() {
         .load("g")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(5))]
+    );
 }
 
 /// One heartbeat's worth of consumer group records: `member` joins at
@@ -1248,7 +1286,10 @@ async fn consumer_group_records_survive_a_reload_and_a_snapshot() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.consumer, expected);
-    assert_eq!(loaded.offsets, vec![("t".to_string(), 0, oam(5))]);
+    assert_eq!(
+        loaded.offsets.committed_vec(),
+        vec![("t".to_string(), 0, oam(5))]
+    );
 
     // Enough commits for snapshots: the group is carried in them.
     for i in 0..3 * SNAPSHOT_EVERY {

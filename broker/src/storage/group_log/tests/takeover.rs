@@ -86,7 +86,7 @@ async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept(
     let started = Instant::now();
     let loaded = b.store.load("g").unwrap().unwrap();
     assert!(started.elapsed() < LOCK_WAIT, "no wait for the lock");
-    assert_eq!(loaded.offsets, t0(3));
+    assert_eq!(loaded.offsets.committed_vec(), t0(3));
     assert!(
         a.incarnation.check_fence().is_err(),
         "broker 0's process is fenced"
@@ -102,8 +102,14 @@ async fn a_dead_coordinator_keeping_the_lock_is_fenced_and_its_commits_are_kept(
 
     let c = process(&dir.b, 1, 2, &[1]);
     drop(b);
-    assert_eq!(c.store.peek("g").unwrap().unwrap().offsets, t0(4));
-    assert_eq!(c.store.load("g").unwrap().unwrap().offsets, t0(4));
+    assert_eq!(
+        c.store.peek("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(4)
+    );
+    assert_eq!(
+        c.store.load("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(4)
+    );
 }
 
 /// A commit broker 0's process acknowledged is in its journal; its log
@@ -122,9 +128,15 @@ async fn a_commit_only_the_fenced_process_journal_holds_is_restored() {
     file.set_len(before_last).unwrap();
 
     let b = process(&dir.b, 1, 2, &[1]);
-    assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(3));
+    assert_eq!(
+        b.store.load("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(3)
+    );
     commit(&b, 4).await.unwrap();
-    assert_eq!(b.store.peek("g").unwrap().unwrap().offsets, t0(4));
+    assert_eq!(
+        b.store.peek("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(4)
+    );
 }
 
 /// A commit written before the process was fenced and durable after it is
@@ -166,7 +178,16 @@ async fn a_restarted_broker_takes_over_from_its_earlier_process() {
     commit(&first, 7).await.unwrap();
     let (_file, _held) = hold_lock(&first.store.log_path("g"));
     let second = process(&dir.b, 0, 1, &[0]);
-    assert_eq!(second.store.load("g").unwrap().unwrap().offsets, t0(7));
+    assert_eq!(
+        second
+            .store
+            .load("g")
+            .unwrap()
+            .unwrap()
+            .offsets
+            .committed_vec(),
+        t0(7)
+    );
     commit(&second, 8).await.unwrap();
     assert!(first.incarnation.check_fence().is_err());
 }
@@ -208,7 +229,10 @@ async fn one_taker_replaces_a_log_and_a_dead_takers_marker_is_superseded() {
 
     // Broker 2 is counted dead now.
     let b = process(&dir.b, 1, 3, &[1]);
-    assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(5));
+    assert_eq!(
+        b.store.load("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(5)
+    );
     assert!(other.check_fence().is_err(), "broker 2's process is fenced");
     assert!(!late_tmp.exists(), "its rename can no longer land");
     assert!(!paths.marker(log_id, 0).exists() && !paths.marker(log_id, 1).exists());
@@ -224,7 +248,10 @@ async fn a_live_claimant_is_not_fenced() {
     let path = a.store.log_path("g");
     let inode = fs::metadata(&path).unwrap().ino();
     let b = process(&dir.b, 1, 2, &[0, 1]);
-    assert_eq!(b.store.load("g").unwrap().unwrap().offsets, t0(1));
+    assert_eq!(
+        b.store.load("g").unwrap().unwrap().offsets.committed_vec(),
+        t0(1)
+    );
     assert!(a.incarnation.check_fence().is_ok());
     assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "the same file");
     let err = commit(&a, 2).await.unwrap_err();
