@@ -18,7 +18,7 @@ pub mod lag;
 pub mod local;
 pub mod metrics;
 pub mod net;
-pub mod offsets;
+pub mod records;
 pub mod serve;
 pub mod settings;
 pub mod storage;

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::consumer::group::{replay_change, ConsumerGroup};
 use super::consumer::records::ConsumerGroupRecord;
 use super::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
-use crate::offsets::GroupOffsets;
+use crate::records::offsets::GroupOffsets;
 pub use crate::store::{Durable, StoreError};
 
 /// What a group's log holds when it is loaded.

@@ -15,8 +15,7 @@ use uuid::Uuid;
 pub mod range;
 pub mod uniform;
 
-/// A member's partitions, by topic id.
-pub type MemberAssignment = BTreeMap<Uuid, BTreeSet<i32>>;
+pub use crate::records::consumer::MemberAssignment;
 
 /// The new target assignment, by member id.
 pub type GroupAssignment = BTreeMap<String, MemberAssignment>;

@@ -2,48 +2,11 @@
 //! subscribes to, as its heartbeats declare it, and where reconciliation
 //! has taken it.
 
-use std::collections::BTreeSet;
-
-use serde::{Deserialize, Serialize};
-
 use super::reconcile::{MemberAssignmentState, MemberState};
 use crate::group::assignor::MemberAssignment;
-
-/// What a member declares about itself (Apache's
-/// `ConsumerGroupMemberMetadataValue`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemberSubscriptionMetadata {
-    /// `group.instance.id` of a static member.
-    pub instance_id: Option<String>,
-    pub rack_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub subscribed_topic_names: BTreeSet<String>,
-    pub subscribed_topic_regex: Option<String>,
-    /// The `server_assignor` the member asked for.
-    pub server_assignor: Option<String>,
-    pub rebalance_timeout_ms: i32,
-    /// Set while the member speaks the classic protocol (JoinGroup /
-    /// SyncGroup / Heartbeat) inside a consumer group: online migration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classic: Option<ClassicMemberMetadata>,
-}
-
-/// What a classic member declared in its JoinGroup (Apache's
-/// `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassicMemberMetadata {
-    pub session_timeout_ms: i32,
-    /// Its protocols (assignor names and their embedded subscriptions), in
-    /// its order of preference.
-    pub supported_protocols: Vec<ClassicProtocol>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassicProtocol {
-    pub name: String,
-    pub metadata: Vec<u8>,
-}
+pub use crate::records::consumer::{
+    ClassicMemberMetadata, ClassicProtocol, MemberSubscriptionMetadata,
+};
 
 /// One member: its declaration and its reconciliation state.
 #[derive(Debug, Clone, PartialEq, Eq)]

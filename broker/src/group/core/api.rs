@@ -150,7 +150,7 @@ pub struct LeaveGroupResponse {
 
 // ---------------------------------------------------------------- Offsets
 
-pub use crate::offsets::OffsetAndMetadata;
+pub use crate::records::offsets::OffsetAndMetadata;
 
 #[derive(Clone, Debug)]
 pub struct OffsetCommitPartition {
@@ -406,31 +406,7 @@ impl ExpiredOffsets {
 
 // ---------------------------------------------------------------- Record
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemberMetadataRecord {
-    pub member_id: String,
-    pub group_instance_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub rebalance_timeout_ms: i32,
-    pub session_timeout_ms: i32,
-    /// Metadata of the selected protocol only (Apache `GroupMetadataValue`).
-    pub subscription: Bytes,
-    pub assignment: Bytes,
-}
-
-/// Apache's `GroupMetadataValue`: enough to resume a group on another
-/// coordinator without a rebalance.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupMetadataRecord {
-    pub group_id: String,
-    pub protocol_type: Option<String>,
-    pub generation: i32,
-    pub protocol: Option<String>,
-    pub leader: Option<String>,
-    pub current_state_timestamp_ms: Option<u64>,
-    pub members: Vec<MemberMetadataRecord>,
-}
+pub use crate::records::classic::{GroupMetadataRecord, MemberMetadataRecord};
 
 // ---------------------------------------------------------------- Effects
 

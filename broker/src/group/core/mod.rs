@@ -128,7 +128,7 @@ pub(crate) struct Ctx<'a> {
     pub fx: &'a mut Vec<Effect>,
 }
 
-pub use crate::offsets::GroupOffsets;
+pub use crate::records::offsets::GroupOffsets;
 
 /// Every classic group resident on this coordinator, with its offsets.
 ///

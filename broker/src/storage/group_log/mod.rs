@@ -46,25 +46,21 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tracing::{error, info, warn};
 
-use crate::group::consumer::group::ConsumerGroup;
-use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::GroupMetadataRecord;
-use crate::offsets::{GroupOffsets, OffsetAndMetadata};
+use crate::records::offsets::{GroupOffsets, OffsetAndMetadata};
 // The port is implemented by path, not imported: tests and tools that
 // glob this module call the inherent methods of `Logs`.
-use crate::group::store::StoredGroup;
-use crate::storage::group_commit;
+use crate::records::classic::GroupMetadataRecord;
+use crate::records::consumer::ConsumerGroupRecord;
 use crate::storage::journal::{EntryRef, JournalEntry};
 use crate::storage::names::safe_file_name;
-use crate::store::{Durable, StoreError};
-use crate::txn::core::TxnTransit;
+use crate::store::StoreError;
 use cache::Entry;
 use durability::{durable, Durability, Pending, RealIo};
 pub use durability::{GroupLogSync, LogIo};
 pub use fencing::Owner;
 use file::{frame_crc, open_log, read_header, remove_if_exists, LogPaths};
-pub use records::FORMAT_VERSION;
-use records::{encode, encode_commit, PartitionKey, Record};
+use records::{encode, encode_commit, Record};
+pub use records::{PartitionKey, TxnBody, FORMAT_VERSION, STORED_TXN_STATES};
 use table::Table;
 use writer::Writer;
 
@@ -72,7 +68,7 @@ mod cache;
 mod durability;
 mod fencing;
 mod file;
-mod port;
+mod lane;
 mod records;
 mod replay;
 mod snapshot;
@@ -113,9 +109,10 @@ pub struct LoadedGroup {
     /// Delta records replayed (at most [`SNAPSHOT_EVERY`] for logs this store wrote).
     pub replayed_deltas: usize,
     /// A transaction log's state of its transactional id.
-    pub txn: Option<TxnTransit>,
-    /// A KIP-848 consumer group's state.
-    pub consumer: Option<ConsumerGroup>,
+    pub txn: Option<TxnBody>,
+    /// A KIP-848 consumer group's records, compacted by key, in the order
+    /// they were written: the coordinator's replay builds the group.
+    pub consumer: Vec<ConsumerGroupRecord>,
 }
 
 /// A torn or corrupt tail found (and truncated) when a log was opened.
@@ -194,38 +191,6 @@ impl GroupLogStore {
         Ok(GroupLogStore {
             logs: Arc::new(Logs::open(data_dir, options, io)?),
             writer: Writer::new()?,
-        })
-    }
-
-    /// Runs the ordering half of a write (`write`: encode, append, journal)
-    /// on the key's lane, and hands back its durability.
-    pub(crate) fn ordered<F>(
-        &self,
-        group_id: &str,
-        write: impl FnOnce(&Logs, &str) -> F + Send + 'static,
-    ) -> Durable
-    where
-        F: Future<Output = Result<(), StoreError>> + Send + 'static,
-    {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let logs = self.logs.clone();
-        let group = group_id.to_string();
-        self.writer.submit(
-            group_id,
-            Box::new(move || {
-                // This thread runs the journal round itself when none is
-                // running, and answers after it: the caller then wakes
-                // once, to a durable write, instead of once for the write
-                // and again for its round.
-                let durable = group_commit::leading(|| write(&logs, &group));
-                let _ = tx.send(durable);
-            }),
-        );
-        Box::pin(async move {
-            match rx.await {
-                Ok(durable) => durable.await,
-                Err(_) => Err(StoreError::Io(writer_gone())),
-            }
         })
     }
 }
@@ -425,7 +390,7 @@ impl Logs {
                 let loaded = LoadedGroup {
                     txn: log.table.txn.clone(),
                     metadata: log.table.metadata.clone(),
-                    consumer: log.table.consumer.clone(),
+                    consumer: log.table.consumer.records().cloned().collect(),
                     offsets: log.table.offsets.clone(),
                     damage: replay.damage,
                     replayed_snapshots: replay.snapshots,
@@ -446,18 +411,23 @@ impl Logs {
     /// stops before it), no handle kept. `None` when the group has no log.
     /// What another broker appended and has not yet written back from its
     /// journal is not seen.
-    pub fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
+    pub fn peek(&self, group_id: &str) -> Result<Option<LoadedGroup>, StoreError> {
         let data = match fs::read(self.log_path(group_id)) {
             Ok(data) if data.is_empty() => return Ok(None),
             Ok(data) => data,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let table = file::scan(&data, group_id)?.table;
-        Ok(Some(StoredGroup {
+        let scan = file::scan(&data, group_id)?;
+        let table = scan.table;
+        Ok(Some(LoadedGroup {
+            consumer: table.consumer.records().cloned().collect(),
             offsets: table.offsets,
             metadata: table.metadata,
-            consumer: table.consumer,
+            txn: table.txn,
+            damage: None,
+            replayed_snapshots: scan.snapshots,
+            replayed_deltas: scan.deltas,
         }))
     }
 
@@ -517,8 +487,7 @@ impl Logs {
         record: Option<&GroupMetadataRecord>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let create = record.is_some();
-        let ordered =
-            self.append_record(group_id, Record::Metadata(record.map(Into::into)), create);
+        let ordered = self.append_record(group_id, Record::Metadata(record.cloned()), create);
         durable(ordered)
     }
 
@@ -544,7 +513,7 @@ impl Logs {
         records: &[ConsumerGroupRecord],
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let body = records::ConversionBody {
-            metadata: metadata.map(Into::into),
+            metadata: metadata.cloned(),
             consumer: records.to_vec(),
         };
         let ordered = self.append_record(group_id, Record::Conversion(body), true);
@@ -601,7 +570,7 @@ impl Logs {
     pub fn write_txn(
         &self,
         transactional_id: &str,
-        transit: &TxnTransit,
+        transit: &TxnBody,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let ordered =
             self.append_record(transactional_id, Record::Txn(Some(transit.clone())), true);

@@ -52,13 +52,12 @@
 
 use std::io;
 
-use bytes::{BufMut, Bytes};
+use bytes::BufMut;
 use serde::{Deserialize, Serialize};
 
-use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{GroupMetadataRecord, MemberMetadataRecord};
-use crate::offsets::OffsetAndMetadata;
-use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
+use crate::records::classic::GroupMetadataRecord;
+use crate::records::consumer::ConsumerGroupRecord;
+use crate::records::offsets::OffsetAndMetadata;
 
 /// Version written in every header; a log with another version is refused.
 pub const FORMAT_VERSION: u32 = 1;
@@ -110,42 +109,17 @@ struct OffsetEntry {
     expire_timestamp_ms: Option<u64>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct PartitionKey {
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionKey {
     pub topic: String,
     pub partition: i32,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct GroupMeta {
-    group_id: String,
-    protocol_type: Option<String>,
-    generation: i32,
-    protocol: Option<String>,
-    leader: Option<String>,
-    current_state_timestamp_ms: Option<u64>,
-    members: Vec<MemberMeta>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct MemberMeta {
-    member_id: String,
-    group_instance_id: Option<String>,
-    client_id: String,
-    client_host: String,
-    rebalance_timeout_ms: i32,
-    session_timeout_ms: i32,
-    #[serde(with = "hex_bytes")]
-    subscription: Bytes,
-    #[serde(with = "hex_bytes")]
-    assignment: Bytes,
 }
 
 /// The JSON snapshot of earlier logs.
 #[derive(Debug, Deserialize)]
 struct SnapshotJson {
     offsets: Vec<OffsetEntry>,
-    metadata: Option<GroupMeta>,
+    metadata: Option<GroupMetadataRecord>,
     #[serde(default)]
     claim: Option<ClaimBody>,
 }
@@ -167,7 +141,7 @@ pub(super) struct Snapshot {
     pub(super) offsets: Offsets,
     pub(super) metadata: Option<GroupMetadataRecord>,
     pub(super) claim: Option<ClaimBody>,
-    pub(super) txn: Option<TxnTransit>,
+    pub(super) txn: Option<TxnBody>,
     pub(super) pending: PendingTxnOffsets,
     /// The records that rebuild the group's consumer group state.
     pub(super) consumer: Option<Vec<ConsumerGroupRecord>>,
@@ -177,69 +151,36 @@ pub(super) struct Snapshot {
 /// ends.
 pub type PendingTxnOffsets = std::collections::BTreeMap<i64, Offsets>;
 
-/// A transactional id's state as its log stores it (kind 9).
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct TxnBody {
-    producer_id: i64,
-    prev_producer_id: i64,
-    next_producer_id: i64,
-    producer_epoch: i16,
-    timeout_ms: i32,
-    state: i8,
-    partitions: Vec<PartitionKey>,
-    start_ms: i64,
-    last_update_ms: i64,
-    client_version: i16,
+/// A transactional id's state as its log stores it (kind 9; Apache's
+/// `TransactionLogValue`). The transaction coordinator converts it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnBody {
+    pub producer_id: i64,
+    pub prev_producer_id: i64,
+    pub next_producer_id: i64,
+    pub producer_epoch: i16,
+    pub timeout_ms: i32,
+    /// Apache's `TransactionState` id: one of [`STORED_TXN_STATES`].
+    pub state: i8,
+    pub partitions: Vec<PartitionKey>,
+    pub start_ms: i64,
+    pub last_update_ms: i64,
+    pub client_version: i16,
 }
 
-impl From<&TxnTransit> for TxnBody {
-    fn from(t: &TxnTransit) -> Self {
-        TxnBody {
-            producer_id: t.producer_id,
-            prev_producer_id: t.prev_producer_id,
-            next_producer_id: t.next_producer_id,
-            producer_epoch: t.producer_epoch,
-            timeout_ms: t.timeout_ms,
-            state: t.state.id(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| PartitionKey {
-                    topic: p.topic.clone(),
-                    partition: p.partition,
-                })
-                .collect(),
-            start_ms: t.start_ms,
-            last_update_ms: t.last_update_ms,
-            client_version: t.client_version.level(),
+/// The transaction states a log stores (Empty, Ongoing, PrepareCommit,
+/// PrepareAbort, CompleteCommit, CompleteAbort): Dead (6) and
+/// PrepareEpochFence (7) never are. A record with another is corrupt, like
+/// a bad checksum.
+pub const STORED_TXN_STATES: std::ops::RangeInclusive<i8> = 0..=5;
+
+impl TxnBody {
+    fn checked(self) -> Result<TxnBody, String> {
+        if STORED_TXN_STATES.contains(&self.state) {
+            Ok(self)
+        } else {
+            Err(format!("transaction state {} is never stored", self.state))
         }
-    }
-}
-
-impl TryFrom<TxnBody> for TxnTransit {
-    type Error = String;
-
-    fn try_from(b: TxnBody) -> Result<Self, String> {
-        let state = TxnState::from_id(b.state)
-            .filter(|s| !matches!(s, TxnState::Dead | TxnState::PrepareEpochFence))
-            .ok_or_else(|| format!("transaction state {} is never stored", b.state))?;
-        Ok(TxnTransit {
-            producer_id: b.producer_id,
-            prev_producer_id: b.prev_producer_id,
-            next_producer_id: b.next_producer_id,
-            producer_epoch: b.producer_epoch,
-            last_producer_epoch: -1,
-            timeout_ms: b.timeout_ms,
-            state,
-            partitions: b
-                .partitions
-                .into_iter()
-                .map(|p| TopicPartition::new(p.topic, p.partition))
-                .collect(),
-            start_ms: b.start_ms,
-            last_update_ms: b.last_update_ms,
-            client_version: TxnVersion::from_level(b.client_version),
-        })
     }
 }
 
@@ -248,11 +189,11 @@ pub(super) enum Record {
     Header(HeaderBody),
     Commit(Offsets),
     Delete(Vec<PartitionKey>),
-    Metadata(Option<GroupMeta>),
+    Metadata(Option<GroupMetadataRecord>),
     Snapshot(Snapshot),
     Claim(ClaimBody),
     /// A transactional id's state; `None` clears it.
-    Txn(Option<TxnTransit>),
+    Txn(Option<TxnBody>),
     /// Offsets a transaction committed for the group, pending until it ends.
     TxnOffsets {
         producer_id: i64,
@@ -273,7 +214,7 @@ pub(super) enum Record {
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct ConversionBody {
-    pub metadata: Option<GroupMeta>,
+    pub metadata: Option<GroupMetadataRecord>,
     pub consumer: Vec<ConsumerGroupRecord>,
 }
 
@@ -287,88 +228,6 @@ impl From<OffsetEntry> for (String, i32, OffsetAndMetadata) {
             expire_timestamp_ms: e.expire_timestamp_ms,
         };
         (e.topic, e.partition, value)
-    }
-}
-
-impl From<&GroupMetadataRecord> for GroupMeta {
-    fn from(r: &GroupMetadataRecord) -> Self {
-        GroupMeta {
-            group_id: r.group_id.clone(),
-            protocol_type: r.protocol_type.clone(),
-            generation: r.generation,
-            protocol: r.protocol.clone(),
-            leader: r.leader.clone(),
-            current_state_timestamp_ms: r.current_state_timestamp_ms,
-            members: r
-                .members
-                .iter()
-                .map(|m| MemberMeta {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: m.subscription.clone(),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<GroupMeta> for GroupMetadataRecord {
-    fn from(r: GroupMeta) -> Self {
-        GroupMetadataRecord {
-            group_id: r.group_id,
-            protocol_type: r.protocol_type,
-            generation: r.generation,
-            protocol: r.protocol,
-            leader: r.leader,
-            current_state_timestamp_ms: r.current_state_timestamp_ms,
-            members: r
-                .members
-                .into_iter()
-                .map(|m| MemberMetadataRecord {
-                    member_id: m.member_id,
-                    group_instance_id: m.group_instance_id,
-                    client_id: m.client_id,
-                    client_host: m.client_host,
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: m.subscription,
-                    assignment: m.assignment,
-                })
-                .collect(),
-        }
-    }
-}
-
-mod hex_bytes {
-    use bytes::Bytes;
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error> {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(b.len() * 2);
-        for &x in b.iter() {
-            out.push(DIGITS[usize::from(x >> 4)] as char);
-            out.push(DIGITS[usize::from(x & 15)] as char);
-        }
-        s.serialize_str(&out)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
-        let s = String::deserialize(d)?;
-        if s.len() % 2 != 0 || !s.is_ascii() {
-            return Err(D::Error::custom("malformed hex string"));
-        }
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map(Bytes::from)
-            .map_err(D::Error::custom)
     }
 }
 
@@ -494,7 +353,7 @@ pub(super) fn encode(record: &Record) -> io::Result<Vec<u8>> {
         Record::Delete(b) => FrameBuf::json(KIND_DELETE, b),
         Record::Metadata(b) => FrameBuf::json(KIND_METADATA, b),
         Record::Claim(b) => FrameBuf::json(KIND_CLAIM, b),
-        Record::Txn(t) => FrameBuf::json(KIND_TXN, &t.as_ref().map(TxnBody::from)),
+        Record::Txn(t) => FrameBuf::json(KIND_TXN, t),
         Record::TxnOffsets {
             producer_id,
             offsets,
@@ -528,8 +387,9 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
         1 => {
             let len = r.u32()? as usize;
             let json = r.bytes(len)?;
-            let meta: GroupMeta = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-            Some(meta.into())
+            let meta: GroupMetadataRecord =
+                serde_json::from_slice(json).map_err(|e| e.to_string())?;
+            Some(meta)
         }
         other => return Err(format!("bad metadata flag {other}")),
     };
@@ -563,7 +423,7 @@ fn decode_snapshot(body: &[u8]) -> Result<Snapshot, String> {
                 let len = r.u32()? as usize;
                 let body: TxnBody =
                     serde_json::from_slice(r.bytes(len)?).map_err(|e| e.to_string())?;
-                txn = Some(TxnTransit::try_from(body)?);
+                txn = Some(body.checked()?);
             }
             SECTION_PENDING if pending.is_empty() => {
                 let producers = r.u32()? as usize;
@@ -618,7 +478,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
             .map(|s| {
                 Record::Snapshot(Snapshot {
                     offsets: s.offsets.into_iter().map(Into::into).collect(),
-                    metadata: s.metadata.map(Into::into),
+                    metadata: s.metadata,
                     claim: s.claim,
                     txn: None,
                     pending: PendingTxnOffsets::new(),
@@ -640,10 +500,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
             let body: Option<TxnBody> = serde_json::from_slice(body).map_err(json_err)?;
             // A record that cannot become a state is corrupt, like a bad
             // checksum.
-            let txn = body
-                .map(TxnTransit::try_from)
-                .transpose()
-                .map_err(bin_err)?;
+            let txn = body.map(TxnBody::checked).transpose().map_err(bin_err)?;
             Ok(Record::Txn(txn))
         }
         KIND_TXN_OFFSETS => {

@@ -1,7 +1,8 @@
 //! The table a group log's records add up to: what a load returns and
 //! what a snapshot writes. Offset records are replayed by
-//! [`GroupOffsets`] and consumer group records by the consumer group's own
-//! replay: the code the coordinator applies its writes with.
+//! [`GroupOffsets`] (the code the coordinator applies its writes with);
+//! consumer group records are compacted by key ([`CompactedRecords`]), to
+//! be replayed by the coordinator when it loads the group.
 
 use std::io;
 use std::sync::Arc;
@@ -9,13 +10,12 @@ use std::sync::Arc;
 use bytes::BufMut;
 
 use super::records::{
-    offsets_capacity, put_offsets, ClaimBody, FrameBuf, GroupMeta, Offsets, Record, TxnBody,
-    KIND_SNAPSHOT, SECTION_CLAIM_INCARNATION, SECTION_CONSUMER, SECTION_PENDING, SECTION_TXN,
+    offsets_capacity, put_offsets, ClaimBody, FrameBuf, Offsets, Record, TxnBody, KIND_SNAPSHOT,
+    SECTION_CLAIM_INCARNATION, SECTION_CONSUMER, SECTION_PENDING, SECTION_TXN,
 };
-use crate::group::consumer::group::{replay_change, ConsumerGroup};
-use crate::group::core::GroupMetadataRecord;
-use crate::offsets::GroupOffsets;
-use crate::txn::core::TxnTransit;
+use crate::records::classic::GroupMetadataRecord;
+use crate::records::consumer::CompactedRecords;
+use crate::records::offsets::GroupOffsets;
 
 /// The materialised state: what the records so far add up to.
 #[derive(Debug, Default)]
@@ -27,24 +27,22 @@ pub(super) struct Table {
     /// The last owner claim.
     pub claim: Option<ClaimBody>,
     /// A transaction log's transactional id state.
-    pub txn: Option<TxnTransit>,
-    /// A KIP-848 consumer group's state.
-    pub consumer: Option<ConsumerGroup>,
-    /// The group id, from the header (named in replay errors).
-    group_id: String,
+    pub txn: Option<TxnBody>,
+    /// A KIP-848 consumer group's records, compacted by key.
+    pub consumer: CompactedRecords,
 }
 
 impl Table {
     pub fn apply(&mut self, record: Record) {
         match record {
-            Record::Header(h) => self.group_id = h.group_id,
+            Record::Header(_) => {}
             Record::Commit(offsets) => self.commit(offsets),
             Record::Delete(keys) => {
                 for k in keys {
                     self.offsets.delete(&k.topic, k.partition);
                 }
             }
-            Record::Metadata(m) => self.metadata = m.map(Into::into),
+            Record::Metadata(m) => self.metadata = m,
             Record::Claim(c) => self.claim = Some(c),
             Record::Txn(t) => self.txn = t,
             Record::TxnOffsets {
@@ -57,22 +55,17 @@ impl Table {
             } => {
                 self.offsets.end_txn(producer_id, commit);
             }
-            Record::Consumer(records) => {
-                replay_change(&mut self.consumer, &self.group_id, &records)
-            }
+            Record::Consumer(records) => records.iter().for_each(|r| self.consumer.apply(r)),
             Record::Conversion(c) => {
-                self.metadata = c.metadata.map(Into::into);
-                replay_change(&mut self.consumer, &self.group_id, &c.consumer);
+                self.metadata = c.metadata;
+                c.consumer.iter().for_each(|r| self.consumer.apply(r));
             }
             Record::Snapshot(s) => {
                 self.offsets = GroupOffsets::default();
                 self.metadata = s.metadata;
                 self.claim = s.claim;
                 self.txn = s.txn;
-                self.consumer = None;
-                if let Some(records) = s.consumer {
-                    replay_change(&mut self.consumer, &self.group_id, &records);
-                }
+                self.consumer = s.consumer.iter().flatten().collect();
                 self.commit(s.offsets);
                 for (producer_id, offsets) in s.pending {
                     self.stage(producer_id, offsets);
@@ -101,7 +94,7 @@ impl Table {
         match &self.metadata {
             None => f.0.put_u8(0),
             Some(m) => {
-                let json = serde_json::to_vec(&GroupMeta::from(m)).map_err(io::Error::other)?;
+                let json = serde_json::to_vec(m).map_err(io::Error::other)?;
                 f.0.put_u8(1);
                 f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
                 f.0.put_slice(&json);
@@ -121,7 +114,7 @@ impl Table {
             f.0.put_slice(c.incarnation.as_bytes());
         }
         if let Some(t) = &self.txn {
-            let json = serde_json::to_vec(&TxnBody::from(t)).map_err(io::Error::other)?;
+            let json = serde_json::to_vec(t).map_err(io::Error::other)?;
             f.0.put_u8(SECTION_TXN);
             f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
             f.0.put_slice(&json);
@@ -139,8 +132,9 @@ impl Table {
                 )?;
             }
         }
-        if let Some(group) = &self.consumer {
-            let json = serde_json::to_vec(&group.to_records()).map_err(io::Error::other)?;
+        if !self.consumer.is_empty() {
+            let records: Vec<_> = self.consumer.records().collect();
+            let json = serde_json::to_vec(&records).map_err(io::Error::other)?;
             f.0.put_u8(SECTION_CONSUMER);
             f.0.put_u32(u32::try_from(json.len()).map_err(io::Error::other)?);
             f.0.put_slice(&json);

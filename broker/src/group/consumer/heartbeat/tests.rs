@@ -1,6 +1,9 @@
 //! Apache's `GroupMetadataManagerTest` consumer-group heartbeat cases, by
 //! name, on an injected clock. As Apache's test context does, every
-//! result's records are replayed on the group before the next request.
+//! result's records are replayed on the group before the next request;
+//! after each change (a result's records: one frame of the group's log,
+//! between which snapshots are taken), the records a compacted log keeps
+//! rebuild the same group (what a load after a snapshot builds).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,9 +12,10 @@ use uuid::Uuid;
 
 use super::*;
 use crate::group::assignor::testing::{assignment, MockAssignor};
-use crate::group::consumer::group::{ConsumerGroupState, Replayed};
+use crate::group::consumer::group::{replay_change, ConsumerGroupState, Replayed};
 use crate::group::consumer::member::MemberSubscriptionMetadata;
 use crate::group::consumer::reconcile::MemberState;
+use crate::records::consumer::CompactedRecords;
 
 const CLIENT_ID: &str = "client";
 const CLIENT_HOST: &str = "/127.0.0.1";
@@ -19,6 +23,8 @@ const CLIENT_HOST: &str = "/127.0.0.1";
 /// Apache's `GroupMetadataManagerTestContext`, for one group.
 struct Context {
     group: Option<ConsumerGroup>,
+    /// Every record replayed, as the group's log compacts them.
+    compacted: CompactedRecords,
     topics: BTreeMap<String, TopicMetadata>,
     /// The topics' version (Apache's metadata image version).
     topics_version: i64,
@@ -35,6 +41,7 @@ impl Context {
         let mock = Arc::new(MockAssignor::new("range"));
         Context {
             group: None,
+            compacted: CompactedRecords::default(),
             topics: BTreeMap::new(),
             topics_version: 0,
             undescribable: Default::default(),
@@ -62,13 +69,30 @@ impl Context {
         id
     }
 
+    /// Replays a change of one record.
     fn replay(&mut self, record: ConsumerGroupRecord) {
-        let group = self
-            .group
-            .get_or_insert_with(|| ConsumerGroup::new("fooup"));
-        if group.replay(&record).unwrap() == Replayed::GroupDeleted {
-            self.group = None;
+        self.apply_change(vec![record]);
+    }
+
+    /// Replays one change's records, then checks that the records its
+    /// compacted log keeps build the same group.
+    fn apply_change(&mut self, records: Vec<ConsumerGroupRecord>) {
+        for record in &records {
+            let group = self
+                .group
+                .get_or_insert_with(|| ConsumerGroup::new("fooup"));
+            if group.replay(record).unwrap() == Replayed::GroupDeleted {
+                self.group = None;
+            }
+            self.compacted.apply(record);
         }
+        let kept: Vec<ConsumerGroupRecord> = self.compacted.records().cloned().collect();
+        let mut rebuilt = None;
+        replay_change(&mut rebuilt, "fooup", &kept);
+        assert_eq!(
+            rebuilt, self.group,
+            "the compacted log rebuilds the group after {records:?}"
+        );
     }
 
     fn heartbeat(&mut self, request: HeartbeatRequest) -> Result<HeartbeatResult, HeartbeatError> {
@@ -88,9 +112,7 @@ impl Context {
             now_ms: self.now_ms,
         };
         let result = heartbeat(self.group.as_ref(), &request, &cx, || "generated".into())?;
-        for record in &result.records {
-            self.replay(record.clone());
-        }
+        self.apply_change(result.records.clone());
         Ok(result)
     }
 
@@ -937,9 +959,7 @@ fn test_session_timeout_expiration() {
             ConsumerGroupRecord::GroupEpoch { epoch: 2 },
         ]
     );
-    for r in records {
-        c.replay(r);
-    }
+    c.apply_change(records);
     assert_eq!(c.group().state(), ConsumerGroupState::Empty);
     assert!(on_session_timeout(c.group(), "member-1").is_empty());
 }
@@ -980,9 +1000,7 @@ fn test_rebalance_timeout_expiration() {
     assert!(records.contains(&ConsumerGroupRecord::MemberTombstone {
         member_id: "member-1".into()
     }));
-    for r in records {
-        c.replay(r);
-    }
+    c.apply_change(records);
     assert!(c.group().member("member-1").is_none());
     assert_eq!(c.group().current_partition_epoch(foo, 2), -1);
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::group::assignor::testing::{assignment, TOPIC1, TOPIC2};
+use crate::group::consumer::member::MemberSubscriptionMetadata;
 
 #[test]
 fn every_record_survives_json() {

@@ -3,7 +3,7 @@
 use bytes::Buf;
 
 use super::{Offsets, OFFSET_FIXED_BYTES};
-use crate::offsets::OffsetAndMetadata;
+use crate::records::offsets::OffsetAndMetadata;
 
 /// Reads a binary body, refusing (never panicking on) truncated input.
 pub(super) struct Reader<'a>(pub(super) &'a [u8]);

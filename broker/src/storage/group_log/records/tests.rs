@@ -1,6 +1,7 @@
 //! The group log records: encodings read back, damage refused.
 use super::*;
 use crate::storage::group_log::table::Table;
+use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
 
 fn oam(offset: i64, metadata: &str, epoch: Option<i32>, expire: Option<u64>) -> OffsetAndMetadata {
     OffsetAndMetadata {
@@ -63,8 +64,10 @@ fn binary_commits_and_snapshots_read_back_exactly() {
     );
 }
 
-fn txn(state: TxnState) -> TxnTransit {
-    TxnTransit {
+/// A transaction's state as its log stores it (the conversion is the
+/// transaction coordinator's, `txn::log_store`).
+fn txn(state: TxnState) -> TxnBody {
+    TxnBody::from(&TxnTransit {
         producer_id: 7,
         prev_producer_id: 6,
         next_producer_id: -1,
@@ -80,7 +83,7 @@ fn txn(state: TxnState) -> TxnTransit {
         start_ms: 10,
         last_update_ms: 11,
         client_version: TxnVersion::V2,
-    }
+    })
 }
 
 #[test]

@@ -9,7 +9,9 @@ use parking_lot::Mutex;
 
 use super::records::{header_record, KIND_HEADER};
 use super::*;
+use crate::group::consumer::group::ConsumerGroup;
 use crate::group::core::MemberMetadataRecord;
+use crate::store::Durable;
 
 /// The store's file operations with faults a test switches on: the test
 /// implementation of [`LogIo`].
@@ -1285,7 +1287,7 @@ async fn consumer_group_records_survive_a_reload_and_a_snapshot() {
         .load("g")
         .unwrap()
         .unwrap();
-    assert_eq!(loaded.consumer, expected);
+    assert_eq!(replayed(&[loaded.consumer]), expected);
     assert_eq!(
         loaded.offsets.committed_vec(),
         vec![("t".to_string(), 0, oam(5))]
@@ -1303,7 +1305,46 @@ async fn consumer_group_records_survive_a_reload_and_a_snapshot() {
         .unwrap()
         .unwrap();
     assert_eq!(loaded.replayed_snapshots, 1);
-    assert_eq!(loaded.consumer, expected);
+    assert_eq!(replayed(&[loaded.consumer]), expected);
+}
+
+/// Members that came and went leave nothing in the snapshot: the log keeps
+/// the last record of each key, and a member's tombstone takes its keys.
+#[tokio::test]
+async fn a_snapshot_keeps_only_the_records_of_the_group_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GroupLogStore::new(dir.path()).unwrap();
+    let mut changes = Vec::new();
+    for i in 0..2 * SNAPSHOT_EVERY {
+        let member = format!("m{i}");
+        changes.push(consumer_join(&member, i as i32 + 1, &[0]));
+        changes.push(vec![
+            ConsumerGroupRecord::CurrentAssignmentTombstone {
+                member_id: member.clone(),
+            },
+            ConsumerGroupRecord::TargetMemberTombstone {
+                member_id: member.clone(),
+            },
+            ConsumerGroupRecord::MemberTombstone { member_id: member },
+        ]);
+    }
+    changes.push(consumer_join("last", 1_000, &[0]));
+    for change in &changes {
+        store.write_consumer_records("g", change).await.unwrap();
+    }
+    store.turn_free("g").await;
+    assert!(store.snapshot_count() >= 1);
+    let loaded = GroupLogStore::new(dir.path())
+        .unwrap()
+        .load("g")
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.replayed_snapshots, 1);
+    // The last member's three keys, the group epoch and the target epoch.
+    assert_eq!(loaded.consumer.len(), 5, "{:?}", loaded.consumer);
+    let group = replayed(&[loaded.consumer]);
+    assert_eq!(group, replayed(&changes));
+    assert_eq!(group.unwrap().members().len(), 1);
 }
 
 #[tokio::test]
@@ -1326,7 +1367,7 @@ async fn a_torn_consumer_group_change_is_dropped_whole() {
     let loaded = store.load("g").unwrap().unwrap();
     assert!(loaded.damage.is_some());
     // None of the second change: m2 is not half there.
-    assert_eq!(loaded.consumer, replayed(&[first]));
+    assert_eq!(replayed(&[loaded.consumer]), replayed(&[first]));
 }
 
 #[tokio::test]
@@ -1363,16 +1404,19 @@ async fn a_conversion_swaps_the_classic_and_the_consumer_group_in_one_frame() {
     };
     let loaded = load();
     assert_eq!(loaded.metadata, None, "the classic metadata's tombstone");
-    assert_eq!(loaded.consumer, replayed(std::slice::from_ref(&upgrade)));
+    assert_eq!(
+        replayed(std::slice::from_ref(&loaded.consumer)),
+        replayed(std::slice::from_ref(&upgrade))
+    );
 
-    let group = loaded.consumer.unwrap();
+    let group = replayed(&[loaded.consumer]).unwrap();
     store
         .convert_group("g", Some(&metadata(4)), &tombstones(&group))
         .await
         .unwrap();
     let loaded = load();
     assert_eq!(loaded.metadata, Some(metadata(4)));
-    assert_eq!(loaded.consumer, None, "the consumer group's tombstones");
+    assert_eq!(loaded.consumer, [], "the consumer group's tombstones");
 }
 
 mod takeover;

@@ -404,9 +404,7 @@ fn test_resolved_regular_expressions_removed_when_members_leave_or_fenced() {
             ConsumerGroupRecord::GroupEpoch { epoch: 12 },
         ]
     );
-    for r in fenced {
-        c.replay(r);
-    }
+    c.apply_change(fenced);
     assert!(c.group().resolved_regexes().is_empty());
     assert!(c.group().subscribed_regexes().is_empty());
 }

@@ -9,12 +9,10 @@
 //!
 //! Plain values, no I/O: below the coordinators and storage alike.
 
-pub mod vecmap;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use vecmap::VecMap;
+use super::vecmap::VecMap;
 
 /// One committed offset (Apache's `OffsetAndMetadata`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,8 +1,10 @@
+//! The transaction coordinator's port on the transactional ids' logs.
+
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use super::*;
-use crate::storage::group_log::Owner;
-use crate::txn::core::{TopicPartition, TxnState, TxnVersion};
+use crate::storage::group_log::{GroupLogOptions, GroupLogStore, Owner};
 
 fn transit(state: TxnState, epoch: i16, partitions: &[(&str, i32)]) -> TxnTransit {
     TxnTransit {

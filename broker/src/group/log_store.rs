@@ -1,51 +1,32 @@
-//! The group coordinator's port to storage ([`GroupStore`]) on the group
-//! logs: each write ordered on its group's lane, loads after the group's
-//! earlier writes.
+//! The group coordinator's port ([`GroupStore`]) on the group logs of the
+//! shared volume (`storage::group_log`): each write ordered on its group's
+//! lane, loads after the group's earlier writes, and a loaded consumer
+//! group built by the coordinator's own replay of the records its log
+//! keeps. (An adapter between the two: storage knows nothing of the
+//! coordinator.)
 
 use std::io;
 
-use super::{writer_gone, GroupLogStore, LoadedGroup};
-use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
-use crate::group::store::{Durable, GroupStore, StoreError, StoredGroup};
+use super::consumer::group::replay_change;
+use super::consumer::records::ConsumerGroupRecord;
+use super::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
+use super::store::{Durable, GroupStore, StoreError, StoredGroup};
+use crate::storage::group_log::{GroupLogStore, LoadedGroup, Logs};
 
-impl GroupLogStore {
-    /// Waits for the key's earlier writes, then reads its log, on the key's
-    /// lane (the caller is a blocking thread).
-    pub(crate) fn load_ordered(&self, key: &str) -> Result<Option<LoadedGroup>, StoreError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let logs = self.logs.clone();
-        let owned = key.to_string();
-        self.writer.submit(
-            key,
-            Box::new(move || {
-                let _ = tx.send(logs.load(&owned));
-            }),
-        );
-        rx.recv().map_err(|_| StoreError::Io(writer_gone()))?
-    }
-
-    /// Forgets a key's open log after its earlier writes, on its lane.
-    pub(crate) fn close_ordered(&self, key: &str) {
-        let logs = self.logs.clone();
-        let owned = key.to_string();
-        self.writer
-            .submit(key, Box::new(move || logs.close(&owned)));
-    }
+/// The store's logs themselves (not this port's methods of the same names).
+fn logs(store: &GroupLogStore) -> &Logs {
+    store
 }
 
 impl GroupStore for GroupLogStore {
     fn load(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
         let loaded = self.load_ordered(group_id)?;
-        Ok(loaded.map(|g| StoredGroup {
-            metadata: g.metadata,
-            consumer: g.consumer,
-            offsets: g.offsets,
-        }))
+        Ok(loaded.map(|g| stored(group_id, g)))
     }
 
     fn peek(&self, group_id: &str) -> Result<Option<StoredGroup>, StoreError> {
-        self.logs.peek(group_id)
+        let peeked = logs(self).peek(group_id)?;
+        Ok(peeked.map(|g| stored(group_id, g)))
     }
 
     fn commit_offsets(&self, group_id: &str, offsets: &CommittedOffsets) -> Durable {
@@ -112,7 +93,7 @@ impl GroupStore for GroupLogStore {
     }
 
     fn list_groups(&self) -> io::Result<Vec<String>> {
-        self.logs.list_groups()
+        logs(self).list_groups()
     }
 
     fn close(&self, group_id: &str) {
@@ -120,6 +101,18 @@ impl GroupStore for GroupLogStore {
     }
 
     fn written_elsewhere(&self, group_id: &str) -> bool {
-        self.logs.written_elsewhere(group_id)
+        logs(self).written_elsewhere(group_id)
+    }
+}
+
+/// A group as its log holds it, as the coordinator takes it: the consumer
+/// group built by its own replay of the records kept.
+fn stored(group_id: &str, loaded: LoadedGroup) -> StoredGroup {
+    let mut consumer = None;
+    replay_change(&mut consumer, group_id, &loaded.consumer);
+    StoredGroup {
+        metadata: loaded.metadata,
+        consumer,
+        offsets: loaded.offsets,
     }
 }
