@@ -16,6 +16,7 @@ pub mod group;
 pub mod http;
 pub mod lag;
 pub mod local;
+pub mod log_stores;
 pub mod metrics;
 pub mod net;
 pub mod records;

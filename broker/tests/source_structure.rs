@@ -31,12 +31,14 @@ const BROKER_FOLDERS: &[&str] = &[
 /// entry points.
 const ABOVE_API: &[&str] = &["api", "fuzzing", "net::connection", "net::server", "serve"];
 
-/// What lower layers must not import: storage no coordinator, the
-/// coordinator runtime none of the coordinators built on it, and the
-/// records' values (plain data and their replay, shared by the
-/// coordinators and the logs) neither.
+/// What lower layers must not import: storage no coordinator (nor the
+/// ports' adapters on it), the group coordinator no storage (it owns its
+/// port; `log_stores` implements it), the coordinator runtime none of the
+/// coordinators built on it, and the records' values (plain data and
+/// their replay, shared by the coordinators and the logs) neither.
 const DOWNWARDS_ONLY: &[(&str, &[&str])] = &[
-    ("storage", &["group", "txn", "coordinator"]),
+    ("storage", &["group", "txn", "coordinator", "log_stores"]),
+    ("group", &["storage", "log_stores"]),
     ("coordinator", &["group", "txn", "api"]),
     (
         "records",

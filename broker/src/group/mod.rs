@@ -2,12 +2,11 @@
 //! injected clock, and the shell that feeds it requests, timers and storage;
 //! `assignor` and `consumer` hold the consumer protocol's (KIP-848)
 //! server-side assignors and member reconciliation; `store` is the port to
-//! storage, `log_store` its implementation on the volume's group logs.
+//! storage (implemented on the volume's group logs by `log_stores::group`).
 
 pub mod assignor;
 pub mod configs;
 pub mod consumer;
 pub mod core;
-pub mod log_store;
 pub mod manager;
 pub mod store;

@@ -2,7 +2,7 @@
 //! files, folder `__cluster/__transaction_state`, with their fencing claim,
 //! journal, snapshots and crash recovery ([`super::group_log`]); a
 //! transactional id's state is a kind 9 record. The transaction
-//! coordinator's port on them is `txn::log_store`.
+//! coordinator's port on them is `log_stores::txn`.
 
 use std::io;
 use std::path::Path;
@@ -23,7 +23,7 @@ impl TxnLogStore {
         Ok(TxnLogStore(GroupLogStore::open(data_dir, options)?))
     }
 
-    /// The logs: the port `txn::log_store` writes through them.
+    /// The logs: the port `log_stores::txn` writes through them.
     pub fn logs(&self) -> &GroupLogStore {
         &self.0
     }

@@ -108,3 +108,16 @@ fn committed_offsets_iterate_sorted_whatever_the_commit_order() {
     assert_eq!(order, [("a", 0, 1), ("a", 2, 2), ("b", 0, 4), ("b", 1, 3)]);
     assert_eq!(g.committed_vec().len(), 4);
 }
+
+/// Where kaas differs from Apache (docs/design/transactions.md): Apache's
+/// `testReplayTransactionEndMarkerKeepsTheMostRecentCommittedOffset` keeps
+/// a plain commit written after the transactional one; kaas applies the
+/// transaction's offset at its end.
+#[test]
+fn a_transactions_end_applies_its_offset_over_a_later_plain_commit() {
+    let mut g = GroupOffsets::default();
+    g.stage(5, staged("bar", 0, 100));
+    g.commit("bar", 0, at(101));
+    assert!(g.end_txn(5, true));
+    assert_eq!(g.get("bar", 0), Some(&at(100)));
+}

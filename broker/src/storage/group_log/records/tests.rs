@@ -65,7 +65,7 @@ fn binary_commits_and_snapshots_read_back_exactly() {
 }
 
 /// A transaction's state as its log stores it (the conversion is the
-/// transaction coordinator's, `txn::log_store`).
+/// adapter's, `log_stores::txn`).
 fn txn(state: TxnState) -> TxnBody {
     TxnBody::from(&TxnTransit {
         producer_id: 7,

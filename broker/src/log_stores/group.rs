@@ -2,15 +2,14 @@
 //! shared volume (`storage::group_log`): each write ordered on its group's
 //! lane, loads after the group's earlier writes, and a loaded consumer
 //! group built by the coordinator's own replay of the records its log
-//! keeps. (An adapter between the two: storage knows nothing of the
-//! coordinator.)
+//! keeps.
 
 use std::io;
 
-use super::consumer::group::replay_change;
-use super::consumer::records::ConsumerGroupRecord;
-use super::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
-use super::store::{Durable, GroupStore, StoreError, StoredGroup};
+use crate::group::consumer::group::replay_change;
+use crate::group::consumer::records::ConsumerGroupRecord;
+use crate::group::core::{CommittedOffsets, Conversion, GroupMetadataRecord};
+use crate::group::store::{Durable, GroupStore, StoreError, StoredGroup};
 use crate::storage::group_log::{GroupLogStore, LoadedGroup, Logs};
 
 /// The store's logs themselves (not this port's methods of the same names).

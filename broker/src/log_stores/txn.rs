@@ -1,15 +1,14 @@
 //! The transaction coordinator's port ([`TxnStore`]) on the transactional
 //! ids' logs (`storage::txn_log`), and the conversion of a transaction's
 //! state to and from the form the log stores (Apache's
-//! `TransactionLogValue`). An adapter between the two: storage knows
-//! nothing of the coordinator.
+//! `TransactionLogValue`).
 
 use std::io;
 
-use super::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
-use super::store::{Durable, StoreError, TxnStore};
 use crate::storage::group_log::{PartitionKey, TxnBody};
 use crate::storage::txn_log::TxnLogStore;
+use crate::txn::core::{TopicPartition, TxnState, TxnTransit, TxnVersion};
+use crate::txn::store::{Durable, StoreError, TxnStore};
 
 impl TxnStore for TxnLogStore {
     fn load(&self, transactional_id: &str) -> Result<Option<TxnTransit>, StoreError> {
